@@ -1,0 +1,3 @@
+module github.com/flare-net/flare
+
+go 1.26

@@ -1,0 +1,187 @@
+package wire
+
+import "fmt"
+
+// Version is the protocol version every packet carries in its first byte.
+// A packet of another version is dropped (ErrVersion).
+const Version = 1
+
+// DefaultPort is the UDP port the switch listens on by default and on which
+// the gopacket layer is registered, so a pcap of Flare traffic decodes.
+const DefaultPort = 7470
+
+// Type is the packet type (byte 1 of the header).
+type Type uint8
+
+// Packet types. Values are part of the wire format: never renumber.
+const (
+	TypeJoin    Type = 1 // host -> switch: join a job (JoinBody payload)
+	TypeJoinAck Type = 2 // switch -> host: admitted, with the window W (JoinAckBody payload)
+	TypeError   Type = 3 // switch -> host: refused or failed (ErrorBody payload: code + text)
+	TypeData    Type = 4 // host/child switch -> switch: one dense block
+	TypeResult  Type = 5 // switch -> host/child switch: one aggregated dense block
+	TypeSparse  Type = 6 // host -> switch: (index, value) pairs of one block
+	TypeSpill   Type = 7 // switch -> host: pairs that collided in the hash table
+	TypeLeave   Type = 8 // host -> switch: leave the job; its buffers return to the pool
+	typeMax          = TypeLeave
+)
+
+var typeNames = [...]string{"", "join", "join-ack", "error", "data", "result", "sparse", "spill", "leave"}
+
+// Valid reports whether t is a known packet type.
+func (t Type) Valid() bool { return t >= TypeJoin && t <= typeMax }
+
+// String returns the lower-case name used in docs, logs and decode tables.
+func (t Type) String() string {
+	if t.Valid() {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// DType is the element type of a job's vector.
+type DType uint8
+
+// Element types. Values are part of the wire format.
+const (
+	Int8     DType = 1
+	Int16    DType = 2
+	Int32    DType = 3
+	Int64    DType = 4
+	Float32  DType = 5
+	Float64  DType = 6
+	BFloat16 DType = 7 // stored as uint16 (upper half of a float32), summed in float32, rounded to nearest even
+	dtypeMax       = BFloat16
+)
+
+var dtypeNames = [...]string{"", "int8", "int16", "int32", "int64", "float32", "float64", "bfloat16"}
+var dtypeSizes = [...]int{0, 1, 2, 4, 8, 4, 8, 2}
+
+// DTypes lists every element type, in code order.
+var DTypes = []DType{Int8, Int16, Int32, Int64, Float32, Float64, BFloat16}
+
+// Valid reports whether d is a known element type.
+func (d DType) Valid() bool { return d >= Int8 && d <= dtypeMax }
+
+// Size is the size of one element in bytes (0 for an unknown type).
+func (d DType) Size() int {
+	if d.Valid() {
+		return dtypeSizes[d]
+	}
+	return 0
+}
+
+// IsFloat reports whether d is a floating-point type.
+func (d DType) IsFloat() bool { return d == Float32 || d == Float64 || d == BFloat16 }
+
+// String returns the lower-case name ("float32").
+func (d DType) String() string {
+	if d.Valid() {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("dtype(%d)", uint8(d))
+}
+
+// ParseDType parses a name as printed by String.
+func ParseDType(s string) (DType, error) {
+	for _, d := range DTypes {
+		if d.String() == s {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown dtype %q (allowed: int8, int16, int32, int64, float32, float64, bfloat16)", s)
+}
+
+// Op is the reduction operator.
+type Op uint8
+
+// Built-in operators. Codes from OpCustomBase up are free for operators
+// registered at run time (handlers.RegisterOp).
+const (
+	OpSum  Op = 1
+	OpMin  Op = 2
+	OpMax  Op = 3
+	OpProd Op = 4
+	OpAnd  Op = 5 // integers only
+	OpOr   Op = 6 // integers only
+	OpXor  Op = 7 // integers only
+	opMax     = OpXor
+
+	// OpCustomBase is the first code available for custom operators.
+	OpCustomBase Op = 128
+)
+
+var opNames = [...]string{"", "sum", "min", "max", "prod", "and", "or", "xor"}
+
+// Ops lists the built-in operators, in code order.
+var Ops = []Op{OpSum, OpMin, OpMax, OpProd, OpAnd, OpOr, OpXor}
+
+// Builtin reports whether o is one of the built-in operators.
+func (o Op) Builtin() bool { return o >= OpSum && o <= opMax }
+
+// Valid reports whether o may appear on the wire: a built-in operator or a
+// code in the custom range. Whether a custom code is registered is the
+// handler's business, not the wire's.
+func (o Op) Valid() bool { return o.Builtin() || o >= OpCustomBase }
+
+// BitwiseOnly reports whether o is defined on integers only.
+func (o Op) BitwiseOnly() bool { return o == OpAnd || o == OpOr || o == OpXor }
+
+// String returns the lower-case name ("sum").
+func (o Op) String() string {
+	if o.Builtin() {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
+}
+
+// ParseOp parses a built-in operator name as printed by String.
+func ParseOp(s string) (Op, error) {
+	for _, o := range Ops {
+		if o.String() == s {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown op %q (allowed: sum, min, max, prod, and, or, xor)", s)
+}
+
+// Flags is the header's flag field.
+type Flags uint16
+
+// Header flags.
+const (
+	FlagLast       Flags = 1 << 0 // last packet of this sender for a sparse block
+	FlagRetransmit Flags = 1 << 1 // the sender has sent this packet before
+	FlagPartial    Flags = 1 << 2 // result released before every child contributed (bounded-time mode)
+	FlagFromSwitch Flags = 1 << 3 // sent by a child switch (carries an aggregate), not a host
+	flagsKnown           = FlagLast | FlagRetransmit | FlagPartial | FlagFromSwitch
+)
+
+// Known reports whether only defined flag bits are set.
+func (f Flags) Known() bool { return f&^flagsKnown == 0 }
+
+// Algo is the dense aggregation design a job asks for in its join.
+type Algo uint8
+
+// Aggregation designs (section 6 of the Flare paper). AlgoMulti carries its
+// buffer count B separately (JoinBody.Buffers).
+const (
+	AlgoAuto   Algo = 0 // the switch chooses by message size (paper's rule)
+	AlgoSingle Algo = 1 // one aggregation buffer per block, under a lock
+	AlgoMulti  Algo = 2 // B buffers per block, the last handler folds them
+	AlgoTree   Algo = 3 // a fixed binary tree over child indices: reproducible
+	algoMax         = AlgoTree
+)
+
+var algoNames = [...]string{"auto", "single", "multi", "tree"}
+
+// Valid reports whether a is a known design.
+func (a Algo) Valid() bool { return a <= algoMax }
+
+// String returns the lower-case name.
+func (a Algo) String() string {
+	if a.Valid() {
+		return algoNames[a]
+	}
+	return fmt.Sprintf("algo(%d)", uint8(a))
+}
