@@ -1,0 +1,514 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// MaxChildren is the largest fan-in a block accepts. The contributor
+// bitmap is sized per job, so this is a sanity bound, not a storage limit
+// (SwitchML's 32-bit bitmap stops at 32).
+const MaxChildren = 1 << 16
+
+// MaxBuffers bounds B for the multi-buffer design.
+const MaxBuffers = 64
+
+// DenseConfig describes one job's dense aggregation at this switch.
+type DenseConfig struct {
+	Job         uint32
+	Token       uint64
+	Algo        wire.Algo // AlgoSingle, AlgoMulti or AlgoTree (resolve AlgoAuto first: Choose)
+	Buffers     int       // B, for AlgoMulti (2..MaxBuffers)
+	Children    int       // P: hosts (or child switches) aggregated here
+	DType       wire.DType
+	Op          wire.Op
+	Elements    int        // vector length in elements
+	PacketElems int        // elements per block (one packet); the last block may be shorter
+	Quota       *hpu.Quota // the job's share of L1
+	// Uplink, when not nil, makes this switch a non-root: a finished block is
+	// sent up as a Data packet with FlagFromSwitch and this child index
+	// instead of being multicast down as a Result.
+	Uplink *Uplink
+}
+
+// Uplink is where a non-root switch sends its aggregates.
+type Uplink struct {
+	Child uint16 // this switch's child index at its parent
+}
+
+// DenseStats counts what a job's handler did. Plain atomics: the daemon
+// turns them into metrics at scrape time.
+type DenseStats struct {
+	Packets   atomic.Int64 // contributions aggregated
+	Completed atomic.Int64 // blocks completed and emitted
+	Duplicate atomic.Int64 // packets whose child had already contributed
+	Stale     atomic.Int64 // packets of an older generation
+	Invalid   atomic.Int64 // packets that do not match the job (dtype, op, block, count, child)
+	NoBuffer  atomic.Int64 // packets dropped because the quota was exhausted
+	Abandoned atomic.Int64 // unfinished blocks dropped when a newer generation started
+}
+
+// Dense is the handler for one job's dense allreduce: the paper's single
+// buffer, multi-buffer and tree designs, with a per-block contributor bitmap
+// so a retransmitted packet is never aggregated twice.
+type Dense struct {
+	cfg     DenseConfig
+	kernel  Kernel
+	esize   int
+	nblocks int
+	pow2    int // tree: leaves padded to a power of two
+	blocks  []block
+
+	freeMu sync.Mutex
+	free   []*work
+
+	Stats DenseStats
+}
+
+var _ hpu.Handler = (*Dense)(nil)
+var _ hpu.HeaderHandler = (*Dense)(nil)
+
+// block states
+const (
+	blockIdle   = iota // no packet of this generation yet
+	blockActive        // aggregating
+	blockDone          // result emitted
+)
+
+type block struct {
+	lock     hpu.Lock // the single-buffer critical section; the state lock otherwise
+	gen      uint32
+	state    uint8
+	count    int32 // contributions admitted
+	finished int32 // contributions folded (multi: the last to finish folds the B buffers)
+	work     *work
+}
+
+// work is the state of a block while it is being aggregated. A job has a
+// fixed set of them (one per buffer of its quota: an active block always
+// holds a buffer), recycled through a free list, so no packet allocates.
+type work struct {
+	bitmap []uint64
+	bufs   []*hpu.Buffer // single: [0]; multi: [0..B); tree: heap-indexed nodes
+	filled []bool        // multi: buffer j holds data
+	locks  []hpu.Lock    // multi: one lock per buffer
+}
+
+// NewDense checks cfg and builds the handler with its block table.
+func NewDense(cfg DenseConfig) (*Dense, error) {
+	k, err := KernelFor(cfg.DType, cfg.Op)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size()}
+	d.nblocks = (cfg.Elements + cfg.PacketElems - 1) / cfg.PacketElems
+	d.blocks = make([]block, d.nblocks)
+	nbufs := 1
+	switch cfg.Algo {
+	case wire.AlgoMulti:
+		nbufs = cfg.Buffers
+	case wire.AlgoTree:
+		d.pow2 = 1 << bits.Len(uint(cfg.Children-1))
+		nbufs = 2 * d.pow2
+	}
+	nwork := min(cfg.Quota.Limit(), d.nblocks)
+	words := (cfg.Children + 63) / 64
+	bitmaps := make([]uint64, nwork*words)
+	for i := range nwork {
+		w := &work{bitmap: bitmaps[i*words : (i+1)*words : (i+1)*words], bufs: make([]*hpu.Buffer, nbufs)}
+		if cfg.Algo == wire.AlgoMulti {
+			w.filled = make([]bool, nbufs)
+			w.locks = make([]hpu.Lock, nbufs)
+		}
+		d.free = append(d.free, w)
+	}
+	return d, nil
+}
+
+func (c *DenseConfig) validate() error {
+	switch {
+	case c.Algo != wire.AlgoSingle && c.Algo != wire.AlgoMulti && c.Algo != wire.AlgoTree:
+		return fmt.Errorf("dense: algorithm %s: must be single, multi or tree", c.Algo)
+	case c.Algo == wire.AlgoMulti && (c.Buffers < 2 || c.Buffers > MaxBuffers):
+		return fmt.Errorf("dense: buffers B = %d: must be in 2..%d for multi", c.Buffers, MaxBuffers)
+	case c.Children < 1 || c.Children > MaxChildren:
+		return fmt.Errorf("dense: children = %d: must be in 1..%d", c.Children, MaxChildren)
+	case c.Elements < 1:
+		return fmt.Errorf("dense: elements = %d: must be >= 1", c.Elements)
+	case c.PacketElems < 1:
+		return fmt.Errorf("dense: elements per packet = %d: must be >= 1", c.PacketElems)
+	case c.Quota == nil:
+		return errors.New("dense: no memory quota")
+	case c.PacketElems*c.DType.Size() > c.Quota.BufferBytes():
+		return fmt.Errorf("dense: %d elements of %s per packet = %d bytes: must fit a %d-byte buffer",
+			c.PacketElems, c.DType, c.PacketElems*c.DType.Size(), c.Quota.BufferBytes())
+	case c.Quota.Limit() < c.MinBuffers():
+		return fmt.Errorf("dense: quota of %d buffers: %s needs at least %d for one block",
+			c.Quota.Limit(), c.Algo, c.MinBuffers())
+	}
+	return nil
+}
+
+// MinBuffers is the memory one block may need at its peak: 1 for single,
+// B for multi, P for tree (every leaf arrived before any pair could fold).
+func (c *DenseConfig) MinBuffers() int {
+	switch c.Algo {
+	case wire.AlgoMulti:
+		return c.Buffers
+	case wire.AlgoTree:
+		return c.Children
+	}
+	return 1
+}
+
+// Blocks is the number of blocks (packets per host) of one allreduce.
+func (d *Dense) Blocks() int { return d.nblocks }
+
+// Config returns the configuration the handler was built with.
+func (d *Dense) Config() DenseConfig { return d.cfg }
+
+// blockElems is the element count of block b.
+func (d *Dense) blockElems(b int) int {
+	if b == d.nblocks-1 {
+		return d.cfg.Elements - b*d.cfg.PacketElems
+	}
+	return d.cfg.PacketElems
+}
+
+// Header checks that the packet belongs to this job's shape. The job id and
+// token were matched by the daemon.
+func (d *Dense) Header(t *hpu.Task) bool {
+	h := &t.Pkt.Hdr
+	if h.Type != wire.TypeData || h.DType != d.cfg.DType || h.Op != d.cfg.Op ||
+		int(h.Child) >= d.cfg.Children || int64(h.Block) >= int64(d.nblocks) ||
+		int(h.Count) != d.blockElems(int(h.Block)) || len(t.Pkt.Payload) != int(h.Count)*d.esize {
+		d.Stats.Invalid.Add(1)
+		return false
+	}
+	return true
+}
+
+// Payload aggregates one contribution with the job's design.
+func (d *Dense) Payload(t *hpu.Task) {
+	switch d.cfg.Algo {
+	case wire.AlgoSingle:
+		d.single(t)
+	case wire.AlgoMulti:
+		d.multi(t)
+	default:
+		d.tree(t)
+	}
+}
+
+// admit runs under b.lock. It moves the block to the packet's generation,
+// rejects stale and duplicate packets, takes a work for a block's first
+// packet, and sets the child's bit. It does not allocate aggregation
+// buffers; callers that need one for this packet pass it as buf so that a
+// refused packet never leaves its bit set.
+func (d *Dense) admit(t *hpu.Task, b *block) bool {
+	h := &t.Pkt.Hdr
+	switch {
+	case h.Generation < b.gen:
+		d.Stats.Stale.Add(1)
+		return false
+	case h.Generation > b.gen:
+		if b.state == blockActive {
+			d.Stats.Abandoned.Add(1)
+			d.releaseWork(b.work)
+		}
+		b.reset(h.Generation, blockIdle)
+	}
+	if b.state == blockDone {
+		d.Stats.Duplicate.Add(1)
+		return false
+	}
+	if b.state == blockIdle {
+		w := d.takeWork()
+		if w == nil {
+			d.Stats.NoBuffer.Add(1)
+			return false
+		}
+		b.work, b.state = w, blockActive
+	}
+	word, bit := h.Child/64, uint64(1)<<(h.Child%64)
+	if b.work.bitmap[word]&bit != 0 {
+		d.Stats.Duplicate.Add(1)
+		return false
+	}
+	b.work.bitmap[word] |= bit
+	b.count++
+	d.Stats.Packets.Add(1)
+	return true
+}
+
+// unadmit undoes admit's bit when the packet cannot be aggregated after all
+// (no buffer), so the host's retransmission is taken.
+func (d *Dense) unadmit(b *block, child uint16) {
+	b.work.bitmap[child/64] &^= uint64(1) << (child % 64)
+	b.count--
+	d.Stats.Packets.Add(-1)
+	d.Stats.NoBuffer.Add(1)
+	if b.count == 0 {
+		d.releaseWork(b.work)
+		b.work, b.state = nil, blockIdle
+	}
+}
+
+// single: every packet of a block folds into one buffer inside the block's
+// critical section (the paper's Figure 6); with S = C and short messages
+// handlers contend for it.
+func (d *Dense) single(t *hpu.Task) {
+	p := t.Pkt
+	b := &d.blocks[p.Hdr.Block]
+	t.Lock(&b.lock)
+	if !d.admit(t, b) {
+		t.Unlock(&b.lock)
+		return
+	}
+	w := b.work
+	if w.bufs[0] == nil {
+		buf := d.cfg.Quota.Alloc(t.Cluster)
+		if buf == nil {
+			d.unadmit(b, p.Hdr.Child)
+			t.Unlock(&b.lock)
+			return
+		}
+		w.bufs[0] = buf
+		copy(buf.Data, p.Payload)
+		t.ChargeCopy(len(p.Payload))
+	} else {
+		d.kernel(w.bufs[0].Data[:len(p.Payload)], p.Payload)
+		t.ChargeAggregate(d.cfg.DType, int(p.Hdr.Count))
+	}
+	last := int(b.count) == d.cfg.Children
+	if last {
+		b.state, b.work = blockDone, nil
+	}
+	t.Unlock(&b.lock)
+	if last {
+		d.finish(t, w, w.bufs[0], int(p.Hdr.Count))
+	}
+}
+
+// multi: B buffers per block (Figure 8). A handler takes whichever buffer is
+// free; if none is, it waits on the one its child index maps to. The last
+// handler to finish folds the other buffers into its own and emits.
+func (d *Dense) multi(t *hpu.Task) {
+	p := t.Pkt
+	b := &d.blocks[p.Hdr.Block]
+	t.Lock(&b.lock)
+	first := b.state != blockActive || b.gen != p.Hdr.Generation
+	if !d.admit(t, b) {
+		t.Unlock(&b.lock)
+		return
+	}
+	w := b.work
+	if first {
+		// M = B: the block's buffers are taken together on its first packet.
+		for j := range w.bufs {
+			if w.bufs[j] = d.cfg.Quota.Alloc(t.Cluster); w.bufs[j] == nil {
+				d.freeBufs(w)
+				d.unadmit(b, p.Hdr.Child)
+				t.Unlock(&b.lock)
+				return
+			}
+			w.filled[j] = false
+		}
+	}
+	t.Unlock(&b.lock)
+
+	nb := len(w.bufs)
+	j := -1
+	for i := range nb {
+		k := (int(p.Hdr.Child) + i) % nb
+		if t.TryLock(&w.locks[k]) {
+			j = k
+			break
+		}
+	}
+	if j < 0 {
+		j = int(p.Hdr.Child) % nb
+		t.Lock(&w.locks[j])
+	}
+	n := len(p.Payload)
+	if w.filled[j] {
+		d.kernel(w.bufs[j].Data[:n], p.Payload)
+		t.ChargeAggregate(d.cfg.DType, int(p.Hdr.Count))
+	} else {
+		copy(w.bufs[j].Data, p.Payload)
+		w.filled[j] = true
+		t.ChargeCopy(n)
+	}
+	t.Unlock(&w.locks[j])
+
+	t.Lock(&b.lock)
+	b.finished++
+	last := int(b.finished) == d.cfg.Children
+	if last {
+		b.state, b.work = blockDone, nil
+	}
+	t.Unlock(&b.lock)
+	if !last {
+		return
+	}
+	// Every other handler of the block has finished: fold the B-1 others
+	// (the paper's (B-1)·L extra cycles) in buffer order.
+	var acc *hpu.Buffer
+	for k := range nb {
+		if !w.filled[k] {
+			continue
+		}
+		if acc == nil {
+			acc = w.bufs[k]
+			continue
+		}
+		d.kernel(acc.Data[:n], w.bufs[k].Data[:n])
+		t.ChargeAggregate(d.cfg.DType, int(p.Hdr.Count))
+	}
+	d.finish(t, w, acc, int(p.Hdr.Count))
+}
+
+// tree: every packet is copied into its own buffer at the leaf of its child
+// index; two siblings fold only when both are present, into the left one,
+// and the result moves up (Figure 9). The pairing depends on child indices
+// alone, so float results are bit-identical whatever the arrival order.
+func (d *Dense) tree(t *hpu.Task) {
+	p := t.Pkt
+	b := &d.blocks[p.Hdr.Block]
+	x := d.cfg.Quota.Alloc(t.Cluster)
+	if x == nil {
+		// Taken before admission so a refused packet leaves no trace: the
+		// host's retransmission will be aggregated.
+		d.Stats.NoBuffer.Add(1)
+		return
+	}
+	t.Lock(&b.lock)
+	if !d.admit(t, b) {
+		t.Unlock(&b.lock)
+		d.cfg.Quota.Free(x)
+		return
+	}
+	w := b.work
+	t.Unlock(&b.lock)
+	n := len(p.Payload)
+	copy(x.Data, p.Payload)
+	t.ChargeCopy(n)
+
+	node := d.pow2 + int(p.Hdr.Child)
+	for node > 1 {
+		sib := node ^ 1
+		if !d.hasLeaves(sib) {
+			node >>= 1
+			continue
+		}
+		t.Lock(&b.lock)
+		y := w.bufs[sib]
+		if y == nil {
+			w.bufs[node] = x
+			t.Unlock(&b.lock)
+			return
+		}
+		w.bufs[sib] = nil
+		t.Unlock(&b.lock)
+		if node&1 == 0 { // we are the left operand
+			d.kernel(x.Data[:n], y.Data[:n])
+			d.cfg.Quota.Free(y)
+		} else {
+			d.kernel(y.Data[:n], x.Data[:n])
+			d.cfg.Quota.Free(x)
+			x = y
+		}
+		t.ChargeAggregate(d.cfg.DType, int(p.Hdr.Count))
+		node >>= 1
+	}
+	t.Lock(&b.lock)
+	b.state, b.work = blockDone, nil
+	t.Unlock(&b.lock)
+	d.finish(t, w, x, int(p.Hdr.Count))
+}
+
+// hasLeaves reports whether the subtree under heap node n holds at least one
+// real child (P need not be a power of two).
+func (d *Dense) hasLeaves(n int) bool {
+	shift := bits.Len(uint(d.pow2)) - bits.Len(uint(n))
+	return (n<<shift)-d.pow2 < d.cfg.Children
+}
+
+// finish emits a completed block and returns its memory. res holds the
+// result; w is no longer reachable from the block.
+func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
+	p := t.Pkt
+	h := wire.Header{
+		Version: wire.Version, Type: wire.TypeResult, Job: d.cfg.Job, Token: d.cfg.Token,
+		Generation: p.Hdr.Generation, Block: p.Hdr.Block, DType: d.cfg.DType, Op: d.cfg.Op, Count: uint32(count),
+	}
+	if d.cfg.Uplink != nil {
+		h.Type, h.Flags, h.Child = wire.TypeData, wire.FlagFromSwitch, d.cfg.Uplink.Child
+	}
+	payload := res.Data[:count*d.esize]
+	t.ChargeCopy(len(payload))
+	t.Emit(&h, payload)
+	d.Stats.Completed.Add(1)
+	if d.cfg.Algo == wire.AlgoTree {
+		d.cfg.Quota.Free(res) // the root's buffer is held by no node
+	}
+	d.releaseWork(w)
+}
+
+// freeBufs returns every buffer a work holds.
+func (d *Dense) freeBufs(w *work) {
+	for j, b := range w.bufs {
+		if b != nil {
+			d.cfg.Quota.Free(b)
+			w.bufs[j] = nil
+		}
+	}
+}
+
+func (d *Dense) takeWork() *work {
+	d.freeMu.Lock()
+	defer d.freeMu.Unlock()
+	n := len(d.free)
+	if n == 0 {
+		return nil
+	}
+	w := d.free[n-1]
+	d.free = d.free[:n-1]
+	return w
+}
+
+func (d *Dense) releaseWork(w *work) {
+	d.freeBufs(w)
+	clear(w.bitmap)
+	d.freeMu.Lock()
+	d.free = append(d.free, w)
+	d.freeMu.Unlock()
+}
+
+// Close frees every buffer the job still holds (unfinished blocks). The
+// daemon calls it when the job ends, once no packet of the job is queued or
+// running on the unit, and then releases the quota.
+func (d *Dense) Close() {
+	for i := range d.blocks {
+		b := &d.blocks[i]
+		if b.state == blockActive {
+			d.releaseWork(b.work)
+		}
+		b.reset(b.gen, blockDone)
+	}
+}
+
+// reset moves the block to gen and state, keeping its lock (which the
+// caller may hold).
+func (b *block) reset(gen uint32, state uint8) {
+	b.gen, b.state, b.count, b.finished, b.work = gen, state, 0, 0, nil
+}

@@ -1,0 +1,185 @@
+package hpu
+
+import (
+	"sync"
+	"time"
+
+	"github.com/flare-net/flare/wire"
+)
+
+// Packet is one Flare packet handed to the processing unit. Its memory is
+// owned by whoever submitted it until the HPU calls Config's Done hook.
+type Packet struct {
+	Hdr     wire.Header // decoded header
+	Payload []byte      // the payload, a view into the submitter's buffer
+	Handler Handler     // the job's handler, chosen by the daemon's match rule
+	Arrival int64       // arrival time: ns (real time) or cycles (virtual time)
+	Ref     any         // the submitter's token for the buffer, given back in Done
+}
+
+// Handler processes the packets of one job. Payload runs for every packet
+// that Header accepted. A handler is plain code: it reads the packet, works
+// on buffers from its quota, and Emits packets; it never touches a socket.
+type Handler interface {
+	Payload(t *Task)
+}
+
+// HeaderHandler is an optional first stage: it runs before Payload on every
+// packet and may reject it (returning false), for example a duplicate.
+type HeaderHandler interface {
+	Header(t *Task) bool
+}
+
+// CompletionHandler is an optional last stage: it runs after Payload on the
+// same core when Payload called Task.Complete, for example to send a
+// finished block's result and free its buffers.
+type CompletionHandler interface {
+	Completion(t *Task)
+}
+
+// Egress receives what handlers emit. Emit must copy what it keeps: the
+// header and payload are only valid during the call. It is called from core
+// goroutines concurrently.
+type Egress interface {
+	Emit(h *wire.Header, payload []byte)
+}
+
+// Lock guards an aggregation buffer (or a block's state). Handlers take it
+// through Task.Lock so that waiting is measured and charged.
+//
+// In real time it is a mutex; in virtual time handlers run one at a time and
+// freeAt records the cycle at which the last holder released it, so a later
+// handler that starts earlier than that waits (spinning, charged).
+type Lock struct {
+	mu     sync.Mutex
+	freeAt int64
+}
+
+// Task is what a handler sees of one packet's execution: the packet, where it
+// runs, its memory, and the services of the unit.
+type Task struct {
+	Pkt     *Packet
+	Cluster int // cluster running the handler
+	Core    int // core index within the cluster
+
+	cost     *CostModel
+	egress   Egress
+	virtual  bool
+	now      int64 // virtual: the current cycle of this handler
+	cycles   int64 // cycles charged to this packet
+	waitNs   int64 // real time spent waiting for locks
+	waitCyc  int64 // cycles charged for waiting (back-off)
+	complete bool
+	contends int64 // lock acquisitions that had to wait
+}
+
+// Cost is the cycle cost model the unit runs with.
+func (t *Task) Cost() *CostModel { return t.cost }
+
+// Charge adds cycles of work to this packet's service time.
+func (t *Task) Charge(cycles int64) {
+	t.cycles += cycles
+	t.now += cycles
+}
+
+// ChargeAggregate charges folding n elements of dtype d.
+func (t *Task) ChargeAggregate(d wire.DType, n int) { t.Charge(t.cost.Aggregate(d, n)) }
+
+// ChargeCopy charges a DMA copy of n bytes.
+func (t *Task) ChargeCopy(n int) { t.Charge(t.cost.Copy(n)) }
+
+// Emit hands a packet to the egress (to children or to the parent switch;
+// the handler decides the type, the daemon the addresses).
+func (t *Task) Emit(h *wire.Header, payload []byte) { t.egress.Emit(h, payload) }
+
+// Complete asks the unit to run the handler's Completion stage after Payload.
+func (t *Task) Complete() { t.complete = true }
+
+// Lock acquires l, measuring how long the core waited. A handler never
+// sleeps in PsPIN: it spins with a back-off, so waiting costs cycles. In real
+// time one back-off period is charged per contended acquisition (the wait
+// itself is reported in ns); in virtual time the whole wait is charged.
+func (t *Task) Lock(l *Lock) {
+	if t.virtual {
+		if l.freeAt > t.now {
+			wait := l.freeAt - t.now
+			if b := t.cost.LockBackoff; b > 0 {
+				wait = (wait + b - 1) / b * b
+			}
+			t.waitCyc += wait
+			t.contends++
+			t.Charge(wait)
+		}
+		return
+	}
+	if l.mu.TryLock() {
+		return
+	}
+	start := time.Now()
+	l.mu.Lock()
+	t.waitNs += int64(time.Since(start))
+	t.waitCyc += t.cost.LockBackoff
+	t.contends++
+	t.Charge(t.cost.LockBackoff)
+}
+
+// TryLock acquires l if it is free, without waiting.
+func (t *Task) TryLock(l *Lock) bool {
+	if t.virtual {
+		return l.freeAt <= t.now
+	}
+	return l.mu.TryLock()
+}
+
+// Unlock releases l.
+func (t *Task) Unlock(l *Lock) {
+	if t.virtual {
+		if t.now > l.freeAt {
+			l.freeAt = t.now
+		}
+		return
+	}
+	l.mu.Unlock()
+}
+
+func (t *Task) reset(p *Packet, cluster, core int) {
+	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, virtual: t.virtual, now: t.now}
+}
+
+// run executes the handler's stages for the task's packet. It reports
+// whether the header stage accepted the packet.
+func (t *Task) run() bool {
+	h := t.Pkt.Handler
+	t.Charge(t.cost.Dispatch)
+	if hh, ok := h.(HeaderHandler); ok && !hh.Header(t) {
+		return false
+	}
+	h.Payload(t)
+	if t.complete {
+		if ch, ok := h.(CompletionHandler); ok {
+			ch.Completion(t)
+		}
+	}
+	return true
+}
+
+// Cycles is the number of cycles charged to this packet so far.
+func (t *Task) Cycles() int64 { return t.cycles }
+
+// Now is the virtual cycle the handler is at (0 in real time).
+func (t *Task) Now() int64 { return t.now }
+
+// NewVirtualTask prepares a task for the virtual-time runner: the handler
+// starts at cycle start and locks compare cycles instead of blocking.
+func NewVirtualTask(cost *CostModel, egress Egress, p *Packet, cluster, core int, start int64) *Task {
+	t := &Task{cost: cost, egress: egress, virtual: true, now: start}
+	t.reset(p, cluster, core)
+	return t
+}
+
+// Run executes the handler on a task made by NewVirtualTask and reports
+// whether the header stage accepted the packet.
+func (t *Task) Run() bool { return t.run() }
+
+// LockWaitCycles is the cycles this task spent waiting for locks.
+func (t *Task) LockWaitCycles() int64 { return t.waitCyc }
