@@ -183,3 +183,9 @@ func (t *Task) Run() bool { return t.run() }
 
 // LockWaitCycles is the cycles this task spent waiting for locks.
 func (t *Task) LockWaitCycles() int64 { return t.waitCyc }
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(t *Task)
+
+// Payload calls f(t).
+func (f HandlerFunc) Payload(t *Task) { f(t) }

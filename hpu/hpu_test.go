@@ -1,0 +1,251 @@
+package hpu
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flare-net/flare/wire"
+)
+
+// recorder is a handler that records where each packet ran and can hold
+// cores busy until released.
+type recorder struct {
+	mu       sync.Mutex
+	ran      map[uint32][][2]int // block -> (cluster, core) of each run
+	hold     chan struct{}       // when not nil, handlers wait on it
+	started  chan struct{}
+	complete atomic.Int64
+}
+
+func newRecorder() *recorder { return &recorder{ran: map[uint32][][2]int{}} }
+
+func (r *recorder) Payload(t *Task) {
+	if r.started != nil {
+		r.started <- struct{}{}
+	}
+	if r.hold != nil {
+		<-r.hold
+	}
+	r.mu.Lock()
+	r.ran[t.Pkt.Hdr.Block] = append(r.ran[t.Pkt.Hdr.Block], [2]int{t.Cluster, t.Core})
+	r.mu.Unlock()
+	t.Charge(100)
+	if t.Pkt.Hdr.Flags&wire.FlagLast != 0 {
+		t.Complete()
+	}
+}
+
+func (r *recorder) Completion(t *Task) { r.complete.Add(1) }
+
+type nopEgress struct{ n atomic.Int64 }
+
+func (e *nopEgress) Emit(*wire.Header, []byte) { e.n.Add(1) }
+
+// startUnit runs a unit until the test ends; done counts finished packets.
+func startUnit(t *testing.T, cfg Config) (*HPU, *sync.WaitGroup) {
+	t.Helper()
+	var wg sync.WaitGroup
+	u, err := New(cfg, &nopEgress{}, func(*Packet) { wg.Done() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { u.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	return u, &wg
+}
+
+func pkt(h Handler, block uint32) *Packet {
+	return &Packet{Hdr: wire.Header{Type: wire.TypeData, Block: block}, Handler: h}
+}
+
+func TestConfigValidateNamesField(t *testing.T) {
+	cases := []struct {
+		mut  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Clusters = -1 }, "clusters = -1: must be in 1..1024"},
+		{func(c *Config) { c.CoresPerCluster = 1000 }, "cores per cluster = 1000: must be in 1..256"},
+		{func(c *Config) { c.SubsetS = 9 }, "policy S = 9: must be in 1..8"},
+		{func(c *Config) { c.QueueDepth = -3 }, "queue depth = -3"},
+		{func(c *Config) { c.BufferBytes = 1001 }, "buffer size = 1001 bytes: must be a multiple of 8"},
+		{func(c *Config) { c.L1Bytes = 1 << 40 }, "L1 = 1099511627776 bytes: must be in"},
+	}
+	for _, tc := range cases {
+		c := Config{}.WithDefaults()
+		tc.mut(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, tc.want)
+		}
+	}
+	if err := (Config{}).WithDefaults().Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+}
+
+func TestHomeClusterAndSubset(t *testing.T) {
+	for _, s := range []int{1, 2, 8} {
+		u, wg := startUnit(t, Config{Clusters: 4, CoresPerCluster: 8, SubsetS: s, QueueDepth: 1000})
+		r := newRecorder()
+		for i := 0; i < 20; i++ {
+			for b := uint32(0); b < 16; b++ {
+				wg.Add(1)
+				if err := u.SubmitWait(context.Background(), pkt(r, b)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		wg.Wait()
+		for b, runs := range r.ran {
+			cores := map[int]bool{}
+			for _, cc := range runs {
+				if cc[0] != int(b)%4 {
+					t.Fatalf("S=%d: block %d ran on cluster %d, home is %d (no queue was full)", s, b, cc[0], b%4)
+				}
+				cores[cc[1]] = true
+			}
+			if len(cores) > s {
+				t.Fatalf("S=%d: block %d ran on %d cores", s, b, len(cores))
+			}
+		}
+	}
+}
+
+func TestOverflowToLeastLoaded(t *testing.T) {
+	u, wg := startUnit(t, Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 3})
+	r := newRecorder()
+	r.hold = make(chan struct{})
+	// Fill cluster 0 (home of even blocks): 3 requests.
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		if err := u.Submit(pkt(r, 0)); err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	wg.Add(1)
+	if err := u.Submit(pkt(r, 2)); err != nil {
+		t.Fatalf("overflow submit: %v", err)
+	}
+	// Fill cluster 1 too: now nothing fits.
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		if err := u.Submit(pkt(r, 1)); err != nil {
+			t.Fatalf("submit to cluster 1: %v", err)
+		}
+	}
+	if err := u.Submit(pkt(r, 4)); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("submit with all queues full = %v, want ErrQueueFull", err)
+	}
+	close(r.hold)
+	wg.Wait()
+	if got := r.ran[2][0][0]; got != 1 {
+		t.Fatalf("block 2 ran on cluster %d, want 1 (home full)", got)
+	}
+	st := u.Stats()
+	if st.Clusters[1].Overflow != 1 || st.Clusters[0].QueueMax != 3 {
+		t.Fatalf("stats: overflow=%d, queue max=%d; want 1 and 3", st.Clusters[1].Overflow, st.Clusters[0].QueueMax)
+	}
+	if st.QueueMean() <= 1 {
+		t.Fatalf("mean queue occupancy %.2f, want > 1 with held cores", st.QueueMean())
+	}
+}
+
+func TestSubsetOneNeverOverflows(t *testing.T) {
+	u, wg := startUnit(t, Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 2, SubsetS: 1})
+	r := newRecorder()
+	r.hold = make(chan struct{})
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		if err := u.Submit(pkt(r, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := u.Submit(pkt(r, 0)); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("S=1 with home full: %v, want ErrQueueFull", err)
+	}
+	// SubmitWait waits for room at home instead.
+	wg.Add(1)
+	done := make(chan error)
+	go func() { done <- u.SubmitWait(context.Background(), pkt(r, 0)) }()
+	close(r.hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for _, cc := range r.ran[0] {
+		if cc != r.ran[0][0] {
+			t.Fatalf("S=1: block 0 ran on %v and %v", r.ran[0][0], cc)
+		}
+	}
+}
+
+func TestCompletionStage(t *testing.T) {
+	u, wg := startUnit(t, Config{})
+	r := newRecorder()
+	for i := 0; i < 10; i++ {
+		p := pkt(r, uint32(i))
+		if i%2 == 0 {
+			p.Hdr.Flags = wire.FlagLast
+		}
+		wg.Add(1)
+		if err := u.SubmitWait(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if n := r.complete.Load(); n != 5 {
+		t.Fatalf("completion ran %d times, want 5", n)
+	}
+	if tau := u.Stats().TauCycles(); tau != 100 {
+		t.Fatalf("tau = %.1f cycles, want the 100 charged", tau)
+	}
+}
+
+func TestSubmitAfterStop(t *testing.T) {
+	u, err := New(Config{}, &nopEgress{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { u.Run(ctx); close(done) }()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if err := u.Submit(pkt(newRecorder(), 0)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Submit after stop = %v, want ErrClosed", err)
+	}
+}
+
+// The scheduler and core loop allocate nothing per packet.
+func TestSubmitZeroAlloc(t *testing.T) {
+	u, wg := startUnit(t, Config{})
+	h := HandlerFunc(func(t *Task) { t.Charge(1) })
+	ps := make([]*Packet, 64)
+	for i := range ps {
+		ps[i] = pkt(h, uint32(i))
+	}
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(50, func() {
+		wg.Add(len(ps))
+		for _, p := range ps {
+			if err := u.SubmitWait(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per 64 packets, want 0", allocs)
+	}
+}

@@ -1,0 +1,80 @@
+package hpu
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestReserveRefusesWithNumbers(t *testing.T) {
+	m := newMemory(Config{Clusters: 2, L1Bytes: 20 << 10, BufferBytes: 1024}.WithDefaults())
+	if m.Total() != 40 {
+		t.Fatalf("total = %d buffers, want 40", m.Total())
+	}
+	_, err := m.Reserve(96)
+	if err == nil || err.Error() != "needs 96 buffers of 1 KiB, 40 free" || !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("Reserve(96) = %v", err)
+	}
+	q, err := m.Reserve(30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Reserve(11); err == nil {
+		t.Fatal("reserved past the total")
+	}
+	var got []*Buffer
+	for i := 0; i < 30; i++ {
+		b := q.Alloc(i % 2)
+		if b == nil {
+			t.Fatalf("alloc %d failed within quota", i)
+		}
+		got = append(got, b)
+	}
+	if q.Alloc(0) != nil || q.Failed() != 1 {
+		t.Fatal("alloc past the quota succeeded")
+	}
+	if m.InUse() != 30 || q.Peak() != 30 {
+		t.Fatalf("in use %d, peak %d; want 30, 30", m.InUse(), q.Peak())
+	}
+	// A released quota's buffers stay taken until freed.
+	q.Release()
+	if f := m.Free(); f != 10 {
+		t.Fatalf("free after release with 30 held = %d, want 10", f)
+	}
+	if q.Alloc(0) != nil {
+		t.Fatal("alloc on a released quota succeeded")
+	}
+	for _, b := range got {
+		q.Free(b)
+	}
+	if f := m.Free(); f != 40 || m.InUse() != 0 {
+		t.Fatalf("free %d, in use %d after freeing all; want 40, 0", f, m.InUse())
+	}
+}
+
+func TestAllocFallsBackToOtherClusters(t *testing.T) {
+	m := newMemory(Config{Clusters: 2, L1Bytes: 4 << 10, BufferBytes: 1024}.WithDefaults())
+	q, _ := m.Reserve(8)
+	for i := 0; i < 8; i++ {
+		b := q.Alloc(0)
+		want := 0
+		if i >= 4 {
+			want = 1
+		}
+		if b.Cluster != want {
+			t.Fatalf("alloc %d from cluster %d, want %d", i, b.Cluster, want)
+		}
+	}
+}
+
+func TestDoubleFreePanics(t *testing.T) {
+	m := newMemory(Config{}.WithDefaults())
+	q, _ := m.Reserve(1)
+	b := q.Alloc(0)
+	q.Free(b)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("double free did not panic")
+		}
+	}()
+	q.Free(b)
+}
