@@ -1,3 +1,7 @@
 module github.com/flare-net/flare
 
-go 1.26
+go 1.26.0
+
+require github.com/google/gopacket v1.1.19
+
+require golang.org/x/sync v0.25.0

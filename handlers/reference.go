@@ -23,23 +23,23 @@ func Reference(dt wire.DType, op wire.Op, inputs [][]byte) ([]byte, error) {
 	out := make([]byte, len(inputs[0]))
 	for i := 0; i+sz <= len(out); i += sz {
 		if dt.IsFloat() {
-			acc := loadFloat(dt, inputs[0][i:])
+			acc := specLoadFloat(dt, inputs[0][i:])
 			for _, in := range inputs[1:] {
-				acc = refFloat(dt, op, acc, loadFloat(dt, in[i:]))
+				acc = specFloat(dt, op, acc, specLoadFloat(dt, in[i:]))
 			}
-			storeFloat(dt, out[i:], acc)
+			specStoreFloat(dt, out[i:], acc)
 		} else {
-			acc := loadInt(dt, inputs[0][i:])
+			acc := specLoadInt(dt, inputs[0][i:])
 			for _, in := range inputs[1:] {
-				acc = refInt(dt, op, acc, loadInt(dt, in[i:]))
+				acc = specInt(dt, op, acc, specLoadInt(dt, in[i:]))
 			}
-			storeInt(dt, out[i:], acc)
+			specStoreInt(dt, out[i:], acc)
 		}
 	}
 	return out, nil
 }
 
-func loadInt(dt wire.DType, b []byte) int64 {
+func specLoadInt(dt wire.DType, b []byte) int64 {
 	switch dt {
 	case wire.Int8:
 		return int64(int8(b[0]))
@@ -51,7 +51,7 @@ func loadInt(dt wire.DType, b []byte) int64 {
 	return int64(binary.LittleEndian.Uint64(b))
 }
 
-func storeInt(dt wire.DType, b []byte, v int64) {
+func specStoreInt(dt wire.DType, b []byte, v int64) {
 	switch dt {
 	case wire.Int8:
 		b[0] = byte(v)
@@ -64,9 +64,9 @@ func storeInt(dt wire.DType, b []byte, v int64) {
 	}
 }
 
-// refInt computes in int64 and the store truncates: two's complement
+// specInt computes in int64 and the store truncates: two's complement
 // wrap-around, the same as a narrow typed operation.
-func refInt(_ wire.DType, op wire.Op, a, b int64) int64 {
+func specInt(_ wire.DType, op wire.Op, a, b int64) int64 {
 	switch op {
 	case wire.OpSum:
 		return a + b
@@ -84,8 +84,8 @@ func refInt(_ wire.DType, op wire.Op, a, b int64) int64 {
 	return a ^ b
 }
 
-// loadFloat widens to float64; every float32 and bfloat16 is exact there.
-func loadFloat(dt wire.DType, b []byte) float64 {
+// specLoadFloat widens to float64; every float32 and bfloat16 is exact there.
+func specLoadFloat(dt wire.DType, b []byte) float64 {
 	switch dt {
 	case wire.Float32:
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
@@ -95,7 +95,7 @@ func loadFloat(dt wire.DType, b []byte) float64 {
 	return math.Float64frombits(binary.LittleEndian.Uint64(b))
 }
 
-func storeFloat(dt wire.DType, b []byte, v float64) {
+func specStoreFloat(dt wire.DType, b []byte, v float64) {
 	switch dt {
 	case wire.Float32:
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
@@ -106,9 +106,9 @@ func storeFloat(dt wire.DType, b []byte, v float64) {
 	}
 }
 
-// refFloat applies op in the dtype's own precision: the result of each step
+// specFloat applies op in the dtype's own precision: the result of each step
 // is rounded to the dtype, as the switch does.
-func refFloat(dt wire.DType, op wire.Op, a, b float64) float64 {
+func specFloat(dt wire.DType, op wire.Op, a, b float64) float64 {
 	var r float64
 	switch op {
 	case wire.OpSum:
@@ -116,9 +116,9 @@ func refFloat(dt wire.DType, op wire.Op, a, b float64) float64 {
 	case wire.OpProd:
 		r = a * b
 	case wire.OpMin:
-		r = refMin(a, b)
+		r = specMin(a, b)
 	default:
-		r = -refMin(-a, -b)
+		r = -specMin(-a, -b)
 	}
 	switch dt {
 	case wire.Float32:
@@ -129,8 +129,8 @@ func refFloat(dt wire.DType, op wire.Op, a, b float64) float64 {
 	return r
 }
 
-// refMin is IEEE 754-2019 minimum: NaN if either is NaN, -0 below +0.
-func refMin(a, b float64) float64 {
+// specMin is IEEE 754-2019 minimum: NaN if either is NaN, -0 below +0.
+func specMin(a, b float64) float64 {
 	switch {
 	case math.IsNaN(a) || math.IsNaN(b):
 		return math.NaN()
@@ -181,14 +181,14 @@ func Check(dt wire.DType, op wire.Op, inputs [][]byte, got []byte) error {
 			}
 			continue
 		}
-		g, w := loadFloat(dt, got[i:]), loadFloat(dt, want[i:])
+		g, w := specLoadFloat(dt, got[i:]), specLoadFloat(dt, want[i:])
 		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
 			continue
 		}
 		var scale float64
 		if op == wire.OpSum {
 			for _, in := range inputs {
-				scale += math.Abs(loadFloat(dt, in[i:]))
+				scale += math.Abs(specLoadFloat(dt, in[i:]))
 			}
 		} else {
 			scale = math.Abs(w)
@@ -214,7 +214,7 @@ func smallestSubnormal(dt wire.DType) float64 {
 
 func mismatch(dt wire.DType, i int, got, want []byte) error {
 	if dt.IsFloat() {
-		return fmt.Errorf("element %d: got %g, want %g", i, loadFloat(dt, got), loadFloat(dt, want))
+		return fmt.Errorf("element %d: got %g, want %g", i, specLoadFloat(dt, got), specLoadFloat(dt, want))
 	}
-	return fmt.Errorf("element %d: got %d, want %d", i, loadInt(dt, got), loadInt(dt, want))
+	return fmt.Errorf("element %d: got %d, want %d", i, specLoadInt(dt, got), specLoadInt(dt, want))
 }

@@ -189,3 +189,10 @@ type HandlerFunc func(t *Task)
 
 // Payload calls f(t).
 func (f HandlerFunc) Payload(t *Task) { f(t) }
+
+// Restart reuses a virtual task for another packet starting at cycle start,
+// so a virtual-time driver allocates nothing per packet.
+func (t *Task) Restart(p *Packet, cluster, core int, start int64) {
+	t.now = start
+	t.reset(p, cluster, core)
+}

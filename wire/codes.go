@@ -185,3 +185,75 @@ func (a Algo) String() string {
 	}
 	return fmt.Sprintf("algo(%d)", uint8(a))
 }
+
+// JoinOptions are the option bits of a join (JoinBody.Options).
+type JoinOptions uint8
+
+// Join option bits.
+const (
+	// OptReproducible asks for bit-identical floating-point results on every
+	// run; the switch then always uses the tree design (paper section 6).
+	OptReproducible JoinOptions = 1 << 0
+	// OptSparse announces a sparse allreduce: hosts send Sparse packets and
+	// JoinBody.Storage says how the switch keeps the partial sums.
+	OptSparse    JoinOptions = 1 << 1
+	optionsKnown             = OptReproducible | OptSparse
+)
+
+// Known reports whether only defined option bits are set.
+func (o JoinOptions) Known() bool { return o&^optionsKnown == 0 }
+
+// Storage is how the switch keeps a block's partial sums (JoinBody.Storage).
+type Storage uint8
+
+// Storage kinds. Values are part of the wire format.
+const (
+	StorageDense Storage = 0 // one slot per element of the block (dense jobs)
+	StorageHash  Storage = 1 // sparse: a hash table; pairs that collide spill back to the host
+	StorageArray Storage = 2 // sparse: an array as long as the block, indexed directly
+	storageMax           = StorageArray
+)
+
+var storageNames = [...]string{"dense", "hash", "array"}
+
+// Valid reports whether s is a known storage kind.
+func (s Storage) Valid() bool { return s <= storageMax }
+
+// String returns the lower-case name ("hash").
+func (s Storage) String() string {
+	if s.Valid() {
+		return storageNames[s]
+	}
+	return fmt.Sprintf("storage(%d)", uint8(s))
+}
+
+// ErrorCode says why the switch refused a join or failed a job
+// (ErrorBody.Code). Values are part of the wire format.
+type ErrorCode uint16
+
+// Error codes.
+const (
+	CodeRefusedMemory ErrorCode = 1 // not enough aggregation buffers for the job's window
+	CodeBadRequest    ErrorCode = 2 // a well-formed join the switch cannot serve (rank >= world, zero elements, ...)
+	CodeJobMismatch   ErrorCode = 3 // join parameters (world, dtype, op, elements, ...) differ from the job's, or the token is wrong
+	CodeJobFull       ErrorCode = 4 // every rank of the job has already joined
+	CodeTooManyJobs   ErrorCode = 5 // the job table is full
+	CodeTimeout       ErrorCode = 6 // the job or an allreduce timed out
+	CodeUnknownJob    ErrorCode = 7 // no such job (never joined, or already torn down)
+	CodeInternal      ErrorCode = 8 // a bug or resource failure in the switch
+	codeMax                     = CodeInternal
+)
+
+var codeNames = [...]string{"", "refused-memory", "bad-request", "job-mismatch", "job-full",
+	"too-many-jobs", "timeout", "unknown-job", "internal"}
+
+// Valid reports whether c is a known error code.
+func (c ErrorCode) Valid() bool { return c >= CodeRefusedMemory && c <= codeMax }
+
+// String returns the lower-case name ("refused-memory").
+func (c ErrorCode) String() string {
+	if c.Valid() {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("code(%d)", uint16(c))
+}

@@ -1,0 +1,221 @@
+package wire
+
+import (
+	"encoding/binary"
+	"slices"
+)
+
+// JoinBodyLen is the size of a JoinBody, the whole payload of a Join.
+const JoinBodyLen = 24
+
+// Byte offsets within a JoinBody (big-endian, like the header).
+const (
+	joinOffWorld    = 0  // 2 bytes
+	joinOffAlgo     = 2  // 1 byte
+	joinOffBuffers  = 3  // 1 byte
+	joinOffOptions  = 4  // 1 byte
+	joinOffStorage  = 5  // 1 byte
+	joinOffReserved = 6  // 2 bytes, zero
+	joinOffElements = 8  // 8 bytes
+	joinOffPacket   = 16 // 4 bytes
+	joinOffTimeout  = 20 // 4 bytes
+)
+
+// JoinBody is the payload of a Join: what a host asks of the switch. The
+// header of a Join carries the job id and token, the host's rank in Child,
+// the job's DType and Op, and Count 0. Multi-byte fields are big-endian:
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|             World             |      Algo     |    Buffers    |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|    Options    |    Storage    |        Reserved (zero)        |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                                                               |
+//	+                            Elements                           +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                          PacketElems                          |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                         TimeoutMillis                         |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Unmarshal checks the encoding only (known codes, zero reserved bytes).
+// Whether the request can be served (rank < World, Elements > 0, enough
+// memory) is the switch's decision, answered with an Error rather than a
+// silent drop.
+type JoinBody struct {
+	World         uint16      // number of children (hosts or child switches) in the job
+	Algo          Algo        // dense design asked for; AlgoAuto lets the switch choose
+	Buffers       uint8       // B for AlgoMulti; 0 = switch default
+	Options       JoinOptions // OptReproducible, OptSparse
+	Storage       Storage     // StorageDense, or StorageHash/StorageArray for sparse jobs
+	Elements      uint64      // vector length in elements
+	PacketElems   uint32      // elements per packet the host wants; 0 = switch default
+	TimeoutMillis uint32      // per-allreduce timeout in ms; 0 = switch default
+}
+
+// Unmarshal decodes a JoinBody from b, which must be exactly JoinBodyLen
+// bytes (ErrLength otherwise). An unknown algo, option bit or storage kind,
+// or a non-zero reserved byte, gives ErrBody. It never allocates.
+func (j *JoinBody) Unmarshal(b []byte) error {
+	if len(b) != JoinBodyLen {
+		return ErrLength
+	}
+	b = b[:JoinBodyLen]
+	j.World = binary.BigEndian.Uint16(b[joinOffWorld:])
+	j.Algo = Algo(b[joinOffAlgo])
+	j.Buffers = b[joinOffBuffers]
+	j.Options = JoinOptions(b[joinOffOptions])
+	j.Storage = Storage(b[joinOffStorage])
+	j.Elements = binary.BigEndian.Uint64(b[joinOffElements:])
+	j.PacketElems = binary.BigEndian.Uint32(b[joinOffPacket:])
+	j.TimeoutMillis = binary.BigEndian.Uint32(b[joinOffTimeout:])
+	if !j.Algo.Valid() || !j.Options.Known() || !j.Storage.Valid() ||
+		binary.BigEndian.Uint16(b[joinOffReserved:]) != 0 {
+		return ErrBody
+	}
+	return nil
+}
+
+// MarshalTo writes the body into b[:JoinBodyLen], reserved bytes zero. It
+// returns ErrShort if b is too small and does not check the field values.
+func (j *JoinBody) MarshalTo(b []byte) error {
+	if len(b) < JoinBodyLen {
+		return ErrShort
+	}
+	b = b[:JoinBodyLen]
+	binary.BigEndian.PutUint16(b[joinOffWorld:], j.World)
+	b[joinOffAlgo] = byte(j.Algo)
+	b[joinOffBuffers] = j.Buffers
+	b[joinOffOptions] = byte(j.Options)
+	b[joinOffStorage] = byte(j.Storage)
+	binary.BigEndian.PutUint16(b[joinOffReserved:], 0)
+	binary.BigEndian.PutUint64(b[joinOffElements:], j.Elements)
+	binary.BigEndian.PutUint32(b[joinOffPacket:], j.PacketElems)
+	binary.BigEndian.PutUint32(b[joinOffTimeout:], j.TimeoutMillis)
+	return nil
+}
+
+// Append appends the encoded body to dst and returns the extended slice.
+func (j *JoinBody) Append(dst []byte) []byte {
+	dst, tail := grow(dst, JoinBodyLen)
+	_ = j.MarshalTo(tail) // cannot fail: tail has JoinBodyLen bytes
+	return dst
+}
+
+// AppendJoin appends a whole Join packet: a copy of h with Type TypeJoin and
+// Count 0, then body. Set h.Child to the host's rank and h.DType, h.Op to
+// the job's.
+func AppendJoin(dst []byte, h *Header, body *JoinBody) []byte {
+	hh := *h
+	hh.Type, hh.Count = TypeJoin, 0
+	dst, tail := grow(dst, HeaderLen)
+	_ = hh.MarshalTo(tail)
+	return body.Append(dst)
+}
+
+// JoinAckBodyLen is the size of a JoinAckBody, the whole payload of a JoinAck.
+const JoinAckBodyLen = 20
+
+// Byte offsets within a JoinAckBody (big-endian, like the header).
+const (
+	ackOffWindow   = 0  // 4 bytes
+	ackOffAlgo     = 4  // 1 byte
+	ackOffBuffers  = 5  // 1 byte
+	ackOffReserved = 6  // 2 bytes, zero
+	ackOffPacket   = 8  // 4 bytes
+	ackOffBlocks   = 12 // 4 bytes
+	ackOffQuota    = 16 // 4 bytes
+)
+
+// JoinAckBody is the payload of a JoinAck: the switch admitted the host and
+// says how the job will run. Multi-byte fields are big-endian:
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                             Window                            |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|      Algo     |    Buffers    |        Reserved (zero)        |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                          PacketElems                          |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                             Blocks                            |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                          QuotaBuffers                         |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+type JoinAckBody struct {
+	Window       uint32 // W: blocks each host may have in flight
+	Algo         Algo   // the design the switch chose; never AlgoAuto
+	Buffers      uint8  // B when Algo is AlgoMulti
+	PacketElems  uint32 // elements per packet (and per block) the job uses
+	Blocks       uint32 // blocks per allreduce
+	QuotaBuffers uint32 // aggregation buffers reserved for the job
+}
+
+// Unmarshal decodes a JoinAckBody from b, which must be exactly
+// JoinAckBodyLen bytes (ErrLength otherwise). An Algo that is not a concrete
+// design (unknown, or AlgoAuto) or a non-zero reserved byte gives ErrBody.
+// It never allocates.
+func (a *JoinAckBody) Unmarshal(b []byte) error {
+	if len(b) != JoinAckBodyLen {
+		return ErrLength
+	}
+	b = b[:JoinAckBodyLen]
+	a.Window = binary.BigEndian.Uint32(b[ackOffWindow:])
+	a.Algo = Algo(b[ackOffAlgo])
+	a.Buffers = b[ackOffBuffers]
+	a.PacketElems = binary.BigEndian.Uint32(b[ackOffPacket:])
+	a.Blocks = binary.BigEndian.Uint32(b[ackOffBlocks:])
+	a.QuotaBuffers = binary.BigEndian.Uint32(b[ackOffQuota:])
+	if !a.Algo.Valid() || a.Algo == AlgoAuto || binary.BigEndian.Uint16(b[ackOffReserved:]) != 0 {
+		return ErrBody
+	}
+	return nil
+}
+
+// MarshalTo writes the body into b[:JoinAckBodyLen], reserved bytes zero.
+// It returns ErrShort if b is too small and does not check the field values.
+func (a *JoinAckBody) MarshalTo(b []byte) error {
+	if len(b) < JoinAckBodyLen {
+		return ErrShort
+	}
+	b = b[:JoinAckBodyLen]
+	binary.BigEndian.PutUint32(b[ackOffWindow:], a.Window)
+	b[ackOffAlgo] = byte(a.Algo)
+	b[ackOffBuffers] = a.Buffers
+	binary.BigEndian.PutUint16(b[ackOffReserved:], 0)
+	binary.BigEndian.PutUint32(b[ackOffPacket:], a.PacketElems)
+	binary.BigEndian.PutUint32(b[ackOffBlocks:], a.Blocks)
+	binary.BigEndian.PutUint32(b[ackOffQuota:], a.QuotaBuffers)
+	return nil
+}
+
+// Append appends the encoded body to dst and returns the extended slice.
+func (a *JoinAckBody) Append(dst []byte) []byte {
+	dst, tail := grow(dst, JoinAckBodyLen)
+	_ = a.MarshalTo(tail) // cannot fail: tail has JoinAckBodyLen bytes
+	return dst
+}
+
+// AppendJoinAck appends a whole JoinAck packet: a copy of h with Type
+// TypeJoinAck and Count 0, then body. Typically h is the Join's header, so
+// job, token, child, dtype and op echo the request.
+func AppendJoinAck(dst []byte, h *Header, body *JoinAckBody) []byte {
+	hh := *h
+	hh.Type, hh.Count = TypeJoinAck, 0
+	dst, tail := grow(dst, HeaderLen)
+	_ = hh.MarshalTo(tail)
+	return body.Append(dst)
+}
+
+// grow extends dst by n bytes and returns it with the new tail, which the
+// caller overwrites in full.
+func grow(dst []byte, n int) (all, tail []byte) {
+	dst = slices.Grow(dst, n)
+	l := len(dst)
+	dst = dst[:l+n]
+	return dst, dst[l:]
+}
