@@ -71,6 +71,7 @@ type Task struct {
 	waitCyc  int64 // cycles charged for waiting (back-off)
 	complete bool
 	contends int64 // lock acquisitions that had to wait
+	out      wire.Header // Emit's copy of the header, so a handler's local never escapes
 }
 
 // Cost is the cycle cost model the unit runs with.
@@ -90,7 +91,10 @@ func (t *Task) ChargeCopy(n int) { t.Charge(t.cost.Copy(n)) }
 
 // Emit hands a packet to the egress (to children or to the parent switch;
 // the handler decides the type, the daemon the addresses).
-func (t *Task) Emit(h *wire.Header, payload []byte) { t.egress.Emit(h, payload) }
+func (t *Task) Emit(h *wire.Header, payload []byte) {
+	t.out = *h
+	t.egress.Emit(&t.out, payload)
+}
 
 // Complete asks the unit to run the handler's Completion stage after Payload.
 func (t *Task) Complete() { t.complete = true }

@@ -1,0 +1,490 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// design is one dense aggregation design under test.
+type design struct {
+	algo wire.Algo
+	b    int
+}
+
+func (d design) String() string {
+	if d.algo == wire.AlgoMulti {
+		return fmt.Sprintf("multi%d", d.b)
+	}
+	return d.algo.String()
+}
+
+var designs = []design{{wire.AlgoSingle, 0}, {wire.AlgoMulti, 2}, {wire.AlgoMulti, 4}, {wire.AlgoTree, 0}}
+
+// supported lists the built-in ops defined on dt.
+func supported(dt wire.DType) []wire.Op {
+	if dt.IsFloat() {
+		return []wire.Op{wire.OpSum, wire.OpMin, wire.OpMax, wire.OpProd}
+	}
+	return wire.Ops
+}
+
+// randomInputs makes P vectors of n elements. Floats are drawn so no order
+// of evaluation overflows: moderate magnitudes, values near 1 for products,
+// and signed zeros mixed in for min/max.
+func randomInputs(r *rand.Rand, dt wire.DType, op wire.Op, p, n int) [][]byte {
+	sz := dt.Size()
+	in := make([][]byte, p)
+	for i := range in {
+		in[i] = make([]byte, n*sz)
+		for j := 0; j < n; j++ {
+			b := in[i][j*sz:]
+			if !dt.IsFloat() {
+				for k := 0; k < sz; k++ {
+					b[k] = byte(r.Uint32())
+				}
+				continue
+			}
+			var v float64
+			switch {
+			case op == wire.OpProd:
+				v = 0.5 + 1.5*r.Float64()
+				if r.IntN(2) == 0 {
+					v = -v
+				}
+			case r.IntN(10) == 0:
+				v = math.Copysign(0, float64(r.IntN(2)*2-1))
+			default:
+				v = (r.Float64()*2 - 1) * math.Ldexp(1, r.IntN(20)-10)
+			}
+			specStoreFloat(dt, b, v)
+		}
+	}
+	return in
+}
+
+// capture is an egress that keeps the result of each block.
+type capture struct {
+	out     []byte
+	pe      int
+	emitted map[uint32]int
+	up      int
+}
+
+func (c *capture) Emit(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeData && h.Flags&wire.FlagFromSwitch != 0 {
+		c.up++
+	}
+	copy(c.out[int(h.Block)*c.pe:], payload)
+	c.emitted[h.Block]++
+}
+
+// virtualRun feeds packets to a Dense handler one at a time in the given
+// order on virtual-time tasks spread over cores, as the virtual-time runner
+// does: a deterministic arrival order.
+func virtualRun(d *Dense, eg hpu.Egress, pkts []*hpu.Packet, cores int) {
+	cost := hpu.PsPINCost()
+	task := hpu.NewVirtualTask(&cost, eg, nil, 0, 0, 0)
+	for i, p := range pkts {
+		p.Handler = d
+		task.Restart(p, 0, i%cores, int64(i)*100)
+		task.Run()
+	}
+}
+
+// makePackets builds every host's packets of one generation, plus a
+// duplicate of a fraction dup of them, shuffled.
+func makePackets(r *rand.Rand, inputs [][]byte, dt wire.DType, op wire.Op, pe int, gen uint32, dup float64) []*hpu.Packet {
+	sz := dt.Size()
+	var pkts []*hpu.Packet
+	for rank, in := range inputs {
+		n := len(in) / sz
+		for blk, lo := 0, 0; lo < n; blk, lo = blk+1, lo+pe {
+			cnt := min(pe, n-lo)
+			p := &hpu.Packet{
+				Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: gen, Block: uint32(blk),
+					Child: uint16(rank), DType: dt, Op: op, Count: uint32(cnt)},
+				Payload: in[lo*sz : (lo+cnt)*sz],
+			}
+			pkts = append(pkts, p)
+			if r.Float64() < dup {
+				q := *p
+				q.Hdr.Flags |= wire.FlagRetransmit
+				pkts = append(pkts, &q)
+			}
+		}
+	}
+	r.Shuffle(len(pkts), func(i, j int) { pkts[i], pkts[j] = pkts[j], pkts[i] })
+	return pkts
+}
+
+// newTestDense builds a Dense over its own memory, large enough for every
+// block of the job to be open at once.
+func newTestDense(t testing.TB, dg design, dt wire.DType, op wire.Op, p, n, pe int) *Dense {
+	t.Helper()
+	nblocks := (n + pe - 1) / pe
+	per := 1
+	if dg.algo == wire.AlgoMulti {
+		per = dg.b
+	} else if dg.algo == wire.AlgoTree {
+		per = p
+	}
+	bufs := max(nblocks*per, 4)
+	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: bufs * 1024, BufferBytes: 1024}, &nopEgress{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := unit.Memory().Reserve(bufs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDense(DenseConfig{Job: 1, Algo: dg.algo, Buffers: dg.b, Children: p, DType: dt, Op: op,
+		Elements: n, PacketElems: pe, Quota: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+type nopEgress struct{}
+
+func (nopEgress) Emit(*wire.Header, []byte) {}
+
+// Every design × dtype × op, random P and lengths, arrival orders
+// shuffled, 10% duplicates, two generations: integers and min/max exact,
+// float sum/prod within the rounding bound of Check.
+func TestDenseRandomArrivalOrders(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	ps := []int{1, 2, 3, 7, 8, 13, 64}
+	for _, dg := range designs {
+		for _, dt := range wire.DTypes {
+			for _, op := range supported(dt) {
+				p := ps[r.IntN(len(ps))]
+				pe := 1024 / dt.Size()
+				n := 1 + r.IntN(3*pe)
+				if r.IntN(4) == 0 {
+					n = 1
+				}
+				name := fmt.Sprintf("%s/%s/%s/P=%d/n=%d", dg, dt, op, p, n)
+				d := newTestDense(t, dg, dt, op, p, n, pe)
+				for gen := uint32(1); gen <= 2; gen++ {
+					inputs := randomInputs(r, dt, op, p, n)
+					eg := &capture{out: make([]byte, n*dt.Size()), pe: pe * dt.Size(), emitted: map[uint32]int{}}
+					virtualRun(d, eg, makePackets(r, inputs, dt, op, pe, gen, 0.1), 8)
+					if len(eg.emitted) != d.Blocks() {
+						t.Fatalf("%s (seed %d): %d of %d blocks emitted", name, seed, len(eg.emitted), d.Blocks())
+					}
+					for blk, k := range eg.emitted {
+						if k != 1 {
+							t.Fatalf("%s (seed %d): block %d emitted %d times", name, seed, blk, k)
+						}
+					}
+					if err := Check(dt, op, inputs, eg.out); err != nil {
+						t.Fatalf("%s gen %d (seed %d): %v", name, gen, seed, err)
+					}
+				}
+				if d.Config().Quota.InUse() != 0 {
+					t.Fatalf("%s: %d buffers still held after every block completed", name, d.Config().Quota.InUse())
+				}
+			}
+		}
+	}
+}
+
+// treeReference folds inputs with the tree handler's fixed pairing, written
+// plainly: leaves padded to a power of two, left ⊕ right at every level.
+func treeReference(t *testing.T, dt wire.DType, op wire.Op, inputs [][]byte) []byte {
+	var fold func(lo, width int) []byte
+	fold = func(lo, width int) []byte {
+		if width == 1 {
+			if lo < len(inputs) {
+				return bytes.Clone(inputs[lo])
+			}
+			return nil
+		}
+		l, rr := fold(lo, width/2), fold(lo+width/2, width/2)
+		if l == nil || rr == nil {
+			if l == nil {
+				return rr
+			}
+			return l
+		}
+		out, err := Reference(dt, op, [][]byte{l, rr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	w := 1
+	for w < len(inputs) {
+		w *= 2
+	}
+	return fold(0, w)
+}
+
+// Tree float sums are bit-identical across 100 arrival orders, and equal
+// to the same pairing computed plainly.
+func TestTreeReproducible(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	for _, dt := range []wire.DType{wire.Float32, wire.Float64, wire.BFloat16} {
+		const p = 13
+		pe := 1024 / dt.Size()
+		n := 2*pe + 17
+		inputs := randomInputs(r, dt, wire.OpSum, p, n)
+		want := treeReference(t, dt, wire.OpSum, inputs)
+		d := newTestDense(t, design{wire.AlgoTree, 0}, dt, wire.OpSum, p, n, pe)
+		for run := 1; run <= 100; run++ {
+			eg := &capture{out: make([]byte, n*dt.Size()), pe: pe * dt.Size(), emitted: map[uint32]int{}}
+			virtualRun(d, eg, makePackets(r, inputs, dt, wire.OpSum, pe, uint32(run), 0.1), 8)
+			if !bytes.Equal(eg.out, want) {
+				t.Fatalf("%s run %d (seed %d): result differs from the fixed-pairing reference", dt, run, seed)
+			}
+		}
+		// The same through the concurrent processing unit, where arrival
+		// order depends on goroutine scheduling as well.
+		for run := 0; run < 5; run++ {
+			res, err := RunHarness(context.Background(), HarnessConfig{Hosts: p, DType: dt, Op: wire.OpSum, Algo: wire.AlgoTree,
+				Elements: n, Window: 2, Dup: 0.1, Reorder: 0.3, Seed: uint64(run)}, inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for h, out := range res.Out {
+				if !bytes.Equal(out, want) {
+					t.Fatalf("%s harness run %d host %d: result differs from the fixed-pairing reference", dt, run, h)
+				}
+			}
+		}
+	}
+}
+
+// The concurrent path: real core goroutines, staggered hosts with a
+// window, duplicates and reordering, back-to-back generations.
+func TestHarnessConcurrent(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	type tc struct {
+		dt wire.DType
+		op wire.Op
+	}
+	cases := []tc{{wire.Int32, wire.OpSum}, {wire.Int8, wire.OpXor}, {wire.Float32, wire.OpSum}, {wire.BFloat16, wire.OpMax}, {wire.Float64, wire.OpProd}, {wire.Int64, wire.OpMin}}
+	for _, dg := range designs {
+		for _, c := range cases {
+			for _, p := range []int{1, 2, 8, 64} {
+				n := 1 + r.IntN(5000)
+				inputs := randomInputs(r, c.dt, c.op, p, n)
+				res, err := RunHarness(context.Background(), HarnessConfig{
+					Hosts: p, DType: c.dt, Op: c.op, Algo: dg.algo, Buffers: dg.b, Elements: n,
+					Window: 1 + r.IntN(8), Generations: 2, Dup: 0.1, Reorder: 0.2, Seed: seed,
+				}, inputs)
+				if err != nil {
+					t.Fatalf("%s %s %s P=%d n=%d: %v", dg, c.dt, c.op, p, n, err)
+				}
+				for h, out := range res.Out {
+					if err := Check(c.dt, c.op, inputs, out); err != nil {
+						t.Fatalf("%s %s %s P=%d n=%d host %d (seed %d): %v", dg, c.dt, c.op, p, n, h, seed, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The single buffer contends when several cores may run one block (S = C)
+// and never waits when one core owns it (S = 1).
+func TestSingleBufferContention(t *testing.T) {
+	const p = 64
+	r := rand.New(rand.NewPCG(3, 3))
+	inputs := randomInputs(r, wire.Int32, wire.OpSum, p, 256) // one block
+	run := func(s, gens int) hpu.CoreStats {
+		res, err := RunHarness(context.Background(), HarnessConfig{
+			HPU:   hpu.Config{Clusters: 1, CoresPerCluster: 8, SubsetS: s, QueueDepth: 64},
+			Hosts: p, DType: wire.Int32, Op: wire.OpSum, Algo: wire.AlgoSingle, Elements: 256, Generations: gens,
+		}, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range res.Out {
+			if err := Check(wire.Int32, wire.OpSum, inputs, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res.HPU.Total()
+	}
+	if st := run(1, 50); st.Contended != 0 || st.LockWaitNs != 0 {
+		t.Fatalf("S=1: %d contended acquisitions, %d ns waiting; want none", st.Contended, st.LockWaitNs)
+	}
+	var st hpu.CoreStats
+	for try := 0; try < 20 && st.Contended == 0; try++ {
+		st = run(8, 50)
+	}
+	if st.Contended == 0 || st.LockWaitNs == 0 {
+		t.Fatalf("S=8: no lock contention in 20×50 one-block allreduces of 64 packets")
+	}
+	t.Logf("S=8: %d contended acquisitions, %d ns waiting", st.Contended, st.LockWaitNs)
+
+	// In virtual time the contention is exact: P packets of one block that
+	// arrive together on different cores wait for each other.
+	d := newTestDense(t, design{wire.AlgoSingle, 0}, wire.Int32, wire.OpSum, 8, 256, 256)
+	cost := hpu.PsPINCost()
+	eg := &capture{out: make([]byte, 1024), pe: 1024, emitted: map[uint32]int{}}
+	var wait int64
+	for _, pk := range makePackets(r, inputs[:8], wire.Int32, wire.OpSum, 256, 1, 0) {
+		pk.Handler = d
+		task := hpu.NewVirtualTask(&cost, eg, pk, 0, int(pk.Hdr.Child), 0)
+		task.Run()
+		wait += task.LockWaitCycles()
+	}
+	// Handler i waits for the i before it: a copy (64) then i−1 folds (1024).
+	var want int64
+	for i := int64(1); i < 8; i++ {
+		want += 64 + (i-1)*1024
+	}
+	if wait < want {
+		t.Fatalf("virtual single buffer: %d cycles waiting, want at least %d", wait, want)
+	}
+}
+
+// Packets that do not fit the job, stale generations and duplicates are
+// rejected and counted, never aggregated.
+func TestDenseRejects(t *testing.T) {
+	d := newTestDense(t, design{wire.AlgoSingle, 0}, wire.Int32, wire.OpSum, 2, 300, 256)
+	eg := &capture{out: make([]byte, 1200), pe: 1024, emitted: map[uint32]int{}}
+	good := func() *hpu.Packet {
+		return &hpu.Packet{Hdr: wire.Header{Version: 1, Type: wire.TypeData, Job: 1, Generation: 5, Block: 1, Child: 1,
+			DType: wire.Int32, Op: wire.OpSum, Count: 44}, Payload: make([]byte, 176)}
+	}
+	bad := []func(*hpu.Packet){
+		func(p *hpu.Packet) { p.Hdr.DType = wire.Int16 },
+		func(p *hpu.Packet) { p.Hdr.Op = wire.OpMax },
+		func(p *hpu.Packet) { p.Hdr.Block = 2 },
+		func(p *hpu.Packet) { p.Hdr.Child = 2 },
+		func(p *hpu.Packet) { p.Hdr.Count = 256 },
+		func(p *hpu.Packet) { p.Payload = p.Payload[:172] },
+		func(p *hpu.Packet) { p.Hdr.Type = wire.TypeResult },
+	}
+	var pkts []*hpu.Packet
+	for _, m := range bad {
+		p := good()
+		m(p)
+		pkts = append(pkts, p)
+	}
+	virtualRun(d, eg, pkts, 1)
+	if n := d.Stats.Invalid.Load(); n != int64(len(bad)) {
+		t.Fatalf("invalid = %d, want %d", n, len(bad))
+	}
+	virtualRun(d, eg, []*hpu.Packet{good(), good()}, 1)
+	old := good()
+	old.Hdr.Generation = 4
+	virtualRun(d, eg, []*hpu.Packet{old}, 1)
+	if d.Stats.Duplicate.Load() != 1 || d.Stats.Stale.Load() != 1 || d.Stats.Packets.Load() != 1 {
+		t.Fatalf("dup=%d stale=%d packets=%d; want 1, 1, 1", d.Stats.Duplicate.Load(), d.Stats.Stale.Load(), d.Stats.Packets.Load())
+	}
+	// A newer generation abandons the unfinished block and frees its buffer.
+	newer := good()
+	newer.Hdr.Generation = 6
+	virtualRun(d, eg, []*hpu.Packet{newer}, 1)
+	if d.Stats.Abandoned.Load() != 1 || d.Config().Quota.InUse() != 1 {
+		t.Fatalf("abandoned=%d in use=%d; want 1, 1", d.Stats.Abandoned.Load(), d.Config().Quota.InUse())
+	}
+	d.Close()
+	if d.Config().Quota.InUse() != 0 {
+		t.Fatalf("Close left %d buffers held", d.Config().Quota.InUse())
+	}
+}
+
+// A non-root switch sends its aggregate up as data from a switch.
+func TestDenseUplink(t *testing.T) {
+	for _, dg := range designs {
+		d := newTestDense(t, dg, wire.Int32, wire.OpSum, 3, 10, 256)
+		d.cfg.Uplink = &Uplink{Child: 7}
+		r := rand.New(rand.NewPCG(4, 4))
+		inputs := randomInputs(r, wire.Int32, wire.OpSum, 3, 10)
+		eg := &capture{out: make([]byte, 40), pe: 1024, emitted: map[uint32]int{}}
+		virtualRun(d, eg, makePackets(r, inputs, wire.Int32, wire.OpSum, 256, 1, 0), 2)
+		if eg.up != 1 {
+			t.Fatalf("%s: %d packets sent up, want 1", dg, eg.up)
+		}
+		if err := Check(wire.Int32, wire.OpSum, inputs, eg.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Steady state on the handler path allocates nothing.
+func TestDenseZeroAlloc(t *testing.T) {
+	for _, dg := range designs {
+		const p = 8
+		d := newTestDense(t, dg, wire.Float32, wire.OpSum, p, 256, 256)
+		r := rand.New(rand.NewPCG(5, 5))
+		pkts := makePackets(r, randomInputs(r, wire.Float32, wire.OpSum, p, 256), wire.Float32, wire.OpSum, 256, 0, 0)
+		cost := hpu.PsPINCost()
+		task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
+		gen := uint32(0)
+		allocs := testing.AllocsPerRun(100, func() {
+			gen++
+			for i, pk := range pkts {
+				pk.Hdr.Generation = gen
+				pk.Handler = d
+				task.Restart(pk, 0, i, 0)
+				task.Run()
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("%s: %.1f allocations per block of %d packets, want 0", dg, allocs, p)
+		}
+		if d.Stats.Completed.Load() < 100 {
+			t.Fatalf("%s: only %d blocks completed", dg, d.Stats.Completed.Load())
+		}
+	}
+}
+
+func TestStaggeredOrder(t *testing.T) {
+	for _, tc := range []struct{ p, n, w int }{{1, 5, 0}, {4, 8, 0}, {4, 10, 3}, {3, 7, 7}, {64, 3, 2}} {
+		seen := make([]int, tc.n)
+		for rank := 0; rank < tc.p; rank++ {
+			order := StaggeredOrder(nil, rank, tc.p, tc.n, tc.w)
+			if len(order) != tc.n {
+				t.Fatalf("%+v rank %d: %d blocks", tc, rank, len(order))
+			}
+			for _, b := range order {
+				seen[b]++
+			}
+		}
+		for b, k := range seen {
+			if k != tc.p {
+				t.Fatalf("%+v: block %d sent %d times over all ranks", tc, b, k)
+			}
+		}
+	}
+	if got := StaggeredOrder(nil, 2, 4, 8, 0); got[0] != 4 {
+		t.Fatalf("rank 2 of 4 over 8 blocks starts at %d, want 4", got[0])
+	}
+}
+
+func TestChoose(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		repr bool
+		algo wire.Algo
+		b    int
+	}{
+		{1 << 20, false, wire.AlgoSingle, 0}, {512 << 10, false, wire.AlgoMulti, 4}, {300 << 10, false, wire.AlgoMulti, 4},
+		{256 << 10, false, wire.AlgoMulti, 2}, {129 << 10, false, wire.AlgoMulti, 2}, {128 << 10, false, wire.AlgoTree, 0},
+		{1 << 30, true, wire.AlgoTree, 0},
+	} {
+		if a, b := Choose(tc.n, tc.repr); a != tc.algo || b != tc.b {
+			t.Errorf("Choose(%d, %v) = %s/%d, want %s/%d", tc.n, tc.repr, a, b, tc.algo, tc.b)
+		}
+	}
+}
