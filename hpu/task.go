@@ -70,7 +70,7 @@ type Task struct {
 	waitNs   int64 // real time spent waiting for locks
 	waitCyc  int64 // cycles charged for waiting (back-off)
 	complete bool
-	contends int64 // lock acquisitions that had to wait
+	contends int64       // lock acquisitions that had to wait
 	out      wire.Header // Emit's copy of the header, so a handler's local never escapes
 }
 
