@@ -1,0 +1,53 @@
+# Flare switch emulator. `make demo` and `make test` are the two commands a
+# fresh clone needs; everything else is one target per step.
+GO       ?= go
+PKGS     := ./...
+FUZZTIME ?= 5s
+
+.PHONY: all build test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo clean
+
+all: build
+
+build:
+	$(GO) build -o bin/flare ./cmd/flare
+
+# vet + unit + race, shuffled: what CI runs.
+test: fmt-check vet unit race
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -shuffle=on -count=1 $(PKGS)
+
+race:
+	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+
+# Each fuzz target briefly (FUZZTIME each); `make fuzz FUZZTIME=30s` for longer.
+fuzz-smoke:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for fz in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "fuzz $$pkg $$fz ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fz$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+fuzz: fuzz-smoke
+
+# Benchmarks: element kernels next to copy(), packets/s through the HPU.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
+
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+demo:
+	$(GO) run ./cmd/flare demo
+
+clean:
+	rm -rf bin
