@@ -35,6 +35,12 @@ type DenseConfig struct {
 	// sent up as a Data packet with FlagFromSwitch and this child index
 	// instead of being multicast down as a Result.
 	Uplink *Uplink
+	// KeepResults keeps each finished block's result (for the current and
+	// the previous generation) so that a host whose result was lost gets it
+	// again when it retransmits, instead of waiting forever: a lost result
+	// costs one round trip. The store is the switch's packet memory (DRAM
+	// in a real switch, like SwitchML's shadow copies), not L1.
+	KeepResults bool
 }
 
 // Uplink is where a non-root switch sends its aggregates.
@@ -52,6 +58,7 @@ type DenseStats struct {
 	Invalid   atomic.Int64 // packets that do not match the job (dtype, op, block, count, child)
 	NoBuffer  atomic.Int64 // packets dropped because the quota was exhausted
 	Abandoned atomic.Int64 // unfinished blocks dropped when a newer generation started
+	Resent    atomic.Int64 // stored results sent again to a child that retransmitted
 }
 
 // Dense is the handler for one job's dense allreduce: the paper's single
@@ -67,6 +74,11 @@ type Dense struct {
 
 	freeMu sync.Mutex
 	free   []*work
+
+	// results[g&1] holds generation g's finished blocks; resultGen tags
+	// each block's slot with generation+1 (0: nothing stored).
+	results   [2][]byte
+	resultGen [2][]uint32
 
 	Stats DenseStats
 }
@@ -119,6 +131,12 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	case wire.AlgoTree:
 		d.pow2 = 1 << bits.Len(uint(cfg.Children-1))
 		nbufs = 2 * d.pow2
+	}
+	if cfg.KeepResults {
+		for i := range d.results {
+			d.results[i] = make([]byte, cfg.Elements*d.esize)
+			d.resultGen[i] = make([]uint32, d.nblocks)
+		}
 	}
 	nwork := min(cfg.Quota.Limit(), d.nblocks)
 	words := (cfg.Children + 63) / 64
@@ -218,6 +236,9 @@ func (d *Dense) admit(t *hpu.Task, b *block) bool {
 	h := &t.Pkt.Hdr
 	switch {
 	case h.Generation < b.gen:
+		if h.Generation+1 == b.gen {
+			d.resend(t)
+		}
 		d.Stats.Stale.Add(1)
 		return false
 	case h.Generation > b.gen:
@@ -228,6 +249,7 @@ func (d *Dense) admit(t *hpu.Task, b *block) bool {
 		b.reset(h.Generation, blockIdle)
 	}
 	if b.state == blockDone {
+		d.resend(t)
 		d.Stats.Duplicate.Add(1)
 		return false
 	}
@@ -456,12 +478,41 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 	}
 	payload := res.Data[:count*d.esize]
 	t.ChargeCopy(len(payload))
+	if d.results[0] != nil {
+		b := &d.blocks[p.Hdr.Block]
+		t.Lock(&b.lock)
+		slot := p.Hdr.Generation & 1
+		copy(d.results[slot][int(p.Hdr.Block)*d.cfg.PacketElems*d.esize:], payload)
+		d.resultGen[slot][p.Hdr.Block] = p.Hdr.Generation + 1
+		t.Unlock(&b.lock)
+		t.ChargeCopy(len(payload))
+	}
 	t.Emit(&h, payload)
 	d.Stats.Completed.Add(1)
 	if d.cfg.Algo == wire.AlgoTree {
 		d.cfg.Quota.Free(res) // the root's buffer is held by no node
 	}
 	d.releaseWork(w)
+}
+
+// resend answers a retransmitted packet of a finished block with the
+// stored result, sent to that child alone (FlagRetransmit, Child = the
+// child). It runs under the block's lock.
+func (d *Dense) resend(t *hpu.Task) {
+	p := t.Pkt
+	slot := p.Hdr.Generation & 1
+	if d.results[0] == nil || d.resultGen[slot][p.Hdr.Block] != p.Hdr.Generation+1 || d.cfg.Uplink != nil {
+		return
+	}
+	h := wire.Header{
+		Version: wire.Version, Type: wire.TypeResult, Flags: wire.FlagRetransmit, Job: d.cfg.Job, Token: d.cfg.Token,
+		Generation: p.Hdr.Generation, Block: p.Hdr.Block, Child: p.Hdr.Child, DType: d.cfg.DType, Op: d.cfg.Op, Count: p.Hdr.Count,
+	}
+	off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
+	payload := d.results[slot][off : off+int(p.Hdr.Count)*d.esize]
+	t.ChargeCopy(len(payload))
+	t.Emit(&h, payload)
+	d.Stats.Resent.Add(1)
 }
 
 // freeBufs returns every buffer a work holds.

@@ -488,3 +488,56 @@ func TestChoose(t *testing.T) {
 		}
 	}
 }
+
+// resendCapture records unicast resends.
+type resendCapture struct {
+	to    []uint16
+	gens  []uint32
+	bytes [][]byte
+}
+
+func (c *resendCapture) Emit(h *wire.Header, payload []byte) {
+	if h.Flags&wire.FlagRetransmit != 0 {
+		c.to = append(c.to, h.Child)
+		c.gens = append(c.gens, h.Generation)
+		c.bytes = append(c.bytes, bytes.Clone(payload))
+	}
+}
+
+// A retransmission of a finished block gets the stored result back, to
+// that child alone, also one generation later; older ones get nothing.
+func TestDenseResendsStoredResult(t *testing.T) {
+	for _, dg := range designs {
+		d := newTestDense(t, dg, wire.Int32, wire.OpSum, 3, 300, 256)
+		d.cfg.KeepResults = true
+		d.results = [2][]byte{make([]byte, 1200), make([]byte, 1200)}
+		d.resultGen = [2][]uint32{make([]uint32, 2), make([]uint32, 2)}
+		r := rand.New(rand.NewPCG(6, 6))
+		inputs := randomInputs(r, wire.Int32, wire.OpSum, 3, 300)
+		want, _ := Reference(wire.Int32, wire.OpSum, inputs)
+		eg := &resendCapture{}
+		pkts := makePackets(r, inputs, wire.Int32, wire.OpSum, 256, 7, 0)
+		virtualRun(d, eg, pkts, 2)
+		var again *hpu.Packet
+		for _, p := range pkts {
+			if p.Hdr.Block == 1 && p.Hdr.Child == 2 {
+				again = p
+			}
+		}
+		virtualRun(d, eg, []*hpu.Packet{again}, 1)
+		// The next generation starts on block 1; generation 7 is still served.
+		next := *again
+		next.Hdr.Generation, next.Hdr.Child = 8, 0
+		virtualRun(d, eg, []*hpu.Packet{&next}, 1)
+		virtualRun(d, eg, []*hpu.Packet{again}, 1)
+		old := *again
+		old.Hdr.Generation = 6
+		virtualRun(d, eg, []*hpu.Packet{&old}, 1)
+		if len(eg.to) != 2 || eg.to[0] != 2 || eg.gens[1] != 7 {
+			t.Fatalf("%s: resends to %v of generations %v, want two to child 2 of generation 7", dg, eg.to, eg.gens)
+		}
+		if !bytes.Equal(eg.bytes[0], want[1024:]) || !bytes.Equal(eg.bytes[1], want[1024:]) {
+			t.Fatalf("%s: resent bytes differ from the result", dg)
+		}
+	}
+}
