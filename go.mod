@@ -4,10 +4,21 @@ go 1.26.0
 
 require github.com/google/gopacket v1.1.19
 
-require golang.org/x/sync v0.25.0
+require (
+	github.com/prometheus/client_golang v1.23.2
+	github.com/spf13/pflag v1.1.0
+	golang.org/x/sync v0.25.0
+	golang.org/x/sys v0.50.0
+)
 
 require (
-	github.com/spf13/pflag v1.1.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
+	github.com/prometheus/common v0.66.1 // indirect
+	github.com/prometheus/procfs v0.16.1 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	google.golang.org/protobuf v1.36.8 // indirect
 )

@@ -3,6 +3,7 @@ package hpu
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,20 @@ type core struct {
 
 type coreCounters struct {
 	packets, rejected, busyNs, cycles, waitNs, waitCycles, contended atomic.Int64
+	hist                                                             [HistBuckets]atomic.Int64
+}
+
+// HistBuckets is the number of buckets of the handler service-time
+// histogram: bucket i counts handlers that took less than HistBound(i)
+// (128 ns doubling up to 256 µs), the last one the rest.
+const HistBuckets = 13
+
+// HistBound is the upper bound of histogram bucket i in nanoseconds
+// (bucket HistBuckets-1 has none).
+func HistBound(i int) int64 { return 128 << i }
+
+func histBucket(ns int64) int {
+	return min(bits.Len64(uint64(ns)>>7), HistBuckets-1)
 }
 
 // New builds a processing unit. egress receives what handlers emit; done, if
@@ -131,6 +146,7 @@ func (h *HPU) execute(co *core, p *Packet) {
 		s.rejected.Add(1)
 	}
 	s.busyNs.Add(int64(busy))
+	s.hist[histBucket(int64(busy))].Add(1)
 	s.cycles.Add(t.cycles)
 	if t.contends > 0 {
 		s.contended.Add(t.contends)

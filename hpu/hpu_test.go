@@ -249,3 +249,14 @@ func TestSubmitZeroAlloc(t *testing.T) {
 		t.Fatalf("%.1f allocations per 64 packets, want 0", allocs)
 	}
 }
+
+func TestHistBucket(t *testing.T) {
+	for _, tc := range []struct {
+		ns   int64
+		want int
+	}{{0, 0}, {127, 0}, {128, 1}, {255, 1}, {256, 2}, {HistBound(11) - 1, 11}, {HistBound(11), 12}, {1 << 40, 12}} {
+		if got := histBucket(tc.ns); got != tc.want {
+			t.Errorf("histBucket(%d) = %d, want %d", tc.ns, got, tc.want)
+		}
+	}
+}

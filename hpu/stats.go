@@ -3,13 +3,14 @@ package hpu
 // CoreStats is a snapshot of one core's counters.
 type CoreStats struct {
 	Cluster, Core  int
-	Packets        int64 // packets whose handler ran
-	Rejected       int64 // packets the header stage rejected (duplicates, stale)
-	BusyNs         int64 // wall-clock time spent in handlers
-	Cycles         int64 // PsPIN cycles charged by handlers
-	LockWaitNs     int64 // wall-clock time spent waiting for locks
-	LockWaitCycles int64 // cycles charged for waiting (back-off)
-	Contended      int64 // lock acquisitions that had to wait
+	Packets        int64              // packets whose handler ran
+	Rejected       int64              // packets the header stage rejected (duplicates, stale)
+	BusyNs         int64              // wall-clock time spent in handlers
+	Cycles         int64              // PsPIN cycles charged by handlers
+	LockWaitNs     int64              // wall-clock time spent waiting for locks
+	LockWaitCycles int64              // cycles charged for waiting (back-off)
+	Contended      int64              // lock acquisitions that had to wait
+	Hist           [HistBuckets]int64 // handler service time histogram (see HistBound)
 }
 
 // ClusterStats is a snapshot of one cluster's counters.
@@ -55,6 +56,9 @@ func (h *HPU) Stats() Stats {
 				Cycles: c.cycles.Load(), LockWaitNs: c.waitNs.Load(), LockWaitCycles: c.waitCycles.Load(),
 				Contended: c.contended.Load(),
 			})
+			for i := range c.hist {
+				s.Cores[len(s.Cores)-1].Hist[i] = c.hist[i].Load()
+			}
 		}
 	}
 	return s
@@ -71,6 +75,9 @@ func (s Stats) Total() CoreStats {
 		t.LockWaitNs += c.LockWaitNs
 		t.LockWaitCycles += c.LockWaitCycles
 		t.Contended += c.Contended
+		for i, n := range c.Hist {
+			t.Hist[i] += n
+		}
 	}
 	return t
 }

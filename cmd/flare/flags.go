@@ -68,3 +68,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+func flagError(flag string, err error) error { return fmt.Errorf("%s: %w", flag, err) }
+
+func usageError(fs *pflag.FlagSet, format string, args ...any) error {
+	return fmt.Errorf("%s: %s (see 'flare %s --help')", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
+}

@@ -32,7 +32,8 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"demo": {"run P emulated hosts against the processing unit in process and verify every result", runDemo},
+		"demo":   {"run P emulated hosts against the processing unit in process and verify every result", runDemo},
+		"switch": {"run the switch daemon", runSwitch},
 	}
 }
 

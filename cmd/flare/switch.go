@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/flare-net/flare/hpu"
+	swtch "github.com/flare-net/flare/switch"
+)
+
+func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("switch", "Run the Flare switch daemon: a UDP data port where hosts join jobs and allreduce,\nand an admin HTTP port with /metrics, /healthz and /debug/pprof/.",
+		"  flare switch\n  flare switch --listen 0.0.0.0:7470 --admin 127.0.0.1:9470 --clusters 16\n", stdout)
+	var cfg swtch.Config
+	fs.StringVar(&cfg.Listen, "listen", swtch.DefaultListen, "UDP data address HOST:PORT")
+	fs.StringVar(&cfg.Admin, "admin", swtch.DefaultAdmin, "admin HTTP address HOST:PORT, or off")
+	fs.IntVar(&cfg.HPU.Clusters, "clusters", hpu.DefaultClusters, "processing-unit clusters (1..1024)")
+	fs.IntVar(&cfg.HPU.CoresPerCluster, "cores", hpu.DefaultCoresPerCluster, "cores per cluster (1..256)")
+	l1 := fs.String("l1", "1MiB", "L1 memory per cluster (4KiB..1GiB)")
+	fs.IntVar(&cfg.HPU.QueueDepth, "queue", hpu.DefaultQueueDepth, "handler requests a cluster holds, queued and running")
+	fs.IntVar(&cfg.HPU.SubsetS, "policy-s", 0, "cores of a cluster that may run one block's packets, 1..cores (0 = cores)")
+	packet := fs.String("packet", "1KiB", "payload bytes per packet")
+	fs.IntVar(&cfg.MaxJobs, "max-jobs", swtch.DefaultMaxJobs, "jobs at once")
+	fs.DurationVar(&cfg.JobIdle, "job-idle", swtch.DefaultJobIdle, "end a job after this long without packets")
+	fs.IntVar(&cfg.Window, "window", swtch.DefaultWindow, "target blocks in flight per host")
+	fs.IntVar(&cfg.JoinRate, "join-rate", swtch.DefaultJoinRate, "joins accepted per second")
+	fs.IntVar(&cfg.Conn.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
+	fs.BoolVar(&cfg.Conn.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	n, err := parseSize(*l1)
+	if err != nil {
+		return flagError("--l1", err)
+	}
+	cfg.HPU.L1Bytes = int(n)
+	if n, err = parseSize(*packet); err != nil {
+		return flagError("--packet", err)
+	}
+	cfg.PacketBytes = int(n)
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return flagError("--log-level", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	sw, err := swtch.New(cfg)
+	if err != nil {
+		return err
+	}
+	return sw.Run(ctx)
+}

@@ -1,0 +1,314 @@
+package hostlib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// AllReduceBytes reduces buf across every rank of the job with the job's
+// op, in place: on return every rank holds the same bytes. buf is the
+// vector's wire encoding, Elements little-endian elements of the job's
+// dtype, so len(buf) must be Elements × DType.Size().
+//
+// The vector travels in Blocks() packets, sent in this rank's staggered
+// order with at most Window() of them in flight; a block whose result is
+// late is sent again, with a timeout that starts at 20 ms and doubles up to
+// 1 s. The call fails with a *TimeoutError when Options.Timeout passes (or
+// ctx's deadline, whichever comes first), with an error wrapping
+// ctx.Err() when ctx is cancelled, with a *SwitchError when the switch
+// reports the job failed, and with ErrClosed after Close. After a failure
+// buf holds a mix of input and result, and the ranks may be out of step:
+// Close and Join again.
+func (s *Session) AllReduceBytes(ctx context.Context, buf []byte) error {
+	if want := s.opts.Elements * s.esize; len(buf) != want {
+		return fmt.Errorf("hostlib: allreduce: buffer of %d bytes, want %d (%d elements of %v)",
+			len(buf), want, s.opts.Elements, s.opts.DType)
+	}
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	return s.call(ctx, buf)
+}
+
+// AllReduce reduces buf across every rank of the job, in place, as
+// AllReduceBytes does. T must be the Go type of the job's dtype (see
+// DTypeOf), len(buf) the job's Elements, and op the job's op, which was
+// fixed at Join: the switch sized and set up its handler for it. On a
+// little-endian machine buf's memory is sent and overwritten as it is, with
+// no copy; elsewhere it is encoded into a buffer of the session first.
+func AllReduce[T Element](ctx context.Context, s *Session, buf []T, op wire.Op) error {
+	if err := checkElement[T](s.opts.DType); err != nil {
+		return err
+	}
+	if op != s.opts.Op {
+		return fmt.Errorf("hostlib: AllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
+			handlers.OpName(op), handlers.OpName(s.opts.Op))
+	}
+	if len(buf) != s.opts.Elements {
+		return fmt.Errorf("hostlib: AllReduce on %d elements, but the job's vector has %d", len(buf), s.opts.Elements)
+	}
+	if nativeLittleEndian {
+		return s.AllReduceBytes(ctx, viewBytes(buf))
+	}
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	if s.scratch == nil {
+		s.scratch = make([]byte, s.opts.Elements*s.esize)
+	}
+	encodeLE(s.scratch, buf)
+	if err := s.call(ctx, s.scratch); err != nil {
+		return err
+	}
+	decodeLE(buf, s.scratch)
+	return nil
+}
+
+// call runs one allreduce over buf and keeps the statistics. callMu is held.
+func (s *Session) call(ctx context.Context, buf []byte) error {
+	select {
+	case <-s.closing:
+		return fmt.Errorf("hostlib: allreduce: %w", ErrClosed)
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hostlib: allreduce: %w", err)
+	}
+	s.gen++
+	start := time.Now()
+	err := s.run(ctx, buf, start)
+	s.buf = nil // keep no reference to the caller's memory
+	if err != nil {
+		s.stats.failed.Add(1)
+		return err
+	}
+	d := time.Since(start)
+	s.stats.calls.Add(1)
+	s.stats.last.Store(int64(d))
+	s.stats.total.Add(int64(d))
+	return nil
+}
+
+// run is the loop of one call: launch blocks into the window, send them in
+// batches, and wait for results, the next retransmission, the timeout, the
+// context or Close. Times are durations since start.
+func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
+	t := &s.trk
+	t.reset()
+	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
+	s.deadline, s.wakeAt = s.opts.Timeout, never
+	s.arm(0, s.deadline)
+	defer s.timer.Stop()
+	for t.completed < s.blocks {
+		now := time.Since(start)
+		if now >= s.deadline {
+			return s.timeoutError(now)
+		}
+		if err := s.launch(now); err != nil {
+			return err
+		}
+		if err := s.flush(); err != nil {
+			return err
+		}
+		select {
+		case b := <-s.full:
+			err := s.results(b)
+			s.free <- b
+			if err != nil {
+				return err
+			}
+		case <-s.timer.C:
+			s.wakeAt = never
+			if err := s.retransmit(time.Since(start)); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return s.timeoutError(time.Since(start))
+			}
+			return fmt.Errorf("hostlib: allreduce generation %d: %d of %d blocks missing: %w",
+				s.gen, s.blocks-t.completed, s.blocks, ctx.Err())
+		case <-s.closing:
+			return fmt.Errorf("hostlib: allreduce generation %d interrupted: %w", s.gen, ErrClosed)
+		}
+	}
+	return nil
+}
+
+// arm makes the timer fire at at (since the call started; now is the
+// present) unless it is set to fire earlier already. Firing early is
+// harmless: retransmit finds nothing due and arms it again.
+func (s *Session) arm(now, at time.Duration) {
+	if at < s.wakeAt {
+		s.wakeAt = at
+		s.timer.Reset(at - now)
+	}
+}
+
+// launch queues first transmissions, in the staggered order, until the
+// window is full.
+func (s *Session) launch(now time.Duration) error {
+	t := &s.trk
+	for len(t.flights) < s.limit && t.next < s.blocks {
+		b := s.order[t.next]
+		t.next++
+		if t.isDone(b) {
+			continue // released before this rank sent it (a partial result)
+		}
+		s.arm(now, t.launch(b, now))
+		if err := s.queue(b, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retransmit queues every block in flight whose result is overdue, backs
+// off its timeout, and arms the timer for the next one due.
+func (s *Session) retransmit(now time.Duration) error {
+	next := s.deadline
+	for i := range s.trk.flights {
+		f := &s.trk.flights[i]
+		if f.due <= now {
+			f.backoff(now)
+			s.stats.retransmits.Add(1)
+			if err := s.queue(f.block, wire.FlagRetransmit); err != nil {
+				return err
+			}
+		}
+		next = min(next, f.due)
+	}
+	s.arm(now, next)
+	return nil
+}
+
+// blockSpan returns the first element of block b and its element count.
+func (s *Session) blockSpan(b uint32) (off, n int) {
+	off = int(b) * s.pe
+	return off, min(s.pe, s.opts.Elements-off)
+}
+
+// queue encodes a data packet for block b into the next send datagram,
+// sending the batch when it is full.
+func (s *Session) queue(b uint32, flags wire.Flags) error {
+	off, n := s.blockSpan(b)
+	d := &s.tx[s.ntx]
+	h := &s.hdr
+	h.Block, h.Flags, h.Count = b, flags, uint32(n)
+	_ = h.MarshalTo(d.Buf) // cannot fail: the buffer holds a header and a block
+	d.N = wire.HeaderLen + copy(d.Buf[wire.HeaderLen:], s.buf[off*s.esize:(off+n)*s.esize])
+	s.ntx++
+	if s.ntx == len(s.tx) {
+		return s.flush()
+	}
+	return nil
+}
+
+// flush sends the queued data packets. A datagram the socket refuses for a
+// passing reason (no buffer space, a route that went away) counts as lost,
+// as if the network had dropped it: retransmission recovers it, and a
+// timeout reports the error. A closed socket or a datagram that can never
+// go out ends the call.
+func (s *Session) flush() error {
+	msgs := s.tx[:s.ntx]
+	s.ntx = 0
+	for len(msgs) > 0 {
+		n, err := s.conn.WriteBatch(msgs)
+		s.stats.sent.Add(uint64(n))
+		if err == nil || n >= len(msgs) {
+			return nil
+		}
+		switch {
+		case errors.Is(err, net.ErrClosed):
+			return fmt.Errorf("hostlib: allreduce generation %d: %w", s.gen, ErrClosed)
+		case errors.Is(err, swtch.ErrBadAddr), errors.Is(err, swtch.ErrDatagramTooLarge):
+			return fmt.Errorf("hostlib: allreduce generation %d: send to %v: %w", s.gen, s.sw, err)
+		}
+		s.sendErr = err
+		s.stats.sendErrors.Add(1)
+		msgs = msgs[n+1:]
+	}
+	return nil
+}
+
+// results processes a received batch: results of this call fill their
+// blocks, an Error that ends the job ends the call, anything else is
+// counted and dropped.
+func (s *Session) results(b *rxBatch) error {
+	for i := range b.msgs[:b.n] {
+		d := &b.msgs[i]
+		var h wire.Header
+		payload, err := h.Unmarshal(d.Buf[:d.N])
+		switch {
+		case err != nil || h.Job != s.opts.Job || h.Token != s.opts.Token:
+		case h.Type == wire.TypeResult:
+			s.result(&h, payload)
+			continue
+		case h.Type == wire.TypeError:
+			if err := s.failure(&h, payload); err != nil {
+				return err
+			}
+		}
+		s.stats.ignored.Add(1)
+	}
+	return nil
+}
+
+// result copies a result into its block of the call's vector, once.
+func (s *Session) result(h *wire.Header, payload []byte) {
+	b := h.Block
+	if h.Generation != s.gen || int64(b) >= int64(s.blocks) || h.DType != s.opts.DType || h.Op != s.opts.Op {
+		s.stats.ignored.Add(1) // an earlier call's straggler, or not this job's vector
+		return
+	}
+	off, n := s.blockSpan(b)
+	if int(h.Count) != n {
+		s.stats.ignored.Add(1)
+		return
+	}
+	if s.trk.isDone(b) {
+		s.stats.duplicates.Add(1)
+		return
+	}
+	copy(s.buf[off*s.esize:], payload)
+	s.trk.complete(b)
+	if h.Flags&wire.FlagPartial != 0 {
+		s.stats.partial.Add(1)
+	}
+}
+
+// failure turns an Error packet for this job into the call's error when it
+// says the job is gone: it timed out on the switch, the switch no longer
+// knows it (it restarted), or the switch failed. Errors about joins (a late
+// answer to a repeated join) and errors about other calls are not this
+// call's business; failure returns nil for them and the caller counts them.
+func (s *Session) failure(h *wire.Header, payload []byte) error {
+	var e wire.ErrorBody
+	if e.Unmarshal(payload) != nil || (h.Generation != 0 && h.Generation != s.gen) {
+		return nil
+	}
+	switch e.Code {
+	case wire.CodeTimeout, wire.CodeUnknownJob, wire.CodeInternal:
+		return fmt.Errorf("hostlib: allreduce generation %d: %w", s.gen, &SwitchError{Code: e.Code, Message: e.Message()})
+	}
+	return nil
+}
+
+// timeoutError describes the call's missing blocks after running for after.
+func (s *Session) timeoutError(after time.Duration) *TimeoutError {
+	return &TimeoutError{
+		Generation: s.gen,
+		Missing:    s.blocks - s.trk.completed,
+		Blocks:     s.blocks,
+		First:      s.trk.missing(maxFirstMissing),
+		Switch:     s.sw.String(),
+		World:      s.opts.World,
+		After:      after,
+		LastSend:   s.sendErr,
+	}
+}

@@ -1,0 +1,63 @@
+// Package hostlib is the host side of Flare: what a training or HPC process
+// links to reduce its vectors in a Flare switch, and the host-based ring
+// allreduce the switch is compared with.
+//
+// # In-network allreduce
+//
+// A Session is one rank's membership in a job, in the manner of an MPI
+// communicator or an NCCL communicator: it has a rank and a world size, and
+// its collective calls reduce a caller's buffer in place. The job's element
+// type (a dtype) and operator (an op: sum, min, max, prod, and, or, xor, or
+// a custom code registered on the switch with handlers.RegisterOp) and the
+// vector's length in elements are fixed when the job is joined, because the
+// switch reserves aggregation memory and sets up its handler for them. The
+// usage loop:
+//
+//	s, err := hostlib.Join(ctx, hostlib.Options{
+//		Switch: "127.0.0.1:7470", Job: 7, Token: secret,
+//		Rank: rank, World: 4,
+//		DType: wire.Float32, Op: wire.OpSum, Elements: len(grads),
+//	})
+//	if err != nil { ... }          // *SwitchError if refused, ErrTimeout if no answer
+//	defer s.Close()                // leaves the job
+//	for step := range steps {
+//		computeGradients(grads)
+//		if err := hostlib.AllReduce(ctx, s, grads, wire.OpSum); err != nil { ... }
+//		// grads now holds the sum over all ranks
+//	}
+//
+// AllReduce takes a typed slice ([]float32, []int32, []handlers.BFloat16,
+// ...; see Element and DTypeOf); AllReduceBytes takes the vector's
+// little-endian bytes. Every rank must make the same calls in the same
+// order, each with the same op and length.
+//
+// # What a call does
+//
+// Join sends a join packet (repeated every 100 ms) and returns when the
+// switch, having heard from all World ranks, answers with the job's
+// parameters: the window W (blocks a host may have in flight, sized by
+// Little's law from the buffers it reserved), the aggregation design, the
+// elements per packet and the number of blocks. An AllReduce call then cuts
+// the vector into those blocks and streams them to the switch, each rank
+// starting at a different block (staggered, handlers.StaggeredOrder) so that
+// the switch's cores rarely contend, keeping W in flight. The switch
+// aggregates each block as its packets arrive and multicasts the result
+// when every rank has contributed; the host copies it into place and sends
+// the next block. A block whose result has not come within its timeout (20
+// ms, doubled per retry up to 1 s) is sent again, flagged as a
+// retransmission: the switch's per-block bitmap ignores a second copy and
+// answers it with the stored result if the block is done. Successive calls
+// carry successive generation numbers, so packets of one call never mix
+// with another's.
+//
+// Packets go out in batches of up to 64 datagrams per system call and come
+// in the same way, through one reader goroutine per session; in steady state
+// a call allocates nothing. Stats counts packets, retransmissions and call
+// durations.
+//
+// # Ring allreduce
+//
+// Ring (NewRing, RunLocalRing) is the host-based baseline: a reduce-scatter
+// and an all-gather around a ring of TCP connections, the algorithm MPI,
+// NCCL and Gloo run between hosts.
+package hostlib

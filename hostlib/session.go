@@ -1,0 +1,422 @@
+package hostlib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// rxBatches is how many receive batches circulate between the reader and
+// the goroutine in a call: one being filled, the others queued or being
+// processed.
+const rxBatches = 4
+
+// Session is one rank's membership in a job on a Flare switch: the socket,
+// the job's parameters as the switch admitted them, and the buffers every
+// AllReduce reuses. Make one with Join and end it with Close.
+//
+// Its methods may be called from several goroutines; AllReduce calls run
+// one at a time, in the order they take the session's lock. Every rank must
+// make the same sequence of calls, as with MPI and NCCL collectives: calls
+// are matched across ranks by their number (the generation).
+type Session struct {
+	opts Options        // validated, defaults applied
+	sw   netip.AddrPort // the switch
+	conn swtch.Conn
+
+	// Set once by the join-ack, read-only afterwards.
+	window  int // W as the switch granted it
+	algo    wire.Algo
+	buffers int
+	pe      int // elements per packet and per block
+	blocks  int
+	esize   int      // bytes per element
+	order   []uint32 // this rank's staggered sending order
+	limit   int      // blocks in flight at most: min(window, blocks)
+
+	// The reader hands filled batches over full and gets them back over
+	// free; both have room for every batch, so neither send blocks.
+	free, full chan *rxBatch
+	closing    chan struct{} // closed by Close: ends a running call and the reader
+	readerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+
+	callMu   sync.Mutex // held by Join's handshake and by each call; guards what follows
+	gen      uint32     // the current or last call's generation
+	trk      tracker    // the call's blocks: done, in flight, due
+	buf      []byte     // the call's vector (wire encoding)
+	hdr      wire.Header
+	tx       []swtch.Datagram // data packets queued for the next WriteBatch
+	ntx      int
+	ctl      []swtch.Datagram // control packets: join, leave
+	timer    *time.Timer      // the next retransmission check or the call's timeout
+	wakeAt   time.Duration    // when timer fires, since the call started
+	deadline time.Duration    // the call's Options.Timeout
+	sendErr  error            // the last transient send error of the call
+	scratch  []byte           // the wire encoding on big-endian machines
+
+	stats counters
+}
+
+// rxBatch is one ReadBatch worth of datagrams with its buffers.
+type rxBatch struct {
+	msgs []swtch.Datagram
+	n    int
+}
+
+// counters are the session's statistics, atomics so that Stats may run
+// during a call.
+type counters struct {
+	calls, failed, sent, received, retransmits, duplicates, ignored, partial, sendErrors atomic.Uint64
+	last, total                                                                          atomic.Int64
+}
+
+// Stats counts a session's traffic and calls.
+type Stats struct {
+	Calls           uint64        // AllReduce calls that completed
+	Failed          uint64        // AllReduce calls that started and returned an error
+	PacketsSent     uint64        // datagrams sent: data, retransmissions, joins, leaves
+	PacketsReceived uint64        // datagrams received, whatever they held
+	Retransmits     uint64        // data packets sent again because their result was overdue
+	Duplicates      uint64        // results of blocks already done (answers to retransmissions that crossed)
+	Ignored         uint64        // other generations, jobs or tokens, malformed or unexpected packets
+	Partial         uint64        // results the switch released before every rank contributed
+	SendErrors      uint64        // datagrams the socket refused (counted as lost)
+	LastDuration    time.Duration // of the last completed call
+	TotalDuration   time.Duration // of all completed calls
+}
+
+// Join opens a socket, joins the job that opts describe on the switch and
+// returns once the switch has admitted it, which happens when all World
+// ranks have joined. The join is sent again every 100 ms until the switch
+// answers or JoinTimeout (or ctx) expires.
+//
+// Invalid options give an error that names the field and its allowed
+// range. A switch that refuses the job gives a *SwitchError (errors.Is
+// ErrRefused when it lacks memory); no answer in time gives an error that
+// matches ErrTimeout.
+func Join(ctx context.Context, opts Options) (*Session, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("hostlib: join: %w", err)
+	}
+	sw, err := resolveSwitch(o.Switch)
+	if err != nil {
+		return nil, fmt.Errorf("hostlib: join: Switch = %q: %w", o.Switch, err)
+	}
+	conn, err := swtch.ListenUDP(listenAddr(sw), swtch.ConnConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("hostlib: join: %w", err)
+	}
+	s := newSession(o, sw, conn)
+	go s.read()
+	if err := s.join(ctx); err != nil {
+		// A switch that answered holds nothing for this rank; otherwise it
+		// may have registered the join, so say goodbye.
+		var se *SwitchError
+		s.shutdown(!errors.As(err, &se))
+		return nil, fmt.Errorf("hostlib: join job %d as rank %d of %d at %v: %w", o.Job, o.Rank, o.World, sw, err)
+	}
+	return s, nil
+}
+
+// newSession builds a session around conn, with the receive batches and
+// the control packets; the data path is sized later, by admit.
+func newSession(o Options, sw netip.AddrPort, conn swtch.Conn) *Session {
+	s := &Session{
+		opts:       o,
+		sw:         sw,
+		conn:       conn,
+		esize:      o.DType.Size(),
+		free:       make(chan *rxBatch, rxBatches),
+		full:       make(chan *rxBatch, rxBatches),
+		closing:    make(chan struct{}),
+		readerDone: make(chan struct{}),
+		timer:      time.NewTimer(time.Hour),
+	}
+	s.timer.Stop()
+	s.hdr = wire.Header{
+		Type:  wire.TypeData,
+		Job:   o.Job,
+		Token: o.Token,
+		Child: uint16(o.Rank),
+		DType: o.DType,
+		Op:    o.Op,
+	}
+	n := conn.BatchSize()
+	for range rxBatches {
+		b := &rxBatch{msgs: make([]swtch.Datagram, n)}
+		backing := make([]byte, n*maxDatagram)
+		for i := range b.msgs {
+			b.msgs[i].Buf = backing[i*maxDatagram : (i+1)*maxDatagram : (i+1)*maxDatagram]
+		}
+		s.free <- b
+	}
+	const ctlSize = wire.HeaderLen + wire.JoinBodyLen
+	backing := make([]byte, leaveCopies*ctlSize)
+	s.ctl = make([]swtch.Datagram, leaveCopies)
+	for i := range s.ctl {
+		s.ctl[i] = swtch.Datagram{Buf: backing[i*ctlSize : (i+1)*ctlSize : (i+1)*ctlSize], Addr: sw}
+	}
+	return s
+}
+
+// read is the reader goroutine: it fills free batches from the socket and
+// hands them over until the session closes.
+func (s *Session) read() {
+	defer close(s.readerDone)
+	for {
+		var b *rxBatch
+		select {
+		case b = <-s.free:
+		case <-s.closing:
+			return
+		}
+		n, err := s.conn.ReadBatch(b.msgs)
+		if err != nil {
+			s.free <- b
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Nothing else is expected from an unconnected UDP socket;
+			// pause so that a persistent failure does not spin.
+			select {
+			case <-s.closing:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			continue
+		}
+		s.stats.received.Add(uint64(n))
+		b.n = n
+		s.full <- b
+	}
+}
+
+// joinTimeoutError is Join's timeout: no admission in time, because the
+// switch is not there or because not every rank joined.
+type joinTimeoutError struct {
+	after time.Duration
+	world int
+}
+
+func (e *joinTimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %v: is the switch running, and are all %d ranks joining?",
+		e.after.Round(time.Millisecond), e.world)
+}
+
+func (e *joinTimeoutError) Is(target error) bool {
+	return target == ErrTimeout || target == context.DeadlineExceeded
+}
+
+func (e *joinTimeoutError) Timeout() bool { return true }
+
+// join runs the handshake: send the join, resend it every joinResend, until
+// a JoinAck or an Error for this job arrives.
+func (s *Session) join(ctx context.Context) error {
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, s.opts.JoinTimeout)
+	defer cancel()
+	body := wire.JoinBody{
+		World:         uint16(s.opts.World),
+		Algo:          s.opts.Algo,
+		Buffers:       uint8(s.opts.Buffers),
+		Storage:       wire.StorageDense,
+		Elements:      uint64(s.opts.Elements),
+		PacketElems:   uint32(s.opts.PacketElems),
+		TimeoutMillis: uint32(min(s.opts.Timeout.Milliseconds(), math.MaxUint32)),
+	}
+	if s.opts.Reproducible {
+		body.Options |= wire.OptReproducible
+	}
+	h := s.hdr
+	d := &s.ctl[0]
+	d.N = len(wire.AppendJoin(d.Buf[:0], &h, &body))
+
+	resend := time.NewTicker(joinResend)
+	defer resend.Stop()
+	if err := s.sendControl(s.ctl[:1]); err != nil {
+		return err
+	}
+	for {
+		select {
+		case b := <-s.full:
+			done, err := s.joinReplies(b)
+			s.free <- b
+			if done || err != nil {
+				return err
+			}
+		case <-resend.C:
+			if err := s.sendControl(s.ctl[:1]); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// The configured timeout, unless the caller's deadline came first.
+				return &joinTimeoutError{after: min(time.Since(start), s.opts.JoinTimeout), world: s.opts.World}
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// joinReplies looks through a batch for the switch's answer to the join.
+// It reports whether one settled the join, with the error if it refused.
+func (s *Session) joinReplies(b *rxBatch) (bool, error) {
+	for i := range b.msgs[:b.n] {
+		d := &b.msgs[i]
+		var h wire.Header
+		payload, err := h.Unmarshal(d.Buf[:d.N])
+		if err != nil || h.Job != s.opts.Job || h.Token != s.opts.Token {
+			s.stats.ignored.Add(1)
+			continue
+		}
+		switch h.Type {
+		case wire.TypeJoinAck:
+			var ack wire.JoinAckBody
+			if ack.Unmarshal(payload) != nil {
+				break
+			}
+			return true, s.admit(&ack)
+		case wire.TypeError:
+			var e wire.ErrorBody
+			if e.Unmarshal(payload) != nil {
+				break
+			}
+			return true, &SwitchError{Code: e.Code, Message: e.Message()}
+		}
+		s.stats.ignored.Add(1)
+	}
+	return false, nil
+}
+
+// admit checks the switch's join-ack against the job and sizes the data
+// path for it: the sending order, the window and the send batch.
+func (s *Session) admit(a *wire.JoinAckBody) error {
+	n, pe := s.opts.Elements, int(a.PacketElems)
+	maxPE := (maxDatagram - wire.HeaderLen) / s.esize
+	switch {
+	case a.Window == 0:
+		return errors.New("the switch's join-ack grants a window of 0 blocks")
+	case pe < 1 || pe > maxPE:
+		return fmt.Errorf("the switch's join-ack asks for %d elements per packet, outside 1..%d", pe, maxPE)
+	case int64(a.Blocks) != int64(blockCount(n, pe)):
+		return fmt.Errorf("the switch's join-ack says %d blocks, but %d elements in packets of %d make %d",
+			a.Blocks, n, pe, blockCount(n, pe))
+	}
+	s.window = int(min(a.Window, math.MaxInt32))
+	s.algo, s.buffers, s.pe, s.blocks = a.Algo, int(a.Buffers), pe, int(a.Blocks)
+	s.limit = min(s.window, s.blocks)
+	s.order = handlers.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
+	s.trk.init(s.blocks, s.limit)
+
+	size := wire.HeaderLen + pe*s.esize
+	batch := min(s.conn.BatchSize(), s.limit+s.limit) // room for a window of sends and of retransmissions
+	backing := make([]byte, batch*size)
+	s.tx = make([]swtch.Datagram, batch)
+	for i := range s.tx {
+		s.tx[i] = swtch.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
+	}
+	return nil
+}
+
+// sendControl sends control packets (join, leave). Losing one is fine, as
+// both are repeated, but a closed or unusable socket is not.
+func (s *Session) sendControl(msgs []swtch.Datagram) error {
+	n, err := s.conn.WriteBatch(msgs)
+	s.stats.sent.Add(uint64(n))
+	if err != nil && (errors.Is(err, net.ErrClosed) || errors.Is(err, swtch.ErrBadAddr) || errors.Is(err, swtch.ErrDatagramTooLarge)) {
+		return fmt.Errorf("send to %v: %w", s.sw, err)
+	}
+	return nil
+}
+
+// Rank returns this host's rank in the job.
+func (s *Session) Rank() int { return s.opts.Rank }
+
+// World returns the number of ranks in the job.
+func (s *Session) World() int { return s.opts.World }
+
+// Window returns W, the blocks this host may have in flight, as the switch
+// granted it (sized by Little's law from its buffer quota).
+func (s *Session) Window() int { return s.window }
+
+// Algo returns the aggregation design the switch chose (never AlgoAuto).
+func (s *Session) Algo() wire.Algo { return s.algo }
+
+// Buffers returns B, the aggregation buffers per block when Algo is multi.
+func (s *Session) Buffers() int { return s.buffers }
+
+// Blocks returns the number of blocks (packets per host) of one allreduce.
+func (s *Session) Blocks() int { return s.blocks }
+
+// PacketElems returns the elements per packet and per block; the last block
+// may be shorter.
+func (s *Session) PacketElems() int { return s.pe }
+
+// Stats returns the session's counters. It may be called at any time, also
+// during a call.
+func (s *Session) Stats() Stats {
+	c := &s.stats
+	return Stats{
+		Calls:           c.calls.Load(),
+		Failed:          c.failed.Load(),
+		PacketsSent:     c.sent.Load(),
+		PacketsReceived: c.received.Load(),
+		Retransmits:     c.retransmits.Load(),
+		Duplicates:      c.duplicates.Load(),
+		Ignored:         c.ignored.Load(),
+		Partial:         c.partial.Load(),
+		SendErrors:      c.sendErrors.Load(),
+		LastDuration:    time.Duration(c.last.Load()),
+		TotalDuration:   time.Duration(c.total.Load()),
+	}
+}
+
+// Close leaves the job and closes the socket. A call in progress returns an
+// error wrapping ErrClosed, and later calls fail the same way. The switch
+// is told with a Leave packet, sent twice and not acknowledged, so that it
+// can free the job's buffers once every rank has left; a switch that misses
+// both copies frees them at its job timeout. Close is idempotent: calls
+// after the first return the first one's result.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.shutdown(true) })
+	return s.closeErr
+}
+
+// shutdown stops a running call and the reader, sends Leave if asked, and
+// closes the socket.
+func (s *Session) shutdown(leave bool) error {
+	close(s.closing)
+	s.callMu.Lock() // wait for a running call to see closing and return
+	defer s.callMu.Unlock()
+	if leave {
+		h := s.hdr
+		h.Type, h.Flags, h.Count = wire.TypeLeave, 0, 0
+		for i := range s.ctl {
+			d := &s.ctl[i]
+			d.N = len(wire.AppendPacket(d.Buf[:0], &h, nil))
+		}
+		_ = s.sendControl(s.ctl) // best effort
+	}
+	err := s.conn.Close()
+	<-s.readerDone
+	s.timer.Stop()
+	if err != nil {
+		return fmt.Errorf("hostlib: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,523 @@
+package hostlib
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/wire"
+)
+
+// testOptions are the options of rank of world in a job on f.
+func testOptions(f *fakeSwitch, rank, world int, dt wire.DType, elements int) Options {
+	return Options{
+		Switch: f.addr(), Job: 7, Token: 0x0123456789abcdef,
+		Rank: rank, World: world, DType: dt, Op: wire.OpSum, Elements: elements,
+		JoinTimeout: 10 * time.Second, Timeout: 20 * time.Second,
+	}
+}
+
+// joinAll joins world ranks to f concurrently and closes them at cleanup.
+func joinAll(t *testing.T, f *fakeSwitch, world int, dt wire.DType, elements int) []*Session {
+	t.Helper()
+	ss := make([]*Session, world)
+	errs := make([]error, world)
+	var wg sync.WaitGroup
+	for r := range world {
+		wg.Go(func() { ss[r], errs[r] = Join(t.Context(), testOptions(f, r, world, dt, elements)) })
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range ss {
+			s.Close()
+		}
+	})
+	return ss
+}
+
+// reduceTyped runs AllReduce on in, little-endian elements of T, through a
+// typed slice, and returns the result's bytes.
+func reduceTyped[T Element](ctx context.Context, s *Session, in []byte) ([]byte, error) {
+	buf := make([]T, len(in)/DTypeOf[T]().Size())
+	decodeLE(buf, in)
+	if err := AllReduce(ctx, s, buf, s.opts.Op); err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(in))
+	encodeLE(out, buf)
+	return out, nil
+}
+
+// reduceAny reduces in on s through the typed API where the test knows the
+// Go type, through AllReduceBytes otherwise.
+func reduceAny(ctx context.Context, s *Session, in []byte) ([]byte, error) {
+	switch s.opts.DType {
+	case wire.Int32:
+		return reduceTyped[int32](ctx, s, in)
+	case wire.Float32:
+		return reduceTyped[float32](ctx, s, in)
+	}
+	out := bytes.Clone(in)
+	return out, s.AllReduceBytes(ctx, out)
+}
+
+// randomVector returns n random elements of dt: any int32, floats in ±100.
+func randomVector(rng *rand.Rand, dt wire.DType, n int) []byte {
+	switch dt {
+	case wire.Int32:
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(rng.Uint32())
+		}
+		return bytes.Clone(viewBytes(v))
+	case wire.Float32:
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.Float64()*200 - 100)
+		}
+		out := make([]byte, 4*n)
+		encodeLE(out, v)
+		return out
+	}
+	panic("randomVector: dtype " + dt.String())
+}
+
+// allReduceRounds runs calls back-to-back allreduces on every session at
+// once, each with fresh random inputs, and checks every rank's result
+// against the reference.
+func allReduceRounds(t *testing.T, ss []*Session, calls int, seed uint64) {
+	t.Helper()
+	dt, op, n := ss[0].opts.DType, ss[0].opts.Op, ss[0].opts.Elements
+	rng := rand.New(rand.NewPCG(seed, 2))
+	inputs := make([][][]byte, calls)
+	for c := range inputs {
+		inputs[c] = make([][]byte, len(ss))
+		for r := range ss {
+			inputs[c][r] = randomVector(rng, dt, n)
+		}
+	}
+	got := make([][][]byte, len(ss))
+	errs := make([]error, len(ss))
+	var wg sync.WaitGroup
+	for r, s := range ss {
+		wg.Go(func() {
+			for c := range calls {
+				out, err := reduceAny(t.Context(), s, inputs[c][r])
+				if err != nil {
+					errs[r] = fmt.Errorf("call %d: %w", c+1, err)
+					return
+				}
+				got[r] = append(got[r], out)
+			}
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for c := range calls {
+		for r := range ss {
+			if err := handlers.Check(dt, op, inputs[c], got[r][c]); err != nil {
+				t.Errorf("call %d, rank %d: %v", c+1, r, err)
+			}
+			if !bytes.Equal(got[r][c], got[0][c]) {
+				t.Errorf("call %d: rank %d's result differs from rank 0's", c+1, r)
+			}
+		}
+	}
+}
+
+func TestSessionAllReduce(t *testing.T) {
+	const world, calls = 4, 3
+	for _, dt := range []wire.DType{wire.Int32, wire.Float32} {
+		for _, n := range []int{1, 255, 256, 257, 100000} {
+			t.Run(fmt.Sprintf("%v/%d", dt, n), func(t *testing.T) {
+				f := newFakeSwitch(t, fakeConfig{})
+				ss := joinAll(t, f, world, dt, n)
+				if want := blockCount(n, 256); ss[0].Blocks() != want || ss[0].PacketElems() != 256 || ss[0].Window() != 4 {
+					t.Fatalf("admitted with %d blocks of %d, window %d; want %d blocks of 256, window 4",
+						ss[0].Blocks(), ss[0].PacketElems(), ss[0].Window(), want)
+				}
+				allReduceRounds(t, ss, calls, uint64(n))
+				for r, s := range ss {
+					st := s.Stats()
+					if st.Calls != calls || st.Failed != 0 || st.LastDuration <= 0 || st.TotalDuration < st.LastDuration {
+						t.Errorf("rank %d: stats %+v", r, st)
+					}
+					if s.Rank() != r || s.World() != world || s.Algo() != wire.AlgoTree {
+						t.Errorf("rank %d: Rank %d, World %d, Algo %v", r, s.Rank(), s.World(), s.Algo())
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSessionAllReduceLoss(t *testing.T) {
+	const world, calls, n = 4, 3, 20 * 256
+	f := newFakeSwitch(t, fakeConfig{loss: 0.05, seed: 42})
+	ss := joinAll(t, f, world, wire.Int32, n)
+	allReduceRounds(t, ss, calls, 7)
+	var retransmits uint64
+	for _, s := range ss {
+		retransmits += s.Stats().Retransmits
+	}
+	if f.dropped.Load() == 0 || retransmits == 0 {
+		t.Errorf("%d datagrams dropped, %d retransmissions; want both > 0", f.dropped.Load(), retransmits)
+	}
+	t.Logf("%d datagrams dropped, %d retransmissions", f.dropped.Load(), retransmits)
+}
+
+func TestSessionPacketElemsFromJoin(t *testing.T) {
+	f := newFakeSwitch(t, fakeConfig{window: 3})
+	o := testOptions(f, 0, 1, wire.Int32, 1000)
+	o.PacketElems = 100
+	s, err := Join(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.PacketElems() != 100 || s.Blocks() != 10 || s.Window() != 3 {
+		t.Fatalf("PacketElems %d, Blocks %d, Window %d; want 100, 10, 3", s.PacketElems(), s.Blocks(), s.Window())
+	}
+	allReduceRounds(t, []*Session{s}, 2, 3)
+}
+
+func TestSessionJoinRefused(t *testing.T) {
+	const text = "job 7 needs 96 buffers of 1 KiB, 40 free"
+	f := newFakeSwitch(t, fakeConfig{refuse: text})
+	_, err := Join(t.Context(), testOptions(f, 0, 2, wire.Float32, 1<<16))
+	var se *SwitchError
+	if !errors.As(err, &se) {
+		t.Fatalf("Join: %v; want a *SwitchError", err)
+	}
+	if se.Code != wire.CodeRefusedMemory || se.Message != text {
+		t.Errorf("SwitchError{%v, %q}; want {refused-memory, %q}", se.Code, se.Message, text)
+	}
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), text) {
+		t.Errorf("Join: %v; want ErrRefused with the switch's text", err)
+	}
+	if f.leaves.Load() != 0 {
+		t.Errorf("%d leaves after a refused join; want none", f.leaves.Load())
+	}
+}
+
+func TestSessionJoinNoSwitch(t *testing.T) {
+	// A port nothing listens on: bind one, then free it.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().String()
+	pc.Close()
+
+	o := Options{Switch: addr, Job: 1, World: 2, DType: wire.Float32, Op: wire.OpSum, Elements: 10,
+		JoinTimeout: 300 * time.Millisecond}
+	start := time.Now()
+	_, err = Join(t.Context(), o)
+	took := time.Since(start)
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Join: %v; want a timeout", err)
+	}
+	for _, want := range []string{addr, "no answer within 300ms", "is the switch running"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Join: %q does not say %q", err, want)
+		}
+	}
+	if took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("Join gave up after %v; want about 300ms", took)
+	}
+}
+
+func TestSessionAllReduceTimeout(t *testing.T) {
+	// Rank 1 joins but never calls, so no block completes.
+	f := newFakeSwitch(t, fakeConfig{})
+	ss := joinAll(t, f, 2, wire.Float32, 5000)
+	s := ss[0]
+	s.opts.Timeout = 300 * time.Millisecond
+	buf := make([]float32, 5000)
+	err := AllReduce(t.Context(), s, buf, wire.OpSum)
+	var te *TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("AllReduce: %v; want a *TimeoutError", err)
+	}
+	if te.Generation != 1 || te.Missing != 20 || te.Blocks != 20 || len(te.First) != maxFirstMissing || te.First[0] != 0 {
+		t.Errorf("TimeoutError %+v", te)
+	}
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AllReduce: %v does not match ErrTimeout and DeadlineExceeded", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"generation 1: 20 of 20 blocks missing after ", "(blocks 0, 1, 2, 3, 4, 5, 6, 7, ...)", f.addr()} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q does not say %q", msg, want)
+		}
+	}
+	if st := s.Stats(); st.Retransmits == 0 || st.Failed != 1 {
+		t.Errorf("stats %+v; want retransmissions and one failed call", st)
+	}
+
+	// A context deadline ends the call the same way.
+	s.opts.Timeout = time.Minute
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if err := AllReduce(ctx, s, buf, wire.OpSum); !errors.As(err, &te) || te.Generation != 2 {
+		t.Errorf("AllReduce with a context deadline: %v; want a *TimeoutError for generation 2", err)
+	}
+}
+
+func TestSessionClose(t *testing.T) {
+	base := runtime.NumGoroutine()
+	f := newFakeSwitch(t, fakeConfig{})
+	o := testOptions(f, 0, 2, wire.Int32, 100)
+	o1 := o
+	o1.Rank = 1
+	var s1 *Session
+	var err1 error
+	var wg sync.WaitGroup
+	wg.Go(func() { s1, err1 = Join(t.Context(), o1) })
+	s, err := Join(t.Context(), o)
+	wg.Wait()
+	if err != nil || err1 != nil {
+		t.Fatal(err, err1)
+	}
+	s1.Close()
+
+	// Close interrupts a call that is waiting for rank 1.
+	done := make(chan error)
+	go func() { done <- AllReduce(t.Context(), s, make([]int32, 100), wire.OpSum) }()
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Errorf("interrupted AllReduce: %v; want ErrClosed", err)
+	}
+	if err := s.AllReduceBytes(t.Context(), make([]byte, 400)); !errors.Is(err, ErrClosed) {
+		t.Errorf("AllReduce after Close: %v; want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for f.leaves.Load() < 2*leaveCopies && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := f.leaves.Load(); got != 2*leaveCopies {
+		t.Errorf("the switch saw %d leaves; want %d", got, 2*leaveCopies)
+	}
+	checkNoLeak(t, base+2) // the fake switch's goroutine stays until cleanup
+}
+
+func TestSessionWrongArguments(t *testing.T) {
+	f := newFakeSwitch(t, fakeConfig{})
+	s, err := Join(t.Context(), testOptions(f, 0, 1, wire.Float32, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	tests := []struct {
+		name string
+		call func() error
+		want []string
+	}{
+		{"int32 on float32", func() error { return AllReduce(ctx, s, make([]int32, 10), wire.OpSum) },
+			[]string{"[]int32", "float32"}},
+		{"bfloat16 on float32", func() error { return AllReduce(ctx, s, make([]handlers.BFloat16, 10), wire.OpSum) },
+			[]string{"handlers.BFloat16", "float32"}},
+		{"other op", func() error { return AllReduce(ctx, s, make([]float32, 10), wire.OpMax) },
+			[]string{"max", "sum"}},
+		{"short slice", func() error { return AllReduce(ctx, s, make([]float32, 9), wire.OpSum) },
+			[]string{"9 elements", "10"}},
+		{"short bytes", func() error { return s.AllReduceBytes(ctx, make([]byte, 39)) },
+			[]string{"39 bytes", "want 40"}},
+	}
+	for _, tt := range tests {
+		err := tt.call()
+		if err == nil {
+			t.Errorf("%s: no error", tt.name)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not mention %q", tt.name, err, w)
+			}
+		}
+	}
+	if st := s.Stats(); st.Calls != 0 || st.Failed != 0 {
+		t.Errorf("rejected calls counted: %+v", st)
+	}
+	// A named type over the right kind is fine.
+	type grad float32
+	if err := AllReduce(ctx, s, make([]grad, 10), wire.OpSum); err != nil {
+		t.Errorf("AllReduce on []grad: %v", err)
+	}
+}
+
+func TestSessionOptionsInvalid(t *testing.T) {
+	good := Options{Switch: "127.0.0.1:1", World: 4, DType: wire.Float32, Op: wire.OpSum, Elements: 100}
+	tests := []struct {
+		edit func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Switch = "" }, "Switch is empty"},
+		{func(o *Options) { o.World = 0 }, "World = 0: must be in 1..65535"},
+		{func(o *Options) { o.Rank = 4 }, "Rank = 4: must be in 0..3"},
+		{func(o *Options) { o.Rank = -1 }, "Rank = -1"},
+		{func(o *Options) { o.DType = 0 }, "DType = dtype(0)"},
+		{func(o *Options) { o.Op = 9 }, "Op = op(9)"},
+		{func(o *Options) { o.Op = wire.OpXor }, "Op = xor: not defined on float32"},
+		{func(o *Options) { o.Elements = 0 }, "Elements = 0"},
+		{func(o *Options) { o.Algo = 7 }, "Algo = algo(7)"},
+		{func(o *Options) { o.Buffers = 256 }, "Buffers = 256: must be in 0..255"},
+		{func(o *Options) { o.Reproducible, o.Algo = true, wire.AlgoMulti }, "only the tree design is reproducible"},
+		{func(o *Options) { o.PacketElems = 4096 }, "PacketElems = 4096: must be in 0..2242"},
+		{func(o *Options) { o.Timeout = -1 }, "Timeout = -1ns"},
+		{func(o *Options) { o.JoinTimeout = -1 }, "JoinTimeout = -1ns"},
+	}
+	for _, tt := range tests {
+		o := good
+		tt.edit(&o)
+		_, err := Join(t.Context(), o)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Join: %v; want an error containing %q", err, tt.want)
+		}
+	}
+}
+
+func TestSessionZeroAlloc(t *testing.T) {
+	f := newFakeSwitch(t, fakeConfig{window: 16})
+	const n = 100000
+	s, err := Join(t.Context(), testOptions(f, 0, 1, wire.Float32, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	buf := make([]float32, n)
+	ctx := t.Context()
+	allocs := testing.AllocsPerRun(5, func() {
+		if err := AllReduce(ctx, s, buf, wire.OpSum); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per call of %d blocks; want 0", allocs, s.Blocks())
+	}
+}
+
+func TestEncodeDecodeLE(t *testing.T) {
+	// The copying path of big-endian machines, checked on any machine
+	// against the wire encoding.
+	v := []int32{1, -2, 0x01020304}
+	b := make([]byte, 12)
+	encodeLE(b, v)
+	if want := []byte{1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 4, 3, 2, 1}; !bytes.Equal(b, want) {
+		t.Errorf("encodeLE: % x; want % x", b, want)
+	}
+	back := make([]int32, 3)
+	decodeLE(back, b)
+	if !slices.Equal(back, v) {
+		t.Errorf("decodeLE: %v; want %v", back, v)
+	}
+	h := []handlers.BFloat16{handlers.BFloat16From(1.5)}
+	hb := make([]byte, 2)
+	encodeLE(hb, h)
+	if hb[0] != 0xc0 || hb[1] != 0x3f {
+		t.Errorf("bfloat16 1.5 encodes as % x; want c0 3f", hb)
+	}
+	if nativeLittleEndian && !bytes.Equal(viewBytes(v), b) {
+		t.Errorf("viewBytes: % x; want % x", viewBytes(v), b)
+	}
+}
+
+func TestDTypeOf(t *testing.T) {
+	type grad float64
+	tests := []struct{ got, want wire.DType }{
+		{DTypeOf[int8](), wire.Int8},
+		{DTypeOf[int16](), wire.Int16},
+		{DTypeOf[int32](), wire.Int32},
+		{DTypeOf[int64](), wire.Int64},
+		{DTypeOf[float32](), wire.Float32},
+		{DTypeOf[grad](), wire.Float64},
+		{DTypeOf[handlers.BFloat16](), wire.BFloat16},
+	}
+	for i, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("case %d: DTypeOf gives %v; want %v", i, tt.got, tt.want)
+		}
+	}
+}
+
+func BenchmarkSessionAllReduce(b *testing.B) {
+	for _, world := range []int{1, 4} {
+		b.Run(fmt.Sprintf("world=%d", world), func(b *testing.B) {
+			const n = 1 << 18 // 1 MiB of float32
+			f := newFakeSwitch(b, fakeConfig{window: 64})
+			ss := make([]*Session, world)
+			var wg sync.WaitGroup
+			for r := range world {
+				wg.Go(func() {
+					o := testOptions(f, r, world, wire.Float32, n)
+					var err error
+					if ss[r], err = Join(b.Context(), o); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if b.Failed() {
+				b.FailNow()
+			}
+			defer func() {
+				for _, s := range ss {
+					s.Close()
+				}
+			}()
+			// Ranks other than 0 follow rank 0 call for call.
+			calls := make(chan struct{})
+			for _, s := range ss[1:] {
+				buf := make([]float32, n)
+				wg.Go(func() {
+					for range calls {
+						if err := AllReduce(b.Context(), s, buf, wire.OpSum); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			buf := make([]float32, n)
+			b.ReportAllocs()
+			b.SetBytes(4 * n)
+			for b.Loop() {
+				for range world - 1 {
+					calls <- struct{}{}
+				}
+				if err := AllReduce(b.Context(), ss[0], buf, wire.OpSum); err != nil {
+					b.Fatal(err)
+				}
+			}
+			close(calls)
+			wg.Wait()
+			b.ReportMetric(float64(b.N*ss[0].Blocks())/b.Elapsed().Seconds(), "packets/s")
+		})
+	}
+}

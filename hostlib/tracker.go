@@ -1,0 +1,94 @@
+package hostlib
+
+import "time"
+
+// never is a due time no call reaches.
+const never = time.Duration(1<<63 - 1)
+
+// tracker is the state of one call's blocks: which are done, which are in
+// flight, and when each is due for retransmission. It is plain data that
+// the goroutine in the call advances, with times passed in as durations
+// since the call started, so the bookkeeping reads apart from the I/O. It
+// is sized once, at admission, and reused by every call.
+type tracker struct {
+	done      []uint64 // bitmap: the block's result has arrived
+	completed int      // blocks done
+	next      int      // position in the sending order of the next first transmission
+	flights   []flight // blocks sent and not yet done, in no particular order
+	pos       []int32  // block → its index in flights, or -1
+}
+
+// flight is one block in flight.
+type flight struct {
+	block uint32
+	due   time.Duration // when it is retransmitted unless its result came
+	rto   time.Duration // the wait after the latest transmission
+}
+
+// init sizes t for blocks blocks, at most limit of them in flight.
+func (t *tracker) init(blocks, limit int) {
+	t.done = make([]uint64, (blocks+63)/64)
+	t.flights = make([]flight, 0, limit)
+	t.pos = make([]int32, blocks)
+	for i := range t.pos {
+		t.pos[i] = -1
+	}
+}
+
+// reset starts a call: nothing done, nothing in flight, and every block's
+// retransmission timeout back at its initial value.
+func (t *tracker) reset() {
+	for _, f := range t.flights {
+		t.pos[f.block] = -1
+	}
+	t.flights = t.flights[:0]
+	clear(t.done)
+	t.completed, t.next = 0, 0
+}
+
+// isDone reports whether block b's result has arrived.
+func (t *tracker) isDone(b uint32) bool { return t.done[b/64]&(1<<(b%64)) != 0 }
+
+// launch records block b as sent for the first time at now and returns when
+// it is due.
+func (t *tracker) launch(b uint32, now time.Duration) time.Duration {
+	t.pos[b] = int32(len(t.flights))
+	t.flights = append(t.flights, flight{block: b, due: now + rtoInitial, rto: rtoInitial})
+	return now + rtoInitial
+}
+
+// backoff records a retransmission of f at now: the timeout doubles, up to
+// rtoMax, as TCP's does, so a congested switch is not flooded.
+func (f *flight) backoff(now time.Duration) {
+	f.rto = min(2*f.rto, rtoMax)
+	f.due = now + f.rto
+}
+
+// complete marks block b done and takes it out of flight. It reports false
+// if b was done already (a duplicate result).
+func (t *tracker) complete(b uint32) bool {
+	if t.isDone(b) {
+		return false
+	}
+	t.done[b/64] |= 1 << (b % 64)
+	t.completed++
+	if i := t.pos[b]; i >= 0 {
+		last := len(t.flights) - 1
+		t.flights[i] = t.flights[last]
+		t.pos[t.flights[i].block] = i
+		t.flights = t.flights[:last]
+		t.pos[b] = -1
+	}
+	return true
+}
+
+// missing returns the lowest ids of blocks not done, at most limit of them.
+func (t *tracker) missing(limit int) []int {
+	var ids []int
+	for b := 0; b < len(t.pos) && len(ids) < limit; b++ {
+		if !t.isDone(uint32(b)) {
+			ids = append(ids, b)
+		}
+	}
+	return ids
+}

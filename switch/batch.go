@@ -1,0 +1,179 @@
+package swtch
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// Datagram is one UDP datagram in a batch. Buf is storage owned by the
+// caller: on receive its capacity is the largest datagram that fits (a
+// longer one is dropped, never cut short), on send Buf[:N] is what goes out.
+// N is the number of bytes used and Addr the peer: the source on receive,
+// the destination on send.
+type Datagram struct {
+	Buf  []byte
+	N    int
+	Addr netip.AddrPort
+}
+
+// Conn is a UDP socket that moves datagrams in batches, so that one system
+// call (and, where the kernel offers it, one trip through the stack) carries
+// many packets. It is the daemon's and the host library's only view of the
+// network; MemNetwork provides one without sockets for tests.
+//
+// One goroutine may read while another writes. Each datagram stays its own
+// packet for the caller, whatever the conn coalesces underneath.
+type Conn interface {
+	// ReadBatch blocks until at least one datagram has arrived, then fills
+	// msgs[:n] (at most BatchSize of them) with what is waiting: msgs[i].N
+	// and msgs[i].Addr are set and the data is in msgs[i].Buf[:N]. Buf
+	// slices are never exchanged between msgs. After Close it returns an
+	// error for which errors.Is(err, net.ErrClosed) holds, and a blocked
+	// ReadBatch returns promptly with it.
+	ReadBatch(msgs []Datagram) (n int, err error)
+
+	// WriteBatch sends msgs[i].Buf[:msgs[i].N] to msgs[i].Addr for every i,
+	// in system calls of at most BatchSize datagrams. It returns how many
+	// datagrams were sent; on error, msgs[:n] went out and msgs[n] is where
+	// it stopped (a datagram too large or with a bad address fails with an
+	// error wrapping ErrDatagramTooLarge or ErrBadAddr before anything after
+	// it is sent).
+	WriteBatch(msgs []Datagram) (n int, err error)
+
+	// LocalAddr is the address the conn is bound to (unspecified for a
+	// wildcard listen such as ":0").
+	LocalAddr() netip.AddrPort
+
+	// Close closes the socket and unblocks ReadBatch and WriteBatch.
+	Close() error
+
+	// BatchSize is the batch size the conn was made with: the most datagrams
+	// one ReadBatch returns and one system call sends.
+	BatchSize() int
+
+	// Offload says which kernel offloads are in use, for logs and metrics.
+	Offload() Offload
+}
+
+// Offload reports the UDP segmentation offloads a Conn uses. GSO (UDP_SEGMENT)
+// lets one send carry a run of equal-sized datagrams to one peer; GRO
+// (UDP_GRO) lets one receive return such a run. Both are Linux-only, probed
+// when the socket is opened; GSO switches itself off for good if the kernel
+// later refuses a segmented send.
+type Offload struct {
+	GSO, GRO bool
+}
+
+// Defaults for ConnConfig; a zero field means its default.
+const (
+	// DefaultBatchSize is the batch a reader or writer moves per system call:
+	// enough to amortise the call, small enough to keep latency and the
+	// per-conn arrays small.
+	DefaultBatchSize = 64
+
+	// DefaultMaxDatagram is the largest datagram a conn sends, and the size
+	// callers should give their receive buffers. 9000 bytes (a jumbo frame's
+	// worth) fits a Flare data packet (32-byte header + 1 KiB = 1056 bytes)
+	// several times over, leaving room for larger blocks in experiments, and
+	// crosses loopback unfragmented.
+	DefaultMaxDatagram = 9000
+
+	// DefaultSocketBuffer is the SO_RCVBUF/SO_SNDBUF size asked for: 8 MiB
+	// absorbs a few milliseconds of bursts at 10+ Gbit/s while the reader is
+	// descheduled.
+	DefaultSocketBuffer = 8 << 20
+)
+
+// Limits checked by ConnConfig.Validate.
+const (
+	// MaxBatchSize is the kernel's limit on messages per sendmmsg/recvmmsg
+	// (UIO_MAXIOV).
+	MaxBatchSize = 1024
+
+	// MaxDatagramLimit is the largest UDP payload IPv4 can carry
+	// (65535 − 20-byte IP header − 8-byte UDP header).
+	MaxDatagramLimit = 65507
+)
+
+// ConnConfig configures ListenUDP. The zero value gives the defaults.
+type ConnConfig struct {
+	// BatchSize is the most datagrams one ReadBatch returns and one system
+	// call sends; 1..MaxBatchSize, 0 means DefaultBatchSize.
+	BatchSize int
+
+	// MaxDatagram is the largest datagram WriteBatch accepts, in bytes;
+	// 1..MaxDatagramLimit, 0 means DefaultMaxDatagram. Receive limits come
+	// from the capacity of the caller's buffers instead.
+	MaxDatagram int
+
+	// DisableOffload turns off UDP GSO and GRO even where the kernel has
+	// them (to compare, or to work around a driver).
+	DisableOffload bool
+
+	// SocketBuffer is the receive and send buffer size asked of the kernel,
+	// in bytes; 0 means DefaultSocketBuffer and a negative value keeps the
+	// system default. As root (CAP_NET_ADMIN) the size is forced past
+	// net.core.rmem_max/wmem_max; otherwise the kernel caps it there.
+	SocketBuffer int
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c ConnConfig) WithDefaults() ConnConfig {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxDatagram == 0 {
+		c.MaxDatagram = DefaultMaxDatagram
+	}
+	if c.SocketBuffer == 0 {
+		c.SocketBuffer = DefaultSocketBuffer
+	}
+	return c
+}
+
+// Validate reports the first field out of range, naming it and the allowed
+// range. It expects defaults to have been applied.
+func (c ConnConfig) Validate() error {
+	switch {
+	case c.BatchSize < 1 || c.BatchSize > MaxBatchSize:
+		return fmt.Errorf("batch size = %d: must be in 1..%d", c.BatchSize, MaxBatchSize)
+	case c.MaxDatagram < 1 || c.MaxDatagram > MaxDatagramLimit:
+		return fmt.Errorf("max datagram = %d bytes: must be in 1..%d", c.MaxDatagram, MaxDatagramLimit)
+	}
+	return nil
+}
+
+// ListenUDP opens a UDP socket bound to addr ("127.0.0.1:7470", "[::1]:0",
+// ":0" for every address of both families) and returns it as a Conn. Hosts
+// listen on ":0" too and WriteBatch to the switch's address.
+func ListenUDP(addr string, cfg ConnConfig) (Conn, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
+	}
+	return listenUDP(addr, cfg)
+}
+
+// Errors from WriteBatch about one datagram; the datagrams before it were
+// sent.
+var (
+	// ErrDatagramTooLarge means N exceeds the conn's MaxDatagram or the
+	// capacity of Buf (or is negative).
+	ErrDatagramTooLarge = errors.New("datagram larger than the conn's MaxDatagram")
+	// ErrBadAddr means the destination is not a usable unicast address and
+	// port for this socket (zero value, port 0, or IPv6 on an IPv4 socket).
+	ErrBadAddr = errors.New("bad destination address")
+)
+
+// checkSend reports why d cannot be sent by a conn whose largest datagram is
+// max, or nil. It allocates only when it fails.
+func checkSend(d *Datagram, max int) error {
+	switch {
+	case d.N < 0 || d.N > cap(d.Buf) || d.N > max:
+		return fmt.Errorf("%w: N = %d (buffer %d bytes, limit %d)", ErrDatagramTooLarge, d.N, cap(d.Buf), max)
+	case !d.Addr.IsValid() || d.Addr.Port() == 0 || d.Addr.Addr().IsUnspecified():
+		return fmt.Errorf("%w: %v", ErrBadAddr, d.Addr)
+	}
+	return nil
+}

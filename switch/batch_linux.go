@@ -1,0 +1,611 @@
+//go:build linux
+
+package swtch
+
+// Linux batched UDP: recvmmsg/sendmmsg on the socket's descriptor, with UDP
+// GSO on send and UDP GRO on receive where the kernel offers them.
+//
+// The system calls are the ones golang.org/x/net/ipv4's ReadBatch and
+// WriteBatch make, but made here over golang.org/x/sys/unix: x/net parses
+// every source address into a fresh *net.UDPAddr (two allocations per
+// received datagram, measured with v0.62.0), and the hot path must not
+// allocate. The message headers, iovecs, socket addresses and control
+// buffers below are arrays owned by the conn and reused on every call; the
+// addresses are read straight into netip.AddrPort values.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// gsoMaxSegments is the most datagrams one GSO send carries; the kernel
+	// refuses more (UDP_MAX_SEGMENTS, 64 before Linux 6.9).
+	gsoMaxSegments = 64
+	// gsoMaxBytes bounds the payload of one GSO send: it must fit a single
+	// IPv4 datagram's length field.
+	gsoMaxBytes = MaxDatagramLimit
+	// groBufSize holds the largest message GRO can hand up (64 KiB of
+	// coalesced payload).
+	groBufSize = 1<<16 - 1
+	// groMaxMsgs caps the messages one GRO receive asks for: each needs a
+	// groBufSize buffer, and a coalesced message holds up to 64 datagrams.
+	groMaxMsgs = 64
+	// oobLen is the control buffer per message: room for the one UDP_GRO or
+	// UDP_SEGMENT cmsg this code uses, with slack, a multiple of the cmsg
+	// alignment so consecutive slots stay aligned.
+	oobLen = 64
+)
+
+// sockaddr is storage for a sockaddr_in or sockaddr_in6, read and written
+// as bytes (family in host order, port in network order).
+type sockaddr [unix.SizeofSockaddrInet6]byte
+
+// mmsgConn is the Linux Conn.
+type mmsgConn struct {
+	pc       *net.UDPConn
+	rc       syscall.RawConn
+	local    netip.AddrPort
+	v6       bool // AF_INET6 socket: destinations are written as sockaddr_in6
+	batch    int
+	maxDgram int
+	gso      atomic.Bool // cleared for good when the kernel refuses a GSO send
+	gro      bool
+
+	rmu sync.Mutex // one reader at a time; guards r
+	r   recvState
+	wmu sync.Mutex // one writer at a time; guards w
+	w   sendState
+}
+
+var _ Conn = (*mmsgConn)(nil)
+
+// recvState is the reader's reusable recvmmsg arguments and, with GRO, the
+// coalesced messages not yet handed out.
+type recvState struct {
+	hs    []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []sockaddr
+	oob   []byte // oobLen per message; GRO only
+
+	// GRO only: conn-owned buffers the kernel fills, and what is left of
+	// the last receive: messages [next, count), the first from byte off.
+	bufs        []byte
+	segs        []int // datagram size within each message
+	addrs       []netip.AddrPort
+	count, next int
+	off         int
+
+	// Arguments and results of the syscall closure, bound once so that
+	// RawConn.Read does not allocate a closure per call.
+	fn    func(fd uintptr) bool
+	want  int
+	got   int
+	errno syscall.Errno
+}
+
+// sendState is the writer's reusable sendmmsg arguments.
+type sendState struct {
+	hs    []unix.Mmsghdr
+	iovs  []unix.Iovec // one per datagram: GSO gathers a run without copying
+	names []sockaddr
+	oob   []byte // oobLen per message, holds the UDP_SEGMENT cmsg
+	segs  []int  // datagrams in each message
+
+	fn          func(fd uintptr) bool
+	start, stop int // messages [start, stop) to send
+	sent        int
+	errno       syscall.Errno
+}
+
+func listenUDP(addr string, cfg ConnConfig) (Conn, error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	uc := pc.(*net.UDPConn)
+	c := &mmsgConn{pc: uc, batch: cfg.BatchSize, maxDgram: cfg.MaxDatagram}
+	c.local = uc.LocalAddr().(*net.UDPAddr).AddrPort()
+	if c.rc, err = uc.SyscallConn(); err == nil {
+		err = c.setup(cfg)
+	}
+	if err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
+	}
+	c.r.init(c)
+	c.w.init(c)
+	return c, nil
+}
+
+// setup reads the socket family, sizes the socket buffers and probes the
+// offloads: GSO exists if the kernel knows the UDP_SEGMENT option (4.18+),
+// GRO if it accepts UDP_GRO (5.0+).
+func (c *mmsgConn) setup(cfg ConnConfig) error {
+	var domain int
+	var derr error
+	err := c.rc.Control(func(fd uintptr) {
+		s := int(fd)
+		domain, derr = unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_DOMAIN)
+		if cfg.SocketBuffer > 0 {
+			setBuffer(s, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.SocketBuffer)
+			setBuffer(s, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SocketBuffer)
+		}
+		if cfg.DisableOffload {
+			return
+		}
+		if _, err := unix.GetsockoptInt(s, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil {
+			c.gso.Store(true)
+		}
+		c.gro = unix.SetsockoptInt(s, unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+	})
+	if err == nil && derr != nil {
+		err = os.NewSyscallError("getsockopt SO_DOMAIN", derr)
+	}
+	c.v6 = domain == unix.AF_INET6
+	return err
+}
+
+// setBuffer asks for size bytes with the privileged option, which ignores
+// the sysctl cap, and falls back to the capped one. The kernel's answer is
+// best effort either way, so errors are not reported.
+func setBuffer(fd, force, plain, size int) {
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, force, size) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, plain, size)
+	}
+}
+
+func (c *mmsgConn) LocalAddr() netip.AddrPort { return c.local }
+func (c *mmsgConn) BatchSize() int            { return c.batch }
+func (c *mmsgConn) Close() error              { return c.pc.Close() }
+
+func (c *mmsgConn) Offload() Offload {
+	return Offload{GSO: c.gso.Load(), GRO: c.gro}
+}
+
+// ---- receive ----
+
+func (r *recvState) init(c *mmsgConn) {
+	n := c.batch
+	if c.gro {
+		n = min(n, groMaxMsgs)
+	}
+	r.hs = make([]unix.Mmsghdr, n)
+	r.iovs = make([]unix.Iovec, n)
+	r.names = make([]sockaddr, n)
+	for i := range r.hs {
+		h := &r.hs[i].Hdr
+		h.Name = &r.names[i][0]
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+	}
+	if c.gro {
+		r.oob = make([]byte, n*oobLen)
+		r.bufs = make([]byte, n*groBufSize)
+		r.segs = make([]int, n)
+		r.addrs = make([]netip.AddrPort, n)
+		for i := range r.hs {
+			r.iovs[i].Base = &r.bufs[i*groBufSize]
+			r.iovs[i].SetLen(groBufSize)
+			r.hs[i].Hdr.Control = &r.oob[i*oobLen]
+		}
+	}
+	r.fn = r.recvmmsg
+}
+
+// recvmmsg runs under RawConn.Read; returning false waits for readability.
+func (r *recvState) recvmmsg(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(r.want), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		case 0:
+			r.got = int(n)
+		default:
+			r.got = 0
+		}
+		r.errno = e
+		return true
+	}
+}
+
+// recv waits for and receives up to want messages into r.hs.
+func (c *mmsgConn) recv(want int) (int, error) {
+	r := &c.r
+	for i := range want {
+		h := &r.hs[i]
+		h.Len = 0
+		h.Hdr.Namelen = unix.SizeofSockaddrInet6
+		h.Hdr.Flags = 0
+		if r.oob != nil {
+			h.Hdr.SetControllen(oobLen)
+		}
+	}
+	r.want = want
+	if err := c.rc.Read(r.fn); err != nil {
+		return 0, err // closed: wraps net.ErrClosed
+	}
+	if r.errno != 0 {
+		return 0, &net.OpError{Op: "read", Net: "udp", Addr: net.UDPAddrFromAddrPort(c.local), Err: os.NewSyscallError("recvmmsg", r.errno)}
+	}
+	return r.got, nil
+}
+
+func (c *mmsgConn) ReadBatch(msgs []Datagram) (int, error) {
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.gro {
+		return c.readGRO(msgs)
+	}
+	return c.readDirect(msgs)
+}
+
+// readDirect receives into the caller's buffers: no copy.
+func (c *mmsgConn) readDirect(msgs []Datagram) (int, error) {
+	r := &c.r
+	want := min(len(msgs), c.batch)
+	for {
+		for i := range want {
+			setIov(&r.iovs[i], msgs[i].Buf[:cap(msgs[i].Buf)])
+		}
+		got, err := c.recv(want)
+		if err != nil {
+			return 0, err
+		}
+		// Drop datagrams cut short by a small buffer, closing the gaps
+		// by copying the later ones down (a rare path).
+		out := 0
+		for j := range got {
+			h := &r.hs[j]
+			n := int(h.Len)
+			if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+				continue
+			}
+			if out != j {
+				if n > cap(msgs[out].Buf) {
+					continue // only with buffers of unequal capacity
+				}
+				copy(msgs[out].Buf[:n], msgs[j].Buf[:n])
+			}
+			msgs[out].N = n
+			msgs[out].Addr = r.source(j)
+			out++
+		}
+		if out > 0 {
+			return out, nil
+		}
+	}
+}
+
+// readGRO receives into conn-owned buffers, where a message may hold a run
+// of datagrams of the size the UDP_GRO cmsg gives (the last may be
+// shorter), and copies each datagram into its own caller buffer. Datagrams
+// that do not fit in msgs wait for the next call.
+func (c *mmsgConn) readGRO(msgs []Datagram) (int, error) {
+	r := &c.r
+	for {
+		if r.next == r.count {
+			got, err := c.recv(min(len(msgs), len(r.hs)))
+			if err != nil {
+				return 0, err
+			}
+			for j := range got {
+				h := &r.hs[j]
+				r.segs[j] = int(h.Len)
+				if seg := groSegment(r.oob[j*oobLen:][:h.Hdr.Controllen]); seg > 0 {
+					r.segs[j] = seg
+				}
+				if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+					h.Len = 0 // cannot happen with 64 KiB buffers; drop if it does
+					r.segs[j] = -1
+				}
+				r.addrs[j] = r.source(j)
+			}
+			r.count, r.next, r.off = got, 0, 0
+		}
+		if n := r.split(msgs); n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// split hands out pending datagrams into msgs and returns how many.
+func (r *recvState) split(msgs []Datagram) int {
+	out := 0
+	for out < len(msgs) && r.next < r.count {
+		j := r.next
+		total, seg := int(r.hs[j].Len), r.segs[j]
+		if seg == 0 { // an empty datagram
+			msgs[out].N, msgs[out].Addr = 0, r.addrs[j]
+			out++
+		}
+		for ; seg > 0 && r.off < total && out < len(msgs); r.off += seg {
+			d := r.bufs[j*groBufSize+r.off : j*groBufSize+min(r.off+seg, total)]
+			if len(d) > cap(msgs[out].Buf) {
+				continue // does not fit the caller's buffer: dropped
+			}
+			msgs[out].N = copy(msgs[out].Buf[:len(d)], d)
+			msgs[out].Addr = r.addrs[j]
+			out++
+		}
+		if seg <= 0 || r.off >= total {
+			r.next, r.off = j+1, 0
+		}
+	}
+	return out
+}
+
+// groSegment returns the datagram size from a UDP_GRO control message in
+// oob, or 0 if there is none (the message is a single datagram).
+func groSegment(oob []byte) int {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < unix.SizeofCmsghdr || n > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && n >= unix.CmsgLen(4) {
+			return int(int32(binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):])))
+		}
+		next := unix.CmsgSpace(n - unix.CmsgLen(0))
+		if next > len(oob) {
+			return 0
+		}
+		oob = oob[next:]
+	}
+	return 0
+}
+
+// ---- send ----
+
+func (w *sendState) init(c *mmsgConn) {
+	n := c.batch
+	w.hs = make([]unix.Mmsghdr, n)
+	w.iovs = make([]unix.Iovec, n)
+	w.names = make([]sockaddr, n)
+	w.oob = make([]byte, n*oobLen)
+	w.segs = make([]int, n)
+	for i := range w.hs {
+		w.hs[i].Hdr.Name = &w.names[i][0]
+	}
+	w.fn = w.sendmmsg
+}
+
+// sendmmsg runs under RawConn.Write; returning false waits for room in the
+// socket buffer.
+func (w *sendState) sendmmsg(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.hs[w.start])), uintptr(w.stop-w.start), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		case 0:
+			w.sent = int(n)
+		default:
+			w.sent = 0
+		}
+		w.errno = e
+		return true
+	}
+}
+
+func (c *mmsgConn) WriteBatch(msgs []Datagram) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	sent := 0
+	for sent < len(msgs) {
+		nmsg, bad := c.pack(msgs[sent:])
+		n, err := c.flush(nmsg)
+		sent += n
+		if err == errGSORefused {
+			continue // pack the rest again, without GSO
+		}
+		if err != nil {
+			return sent, err
+		}
+		if bad != nil {
+			return sent, bad
+		}
+	}
+	return sent, nil
+}
+
+// pack builds sendmmsg headers for up to BatchSize datagrams from the front
+// of msgs and returns the number of messages. With GSO, a run of datagrams
+// to one address of one size (the last may be shorter) becomes one message
+// whose iovecs gather the caller's buffers. It stops before a datagram that
+// cannot be sent and returns why.
+func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
+	w := &c.w
+	gso := c.gso.Load()
+	limit := min(len(msgs), c.batch)
+	for i := 0; i < limit; {
+		d := &msgs[i]
+		if err := checkSend(d, c.maxDgram); err != nil {
+			return nmsg, err
+		}
+		nameLen, err := c.putSockaddr(&w.names[nmsg], d.Addr)
+		if err != nil {
+			return nmsg, err
+		}
+		setIov(&w.iovs[i], d.Buf[:d.N])
+		segs, total := 1, d.N
+		for gso && d.N > 0 && i+segs < limit && segs < gsoMaxSegments {
+			e := &msgs[i+segs]
+			if e.Addr != d.Addr || e.N <= 0 || e.N > d.N || total+e.N > gsoMaxBytes || checkSend(e, c.maxDgram) != nil {
+				break
+			}
+			setIov(&w.iovs[i+segs], e.Buf[:e.N])
+			total += e.N
+			segs++
+			if e.N < d.N {
+				break // a shorter datagram ends the run
+			}
+		}
+		h := &w.hs[nmsg]
+		h.Len = 0
+		h.Hdr.Namelen = uint32(nameLen)
+		h.Hdr.Iov = &w.iovs[i]
+		h.Hdr.SetIovlen(segs)
+		if segs > 1 {
+			oob := w.oob[nmsg*oobLen:][:unix.CmsgSpace(2)]
+			putSegmentCmsg(oob, d.N)
+			h.Hdr.Control = &oob[0]
+			h.Hdr.SetControllen(len(oob))
+		} else {
+			h.Hdr.Control = nil
+			h.Hdr.SetControllen(0)
+		}
+		w.segs[nmsg] = segs
+		nmsg++
+		i += segs
+	}
+	return nmsg, nil
+}
+
+// errGSORefused tells WriteBatch the kernel refused a segmented send and
+// GSO is now off, so the rest must be packed again.
+var errGSORefused = errors.New("udp gso refused")
+
+// flush sends the packed messages [0, nmsg), resuming after partial sends,
+// and returns the number of datagrams sent.
+func (c *mmsgConn) flush(nmsg int) (int, error) {
+	w := &c.w
+	sent := 0
+	for w.start, w.stop = 0, nmsg; w.start < w.stop; {
+		if err := c.rc.Write(w.fn); err != nil {
+			return sent, err // closed: wraps net.ErrClosed
+		}
+		for _, s := range w.segs[w.start : w.start+w.sent] {
+			sent += s
+		}
+		w.start += w.sent
+		if w.errno == 0 {
+			continue
+		}
+		// EIO: the device cannot checksum segments; EINVAL: the kernel
+		// refuses this segmentation (segment over the path MTU, or
+		// checksums off). Either way plain sends still work.
+		if w.segs[w.start] > 1 && (w.errno == unix.EIO || w.errno == unix.EINVAL) {
+			c.gso.Store(false)
+			return sent, errGSORefused
+		}
+		return sent, &net.OpError{Op: "write", Net: "udp", Source: net.UDPAddrFromAddrPort(c.local), Err: os.NewSyscallError("sendmmsg", w.errno)}
+	}
+	return sent, nil
+}
+
+// putSegmentCmsg writes a UDP_SEGMENT control message giving the segment
+// size into oob, which is CmsgSpace(2) bytes.
+func putSegmentCmsg(oob []byte, size int) {
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	h.Level = unix.SOL_UDP
+	h.Type = unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	binary.NativeEndian.PutUint16(oob[unix.CmsgLen(0):], uint16(size))
+}
+
+// ---- addresses ----
+
+// putSockaddr writes ap into sa in the socket's family and returns its
+// length. An IPv4 address goes to an IPv6 socket as ::ffff:a.b.c.d.
+func (c *mmsgConn) putSockaddr(sa *sockaddr, ap netip.AddrPort) (int, error) {
+	a := ap.Addr()
+	if !c.v6 {
+		a = a.Unmap()
+		if !a.Is4() {
+			return 0, fmt.Errorf("%w: %v on an IPv4 socket", ErrBadAddr, ap)
+		}
+		binary.NativeEndian.PutUint16(sa[0:], unix.AF_INET)
+		binary.BigEndian.PutUint16(sa[2:], ap.Port())
+		*(*[4]byte)(sa[4:]) = a.As4()
+		clear(sa[8:unix.SizeofSockaddrInet4])
+		return unix.SizeofSockaddrInet4, nil
+	}
+	var scope uint32
+	if z := a.Zone(); z != "" {
+		var err error
+		if scope, err = zoneIndex(z); err != nil {
+			return 0, fmt.Errorf("%w: %v: %v", ErrBadAddr, ap, err)
+		}
+	}
+	binary.NativeEndian.PutUint16(sa[0:], unix.AF_INET6)
+	binary.BigEndian.PutUint16(sa[2:], ap.Port())
+	clear(sa[4:8]) // flow info
+	*(*[16]byte)(sa[8:]) = a.As16()
+	binary.NativeEndian.PutUint32(sa[24:], scope)
+	return unix.SizeofSockaddrInet6, nil
+}
+
+// source returns the sender of received message j.
+func (r *recvState) source(j int) netip.AddrPort {
+	sa := &r.names[j]
+	return parseSockaddr(sa[:min(int(r.hs[j].Hdr.Namelen), len(sa))])
+}
+
+// parseSockaddr reads a source address written by the kernel. IPv4 peers
+// of a dual-stack socket come back unmapped, so a peer has one identity
+// whichever socket it reached.
+func parseSockaddr(b []byte) netip.AddrPort {
+	if len(b) < 4 {
+		return netip.AddrPort{}
+	}
+	port := binary.BigEndian.Uint16(b[2:])
+	switch binary.NativeEndian.Uint16(b) {
+	case unix.AF_INET:
+		if len(b) >= unix.SizeofSockaddrInet4 {
+			return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port)
+		}
+	case unix.AF_INET6:
+		if len(b) >= unix.SizeofSockaddrInet6 {
+			a := netip.AddrFrom16([16]byte(b[8:24])).Unmap()
+			if scope := binary.NativeEndian.Uint32(b[24:]); scope != 0 && a.Is6() {
+				a = a.WithZone(strconv.FormatUint(uint64(scope), 10)) // link-local only: rare
+			}
+			return netip.AddrPortFrom(a, port)
+		}
+	}
+	return netip.AddrPort{}
+}
+
+// zoneIndex turns an IPv6 zone (an interface name or number) into a scope id.
+func zoneIndex(zone string) (uint32, error) {
+	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	ifi, err := net.InterfaceByName(zone)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(ifi.Index), nil
+}
+
+// setIov points iov at b (or at nothing for an empty b).
+func setIov(iov *unix.Iovec, b []byte) {
+	if cap(b) == 0 {
+		iov.Base = nil
+		iov.SetLen(0)
+		return
+	}
+	iov.Base = unsafe.SliceData(b)
+	iov.SetLen(len(b))
+}

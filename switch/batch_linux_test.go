@@ -1,0 +1,222 @@
+//go:build linux
+
+package swtch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// listenMmsg opens a Linux conn and returns its concrete type.
+func listenMmsg(t *testing.T, addr string, cfg ConnConfig) *mmsgConn {
+	t.Helper()
+	return listenLoopback(t, addr, cfg).(*mmsgConn)
+}
+
+func TestOffloadProbe(t *testing.T) {
+	on := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
+	off := listenLoopback(t, "127.0.0.1:0", ConnConfig{DisableOffload: true})
+	t.Logf("loopback offload: %+v (kernel supports it where true)", on.Offload())
+	if off.Offload() != (Offload{}) {
+		t.Errorf("DisableOffload: Offload() = %+v, want none", off.Offload())
+	}
+}
+
+// pack groups runs for GSO by the rules: same address, same size, the last
+// of a run may be shorter, at most 64 segments and gsoMaxBytes per message,
+// and never past a datagram that cannot be sent.
+func TestPackRuns(t *testing.T) {
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	b := netip.MustParseAddrPort("127.0.0.1:2000")
+	type dg struct {
+		n    int
+		addr netip.AddrPort
+	}
+	run := func(n, size int, addr netip.AddrPort) []dg {
+		out := make([]dg, n)
+		for i := range out {
+			out[i] = dg{size, addr}
+		}
+		return out
+	}
+	cat := func(parts ...[]dg) []dg {
+		var out []dg
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		batch   int
+		gso     bool
+		in      []dg
+		segs    []int
+		wantErr error
+	}{
+		{"64-segment limit", 100, true, run(70, 1000, a), []int{64, 6}, nil},
+		{"shorter last ends a run", 64, true, cat(run(2, 100, a), run(1, 50, a), run(1, 100, a)), []int{3, 1}, nil},
+		{"longer starts a run", 64, true, cat(run(1, 100, a), run(2, 200, a)), []int{1, 2}, nil},
+		{"address change", 64, true, cat(run(2, 100, a), run(2, 100, b)), []int{2, 2}, nil},
+		{"empty datagrams", 64, true, run(3, 0, a), []int{1, 1, 1}, nil},
+		{"64 KiB limit", 64, true, run(8, 9000, a), []int{7, 1}, nil},
+		{"gso off", 64, false, run(3, 100, a), []int{1, 1, 1}, nil},
+		{"batch limit", 8, true, run(20, 100, a), []int{8}, nil},
+		{"stops at a bad one", 64, true, cat(run(2, 100, a), run(1, 9001, a), run(1, 100, a)), []int{2}, ErrDatagramTooLarge},
+		{"bad one ends a run", 64, true, cat(run(2, 100, a), []dg{{100, netip.AddrPort{}}}), []int{2}, ErrBadAddr},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := listenMmsg(t, "127.0.0.1:0", ConnConfig{BatchSize: tt.batch, DisableOffload: true})
+			c.gso.Store(tt.gso) // pack makes no system call: no kernel support needed
+			msgs := newMsgs(len(tt.in), 9001)
+			for i, d := range tt.in {
+				msgs[i].N, msgs[i].Addr = d.n, d.addr
+			}
+			nmsg, err := c.pack(msgs)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("pack error %v, want %v", err, tt.wantErr)
+			}
+			if got := fmt.Sprint(c.w.segs[:nmsg]); got != fmt.Sprint(tt.segs) {
+				t.Fatalf("segments per message %v, want %v", got, tt.segs)
+			}
+			first := 0
+			for m, segs := range tt.segs {
+				h := &c.w.hs[m].Hdr
+				if int(h.Iovlen) != segs || h.Iov != &c.w.iovs[first] {
+					t.Errorf("message %d: %d iovecs from %p, want %d from %p", m, h.Iovlen, h.Iov, segs, &c.w.iovs[first])
+				}
+				if got := segmentCmsg(t, c.w.oob[m*oobLen:][:h.Controllen]); segs > 1 && got != tt.in[first].n || segs == 1 && got != 0 {
+					t.Errorf("message %d: UDP_SEGMENT %d, want %d", m, got, tt.in[first].n)
+				}
+				first += segs
+			}
+		})
+	}
+}
+
+// segmentCmsg returns the size in a UDP_SEGMENT control message, or 0.
+func segmentCmsg(t *testing.T, oob []byte) int {
+	t.Helper()
+	if len(oob) == 0 {
+		return 0
+	}
+	cms, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(cms) != 1 || cms[0].Header.Level != unix.SOL_UDP || cms[0].Header.Type != unix.UDP_SEGMENT || len(cms[0].Data) != 2 {
+		t.Fatalf("bad UDP_SEGMENT cmsg %x: %v", oob, err)
+	}
+	return int(binary.NativeEndian.Uint16(cms[0].Data))
+}
+
+// A GSO send of 62 Flare packets (as many as fit 64 KiB) arrives as one GRO
+// message; a reader with room for 10 gets them 10 at a time, in order, the
+// rest kept between calls.
+func TestGROLeftover(t *testing.T) {
+	tx := listenMmsg(t, "127.0.0.1:0", ConnConfig{})
+	rx := listenMmsg(t, "127.0.0.1:0", ConnConfig{})
+	if !tx.Offload().GSO || !rx.Offload().GRO {
+		t.Skipf("no UDP GSO/GRO here: tx %+v, rx %+v", tx.Offload(), rx.Offload())
+	}
+	const n = gsoMaxBytes / flarePacket
+	msgs := newMsgs(n, flarePacket)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = flarePacket, rx.LocalAddr()
+		stamp(msgs[i].Buf, uint64(i))
+	}
+	if k, err := tx.WriteBatch(msgs); k != n || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", k, err)
+	}
+	in := newMsgs(10, DefaultMaxDatagram)
+	var counts []int
+	for got := 0; got < n; {
+		k, err := rx.ReadBatch(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 0 && (rx.r.count != 1 || rx.r.segs[0] != flarePacket) {
+			t.Errorf("first receive: %d messages, segment %d; want 1 coalesced message of %d-byte datagrams", rx.r.count, rx.r.segs[0], flarePacket)
+		}
+		for _, m := range in[:k] {
+			if seq, ok := unstamp(m.Buf[:m.N]); !ok || seq != uint64(got) || m.N != flarePacket || m.Addr != tx.LocalAddr() {
+				t.Fatalf("datagram %d: seq %d intact %v, %d bytes from %v", got, seq, ok, m.N, m.Addr)
+			}
+			got++
+		}
+		counts = append(counts, k)
+	}
+	if fmt.Sprint(counts) != "[10 10 10 10 10 10 2]" {
+		t.Errorf("datagrams per ReadBatch %v, want [10 10 10 10 10 10 2]", counts)
+	}
+}
+
+// When the kernel refuses a segmented send (here: UDP checksums turned off
+// with SO_NO_CHECK, which GSO requires), the conn turns GSO off for good and
+// sends the same datagrams one by one.
+func TestGSOFallback(t *testing.T) {
+	tx := listenMmsg(t, "127.0.0.1:0", ConnConfig{})
+	rx := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
+	if !tx.Offload().GSO {
+		t.Skip("no UDP GSO here")
+	}
+	var serr error
+	if err := tx.rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1)
+	}); err != nil || serr != nil {
+		t.Skipf("SO_NO_CHECK: %v %v", err, serr)
+	}
+	transfer(t, tx, rx, rx.LocalAddr(), sameSizes(200, flarePacket))
+	if tx.Offload().GSO {
+		t.Error("GSO still on after the kernel refused it")
+	}
+}
+
+func TestIPv6ToIPv4Socket(t *testing.T) {
+	tx := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
+	msgs := newMsgs(1, 10)
+	msgs[0].N, msgs[0].Addr = 10, netip.MustParseAddrPort("[::1]:9")
+	if n, err := tx.WriteBatch(msgs); n != 0 || !errors.Is(err, ErrBadAddr) {
+		t.Fatalf("WriteBatch to IPv6 on an IPv4 socket = %d, %v; want 0, ErrBadAddr", n, err)
+	}
+}
+
+// The hot path allocates nothing: a WriteBatch of 64 Flare packets and the
+// ReadBatch calls that take them in, with and without GSO/GRO.
+func TestZeroAllocs(t *testing.T) {
+	for _, cfg := range []ConnConfig{{}, {DisableOffload: true}, {BatchSize: 1}} {
+		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
+			tx := listenLoopback(t, "127.0.0.1:0", cfg)
+			rx := listenLoopback(t, "127.0.0.1:0", cfg)
+			out := newMsgs(64, flarePacket)
+			for i := range out {
+				out[i].N, out[i].Addr = flarePacket, rx.LocalAddr()
+				stamp(out[i].Buf, uint64(i))
+			}
+			in := newMsgs(64, DefaultMaxDatagram)
+			var werr, rerr error
+			allocs := testing.AllocsPerRun(100, func() {
+				if _, err := tx.WriteBatch(out); err != nil {
+					werr = err
+				}
+				for got := 0; got < len(out); {
+					n, err := rx.ReadBatch(in)
+					if err != nil {
+						rerr = err
+						return
+					}
+					got += n
+				}
+			})
+			if werr != nil || rerr != nil {
+				t.Fatal(werr, rerr)
+			}
+			if allocs != 0 {
+				t.Errorf("%v allocations per 64-datagram write and read, want 0 (offload %+v)", allocs, rx.Offload())
+			}
+		})
+	}
+}

@@ -1,0 +1,121 @@
+package swtch
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// Defaults of the daemon.
+const (
+	DefaultListen      = "127.0.0.1:7470"
+	DefaultAdmin       = "127.0.0.1:9470"
+	DefaultPacketBytes = 1024 // payload per packet, as in the paper
+	DefaultMaxJobs     = 64
+	DefaultJobIdle     = 60 * time.Second
+	DefaultWindow      = 64 // blocks in flight per host when memory allows
+	DefaultJoinRate    = 1000
+)
+
+// Config is the daemon's configuration. Zero fields take defaults.
+type Config struct {
+	Listen      string        // UDP data address
+	Admin       string        // HTTP admin address (/metrics, /healthz, /debug/pprof/); "off" disables it
+	HPU         hpu.Config    // processing unit shape; its BufferBytes is set from PacketBytes
+	PacketBytes int           // payload bytes per packet (a multiple of 8)
+	MaxJobs     int           // jobs admitted or pending at once
+	JobIdle     time.Duration // a job with no packet for this long ends and frees its memory
+	Window      int           // target blocks in flight per host (shrunk to fit memory)
+	JoinRate    int           // joins accepted per second (a token bucket)
+	Conn        ConnConfig    // socket batch size and offload
+	Logger      *slog.Logger
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Admin == "" {
+		c.Admin = DefaultAdmin
+	}
+	if c.PacketBytes == 0 {
+		c.PacketBytes = DefaultPacketBytes
+	}
+	if c.MaxJobs == 0 {
+		c.MaxJobs = DefaultMaxJobs
+	}
+	if c.JobIdle == 0 {
+		c.JobIdle = DefaultJobIdle
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.JoinRate == 0 {
+		c.JoinRate = DefaultJoinRate
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.HPU.BufferBytes = c.PacketBytes
+	c.HPU = c.HPU.WithDefaults()
+	c.Conn = c.Conn.WithDefaults()
+	if c.Conn.MaxDatagram < wire.HeaderLen+c.PacketBytes {
+		c.Conn.MaxDatagram = wire.HeaderLen + c.PacketBytes
+	}
+	return c
+}
+
+// Validate names the first setting out of range, with the flag a user sets.
+func (c Config) Validate() error {
+	if _, err := netip.ParseAddrPort(c.Listen); err != nil {
+		return fmt.Errorf("--listen %q: want HOST:PORT with a numeric IP, such as 127.0.0.1:7470", c.Listen)
+	}
+	if c.Admin != "off" {
+		if _, err := netip.ParseAddrPort(c.Admin); err != nil {
+			return fmt.Errorf("--admin %q: want HOST:PORT with a numeric IP, such as 127.0.0.1:9470, or off", c.Admin)
+		}
+	}
+	switch {
+	case c.PacketBytes < 8 || c.PacketBytes > 8192 || c.PacketBytes%8 != 0:
+		return fmt.Errorf("--packet %d: must be a multiple of 8 in 8..8192 bytes", c.PacketBytes)
+	case c.MaxJobs < 1 || c.MaxJobs > 1<<16:
+		return fmt.Errorf("--max-jobs %d: must be in 1..65536", c.MaxJobs)
+	case c.JobIdle < time.Second || c.JobIdle > 24*time.Hour:
+		return fmt.Errorf("--job-idle %v: must be in 1s..24h", c.JobIdle)
+	case c.Window < 1 || c.Window > 1<<16:
+		return fmt.Errorf("--window %d: must be in 1..65536", c.Window)
+	case c.JoinRate < 1 || c.JoinRate > 1e6:
+		return fmt.Errorf("--join-rate %d: must be in 1..1000000 per second", c.JoinRate)
+	}
+	if err := c.HPU.Validate(); err != nil {
+		return hpuFlagError(err, c.HPU)
+	}
+	return c.Conn.Validate()
+}
+
+// hpuFlagError prefixes the HPU's error with the flag that sets the field.
+func hpuFlagError(err error, h hpu.Config) error {
+	for _, f := range []struct {
+		flag string
+		bad  bool
+	}{
+		{"--clusters", h.Clusters < 1 || h.Clusters > hpu.MaxClusters},
+		{"--cores", h.CoresPerCluster < 1 || h.CoresPerCluster > hpu.MaxCoresPerCluster},
+		{"--queue", h.QueueDepth < 1 || h.QueueDepth > hpu.MaxQueueDepth},
+		{"--policy-s", h.SubsetS < 1 || h.SubsetS > h.CoresPerCluster},
+	} {
+		if f.bad {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+	}
+	return fmt.Errorf("--l1: %w", err)
+}
+
+// maxChildren re-exports the handler's fan-in bound for join validation.
+const maxChildren = handlers.MaxChildren

@@ -1,0 +1,281 @@
+package swtch
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// job is one allreduce job: its members, its handler and its memory.
+type job struct {
+	id      uint32
+	token   uint64
+	spec    wire.JoinBody // what every member must agree on (World, Algo, Buffers, Options, Elements, PacketElems)
+	dtype   wire.DType
+	op      wire.Op
+	members []netip.AddrPort // by rank; zero until joined
+	joined  int
+	left    int
+
+	// Set at admission, under the table lock.
+	admitted bool
+	ackSent  bool
+	ack      wire.JoinAckBody
+	handler  *handlers.Dense
+	quota    *hpu.Quota
+	// live is what the packet path reads without a lock: nil until admitted.
+	live atomic.Pointer[liveJob]
+
+	lastActive atomic.Int64 // unix ns of the last packet
+	inflight   atomic.Int64 // packets submitted to the HPU and not yet done
+	rx, tx     atomic.Int64
+}
+
+// liveJob is the immutable part of an admitted job that readers, cores and
+// the writer use concurrently.
+type liveJob struct {
+	handler *handlers.Dense
+	addrs   []netip.AddrPort // member addresses by rank, as admitted
+}
+
+// jobTable maps job ids to jobs. The packet path reads a copy-on-write
+// snapshot with one atomic load; joins, leaves and the reaper take mu.
+type jobTable struct {
+	mu   sync.Mutex
+	snap atomic.Pointer[map[uint32]*job]
+}
+
+func newJobTable() *jobTable {
+	t := &jobTable{}
+	m := map[uint32]*job{}
+	t.snap.Store(&m)
+	return t
+}
+
+func (t *jobTable) get(id uint32) *job { return (*t.snap.Load())[id] }
+
+func (t *jobTable) all() map[uint32]*job { return *t.snap.Load() }
+
+// update replaces the snapshot; the caller holds mu.
+func (t *jobTable) update(f func(m map[uint32]*job)) {
+	old := *t.snap.Load()
+	m := make(map[uint32]*job, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	f(m)
+	t.snap.Store(&m)
+}
+
+// joinError is a refusal sent back to a host.
+type joinError struct {
+	code wire.ErrorCode
+	msg  string
+}
+
+func (e *joinError) Error() string { return e.msg }
+
+func refuse(code wire.ErrorCode, format string, args ...any) *joinError {
+	return &joinError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// join records a member. It returns the job when the member is in (the
+// caller answers with the ack if the job is admitted), or a refusal.
+func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody) (*job, *joinError) {
+	if err := s.checkJoin(h, body); err != nil {
+		return nil, err
+	}
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	j := s.jobs.get(h.Job)
+	if j == nil {
+		if len(s.jobs.all()) >= s.cfg.MaxJobs {
+			return nil, refuse(wire.CodeTooManyJobs, "job %d: the switch runs %d jobs, its limit (--max-jobs)", h.Job, s.cfg.MaxJobs)
+		}
+		j = &job{id: h.Job, token: h.Token, spec: *body, dtype: h.DType, op: h.Op, members: make([]netip.AddrPort, body.World)}
+		j.spec.TimeoutMillis = 0
+		j.lastActive.Store(time.Now().UnixNano())
+		s.jobs.update(func(m map[uint32]*job) { m[h.Job] = j })
+		s.log.Info("job created", "job", j.id, "world", body.World, "dtype", h.DType, "op", h.Op, "elements", body.Elements)
+	}
+	if h.Token != j.token {
+		s.drops.add(dropToken)
+		return nil, nil // a wrong token gets no answer: it may be a probe
+	}
+	spec := *body
+	spec.TimeoutMillis = 0
+	if spec != j.spec || h.DType != j.dtype || h.Op != j.op {
+		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined with %s/%s, %d elements, world %d; the job has %s/%s, %d elements, world %d",
+			h.Job, h.Child, h.DType, h.Op, body.Elements, body.World, j.dtype, j.op, j.spec.Elements, j.spec.World)
+	}
+	rank := int(h.Child)
+	switch cur := j.members[rank]; {
+	case cur == from:
+	case cur.IsValid() && j.admitted:
+		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d already joined from %s", h.Job, rank, cur)
+	case cur.IsValid():
+		j.members[rank] = from // a restarted host before admission
+	default:
+		j.members[rank] = from
+		j.joined++
+	}
+	j.lastActive.Store(time.Now().UnixNano())
+	if !j.admitted && j.joined == len(j.members) {
+		if err := s.admit(j); err != nil {
+			s.endLocked(j, "refused")
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
+	switch {
+	case b.World < 1 || int(b.World) > maxChildren:
+		return refuse(wire.CodeBadRequest, "job %d: world size %d: must be in 1..%d", h.Job, b.World, maxChildren)
+	case int(h.Child) >= int(b.World):
+		return refuse(wire.CodeBadRequest, "job %d: rank %d: must be below the world size %d", h.Job, h.Child, b.World)
+	case b.Elements < 1 || b.Elements > 1<<32:
+		return refuse(wire.CodeBadRequest, "job %d: %d elements: must be in 1..%d", h.Job, b.Elements, uint64(1)<<32)
+	case b.Options&wire.OptSparse != 0 || b.Storage != wire.StorageDense:
+		return refuse(wire.CodeBadRequest, "job %d: sparse jobs are not supported by this switch yet", h.Job)
+	case b.Algo == wire.AlgoMulti && (b.Buffers < 2 || b.Buffers > handlers.MaxBuffers):
+		return refuse(wire.CodeBadRequest, "job %d: multi with %d buffers: must be in 2..%d", h.Job, b.Buffers, handlers.MaxBuffers)
+	}
+	if pe := int(b.PacketElems); pe*h.DType.Size() > s.cfg.PacketBytes {
+		return refuse(wire.CodeBadRequest, "job %d: %d elements per packet of %s = %d bytes: the switch's packets carry at most %d",
+			h.Job, pe, h.DType, pe*h.DType.Size(), s.cfg.PacketBytes)
+	}
+	if _, err := handlers.KernelFor(h.DType, h.Op); err != nil {
+		return refuse(wire.CodeBadRequest, "job %d: %v", h.Job, err)
+	}
+	if !s.joinLimit.allow(time.Now()) {
+		return refuse(wire.CodeTooManyJobs, "job %d: too many joins per second (--join-rate %d); retry later", h.Job, s.cfg.JoinRate)
+	}
+	return nil
+}
+
+// admit resolves the design, sizes the window and the quota, and builds the
+// handler. It runs under the table lock once every rank has joined.
+//
+// Sizing (a first-order Little's-law estimate until the model decides it):
+// hosts stagger within window-sized groups and a host cannot run more than
+// one group ahead of the slowest, so at most 2W blocks are open at once,
+// each holding M buffers at its peak (1 for single, B for multi, P for
+// tree). The window starts at the configured target and shrinks until
+// 2W·M buffers fit in the free memory; a job whose W = 1 does not fit is
+// refused with the numbers.
+func (s *Switch) admit(j *job) *joinError {
+	esize := j.dtype.Size()
+	pe := int(j.spec.PacketElems)
+	if pe == 0 {
+		pe = s.cfg.PacketBytes / esize
+	}
+	elements := int(j.spec.Elements)
+	nblocks := (elements + pe - 1) / pe
+	algo, b := j.spec.Algo, int(j.spec.Buffers)
+	if algo == wire.AlgoAuto {
+		algo, b = handlers.Choose(elements*esize, j.spec.Options&wire.OptReproducible != 0)
+	}
+	dcfg := handlers.DenseConfig{Job: j.id, Token: j.token, Algo: algo, Buffers: b, Children: len(j.members),
+		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true}
+	m := dcfg.MinBuffers()
+	need := func(w int) int { return min(nblocks, 2*w) * m }
+	free := s.unit.Memory().Free()
+	w := min(s.cfg.Window, nblocks)
+	for w > 1 && need(w) > free {
+		w = max(1, min(w/2, free/(2*m)))
+	}
+	q, err := s.unit.Memory().Reserve(need(w))
+	if err != nil {
+		return refuse(wire.CodeRefusedMemory, "job %d %v", j.id, err)
+	}
+	dcfg.Quota = q
+	d, err := handlers.NewDense(dcfg)
+	if err != nil {
+		q.Release()
+		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
+	}
+	j.handler, j.quota, j.admitted = d, q, true
+	j.live.Store(&liveJob{handler: d, addrs: append([]netip.AddrPort(nil), j.members...)})
+	j.ack = wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pe),
+		Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())}
+	s.log.Info("job admitted", "job", j.id, "world", len(j.members), "algo", algo, "buffers", b,
+		"window", w, "quota_buffers", q.Limit(), "blocks", nblocks)
+	return nil
+}
+
+// leave removes a member; the job ends when every member has left.
+func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	j := s.jobs.get(h.Job)
+	if j == nil || h.Token != j.token || int(h.Child) >= len(j.members) || j.members[h.Child] != from {
+		return
+	}
+	j.members[h.Child] = netip.AddrPort{}
+	j.left++
+	if j.left == j.joined {
+		s.endLocked(j, "left")
+	}
+}
+
+// endLocked removes the job from the table (its packets are dropped from
+// now on) and frees its memory once its queued packets have run.
+func (s *Switch) endLocked(j *job, why string) {
+	s.jobs.update(func(m map[uint32]*job) { delete(m, j.id) })
+	if j.handler != nil {
+		s.completedEnded.Add(j.handler.Stats.Completed.Load())
+	}
+	s.log.Info("job ended", "job", j.id, "why", why, "rx_packets", j.rx.Load(), "tx_packets", j.tx.Load())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for j.inflight.Load() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if j.handler != nil {
+			j.handler.Close()
+		}
+		if j.quota != nil {
+			j.quota.Release()
+		}
+	}()
+}
+
+// reap ends jobs idle for longer than JobIdle.
+func (s *Switch) reap(now time.Time) {
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	for _, j := range s.jobs.all() {
+		if now.Sub(time.Unix(0, j.lastActive.Load())) > s.cfg.JobIdle {
+			s.endLocked(j, "idle")
+		}
+	}
+}
+
+// rateLimit is a token bucket refilled at rate per second.
+type rateLimit struct {
+	mu     sync.Mutex
+	rate   float64
+	tokens float64
+	last   time.Time
+}
+
+func (r *rateLimit) allow(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tokens = min(r.rate, r.tokens+now.Sub(r.last).Seconds()*r.rate)
+	r.last = now
+	if r.tokens < 1 {
+		return false
+	}
+	r.tokens--
+	return true
+}

@@ -1,0 +1,316 @@
+package swtch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MemNetwork is an in-memory datagram network: conns made by Listen send to
+// each other by address, each datagram copied into the receiver's bounded
+// queue, so that tests of the daemon and the host library run without
+// sockets, deterministically when Faults.Seed is fixed and one goroutine
+// sends. A full queue drops the datagram and counts it, as a socket's
+// receive buffer would. Its conns have DefaultBatchSize and
+// DefaultMaxDatagram and no offloads. The zero value is not ready: use
+// NewMemNetwork.
+type MemNetwork struct {
+	// Faults are applied to every datagram as it is delivered. Set them
+	// before datagrams flow; the zero value delivers everything at once.
+	Faults Faults
+
+	// QueueLen is each conn's receive queue in datagrams, read by Listen;
+	// 0 means DefaultMemQueueLen.
+	QueueLen int
+
+	mu    sync.Mutex // guards conns, port and rng
+	conns map[netip.AddrPort]*memConn
+	port  uint16     // last ephemeral port handed out
+	rng   *rand.Rand // fault decisions, seeded from Faults.Seed on first use
+	free  chan *memPacket
+
+	delivered, overflow, dropped, duplicated, reordered, noRoute, truncated atomic.Uint64
+}
+
+// Faults describes how a MemNetwork mistreats datagrams, each decision drawn
+// from a generator seeded with Seed.
+type Faults struct {
+	Drop    float64       // probability a datagram is lost
+	Dup     float64       // probability a datagram is delivered twice
+	Reorder float64       // probability a datagram is held back by MemReorderHold, so later ones overtake it
+	Delay   time.Duration // added to every datagram's delivery (delayed datagrams may also swap places)
+	Seed    uint64
+}
+
+// MemStats counts what a MemNetwork did with the datagrams sent on it.
+type MemStats struct {
+	Delivered  uint64 // put on a receive queue (duplicates included)
+	Overflow   uint64 // dropped because the receiver's queue was full
+	Dropped    uint64 // lost to Faults.Drop
+	Duplicated uint64 // delivered twice by Faults.Dup
+	Reordered  uint64 // held back by Faults.Reorder
+	NoRoute    uint64 // sent to an address where no conn listens (or one that closed)
+	Truncated  uint64 // dropped by ReadBatch: larger than the reader's buffer
+}
+
+const (
+	// DefaultMemQueueLen is a MemNetwork conn's receive queue, in datagrams.
+	DefaultMemQueueLen = 1024
+	// MemReorderHold is how long Faults.Reorder holds a datagram back.
+	MemReorderHold = time.Millisecond
+
+	memFreeLen   = 4096  // recycled datagram copies kept for reuse
+	memPortFirst = 49152 // ephemeral ports, as IANA suggests
+)
+
+// errMemClosed is returned after Close; allocated once.
+var errMemClosed = fmt.Errorf("mem conn: %w", net.ErrClosed)
+
+// memPacket is one datagram in flight, recycled through MemNetwork.free.
+type memPacket struct {
+	b    []byte
+	from netip.AddrPort
+}
+
+// NewMemNetwork returns an empty network without faults.
+func NewMemNetwork() *MemNetwork {
+	return &MemNetwork{
+		conns: make(map[netip.AddrPort]*memConn),
+		free:  make(chan *memPacket, memFreeLen),
+	}
+}
+
+// Listen binds a conn to addr. Port 0 picks a free port; an invalid
+// address means 127.0.0.1. A conn bound to an unspecified address
+// (0.0.0.0, ::) receives what is sent to its port at any address of its
+// family (:: takes IPv4 too), as with sockets.
+func (n *MemNetwork) Listen(addr netip.AddrPort) (Conn, error) {
+	a := addr.Addr().Unmap()
+	if !a.IsValid() {
+		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	qlen := n.QueueLen
+	if qlen <= 0 {
+		qlen = DefaultMemQueueLen
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ap := netip.AddrPortFrom(a, addr.Port())
+	if ap.Port() == 0 {
+		for range 1 << 16 {
+			n.port++
+			if n.port < memPortFirst {
+				n.port = memPortFirst
+			}
+			if ap = netip.AddrPortFrom(a, n.port); n.conns[ap] == nil {
+				break
+			}
+		}
+	}
+	if n.conns[ap] != nil {
+		return nil, fmt.Errorf("mem listen %v: address already in use", ap)
+	}
+	c := &memConn{net: n, addr: ap, q: make(chan *memPacket, qlen), done: make(chan struct{})}
+	n.conns[ap] = c
+	return c, nil
+}
+
+// Stats returns the network's counters so far.
+func (n *MemNetwork) Stats() MemStats {
+	return MemStats{
+		Delivered:  n.delivered.Load(),
+		Overflow:   n.overflow.Load(),
+		Dropped:    n.dropped.Load(),
+		Duplicated: n.duplicated.Load(),
+		Reordered:  n.reordered.Load(),
+		NoRoute:    n.noRoute.Load(),
+		Truncated:  n.truncated.Load(),
+	}
+}
+
+// route finds the conn for dst, falling back to one bound to the
+// unspecified address of dst's family and then to [::]. n.mu is held.
+func (n *MemNetwork) route(dst netip.AddrPort) *memConn {
+	a := dst.Addr().Unmap()
+	if c := n.conns[netip.AddrPortFrom(a, dst.Port())]; c != nil {
+		return c
+	}
+	if a.Is4() {
+		if c := n.conns[netip.AddrPortFrom(netip.IPv4Unspecified(), dst.Port())]; c != nil {
+			return c
+		}
+	}
+	return n.conns[netip.AddrPortFrom(netip.IPv6Unspecified(), dst.Port())]
+}
+
+// send applies the faults to one datagram and delivers it. n.mu is held,
+// which keeps the fault decisions in send order.
+func (n *MemNetwork) send(dst *memConn, from netip.AddrPort, b []byte) {
+	f := &n.Faults
+	if n.rng == nil {
+		n.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+	}
+	if f.Drop > 0 && n.rng.Float64() < f.Drop {
+		n.dropped.Add(1)
+		return
+	}
+	copies := 1
+	if f.Dup > 0 && n.rng.Float64() < f.Dup {
+		n.duplicated.Add(1)
+		copies = 2
+	}
+	delay := f.Delay
+	if f.Reorder > 0 && n.rng.Float64() < f.Reorder {
+		n.reordered.Add(1)
+		delay += MemReorderHold
+	}
+	for range copies {
+		p := n.get()
+		p.b = append(p.b[:0], b...)
+		p.from = from
+		if delay == 0 {
+			n.deliver(dst, p)
+		} else {
+			time.AfterFunc(delay, func() { n.deliver(dst, p) })
+		}
+	}
+}
+
+// deliver queues p at dst without blocking.
+func (n *MemNetwork) deliver(dst *memConn, p *memPacket) {
+	select {
+	case <-dst.done:
+		n.noRoute.Add(1)
+		n.put(p)
+		return
+	default:
+	}
+	select {
+	case dst.q <- p:
+		n.delivered.Add(1)
+	default:
+		n.overflow.Add(1)
+		n.put(p)
+	}
+}
+
+func (n *MemNetwork) get() *memPacket {
+	select {
+	case p := <-n.free:
+		return p
+	default:
+		return new(memPacket)
+	}
+}
+
+func (n *MemNetwork) put(p *memPacket) {
+	select {
+	case n.free <- p:
+	default:
+	}
+}
+
+// memConn is a MemNetwork endpoint.
+type memConn struct {
+	net       *MemNetwork
+	addr      netip.AddrPort
+	q         chan *memPacket // never closed: late deliveries check done
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var _ Conn = (*memConn)(nil)
+
+func (c *memConn) LocalAddr() netip.AddrPort { return c.addr }
+func (c *memConn) BatchSize() int            { return DefaultBatchSize }
+func (c *memConn) Offload() Offload          { return Offload{} }
+
+// Close unbinds the conn and wakes its reader. Datagrams still queued are
+// discarded.
+func (c *memConn) Close() error {
+	err := errMemClosed
+	c.closeOnce.Do(func() {
+		c.net.mu.Lock()
+		delete(c.net.conns, c.addr)
+		c.net.mu.Unlock()
+		close(c.done)
+		err = nil
+	})
+	return err
+}
+
+func (c *memConn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *memConn) ReadBatch(msgs []Datagram) (int, error) {
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	if c.closed() {
+		return 0, errMemClosed
+	}
+	want := min(len(msgs), DefaultBatchSize)
+	out := 0
+	for out < want {
+		select {
+		case p := <-c.q:
+			out = c.take(msgs, out, p)
+			continue
+		default:
+		}
+		if out > 0 {
+			break
+		}
+		select { // nothing yet: wait
+		case p := <-c.q:
+			out = c.take(msgs, out, p)
+		case <-c.done:
+			return 0, errMemClosed
+		}
+	}
+	return out, nil
+}
+
+// take copies p into msgs[out] and recycles it; it returns the new count.
+func (c *memConn) take(msgs []Datagram, out int, p *memPacket) int {
+	defer c.net.put(p)
+	if len(p.b) > cap(msgs[out].Buf) {
+		c.net.truncated.Add(1)
+		return out
+	}
+	msgs[out].N = copy(msgs[out].Buf[:len(p.b)], p.b)
+	msgs[out].Addr = p.from
+	return out + 1
+}
+
+func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
+	if c.closed() {
+		return 0, errMemClosed
+	}
+	n := c.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := range msgs {
+		d := &msgs[i]
+		if err := checkSend(d, DefaultMaxDatagram); err != nil {
+			return i, err
+		}
+		dst := n.route(d.Addr)
+		if dst == nil {
+			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
+			continue
+		}
+		n.send(dst, c.addr, d.Buf[:d.N])
+	}
+	return len(msgs), nil
+}

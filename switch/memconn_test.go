@@ -1,0 +1,257 @@
+package swtch
+
+import (
+	"errors"
+	"math"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// memPair returns two conns on a fresh network.
+func memPair(t *testing.T, n *MemNetwork) (a, b Conn) {
+	t.Helper()
+	a, err := n.Listen(netip.AddrPort{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = n.Listen(netip.AddrPort{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// sendSeq sends datagrams first..first+count-1 of size bytes in batches.
+func sendSeq(t *testing.T, c Conn, to netip.AddrPort, first, count, size int) {
+	t.Helper()
+	msgs := newMsgs(c.BatchSize(), size)
+	for sent := 0; sent < count; {
+		k := min(len(msgs), count-sent)
+		for i := range k {
+			msgs[i].N, msgs[i].Addr = size, to
+			stamp(msgs[i].Buf, uint64(first+sent+i))
+		}
+		if n, err := c.WriteBatch(msgs[:k]); n != k || err != nil {
+			t.Fatalf("WriteBatch = %d, %v; want %d", n, err, k)
+		}
+		sent += k
+	}
+}
+
+// recvSeqs reads until count datagrams have arrived (or timeout passes
+// without one) and returns their sequence numbers in arrival order.
+func recvSeqs(t *testing.T, c Conn, count int, timeout time.Duration) []uint64 {
+	t.Helper()
+	type result struct {
+		seqs []uint64
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		var seqs []uint64
+		msgs := newMsgs(c.BatchSize(), DefaultMaxDatagram)
+		for len(seqs) < count {
+			n, err := c.ReadBatch(msgs)
+			if err != nil {
+				res <- result{seqs, err}
+				return
+			}
+			for _, m := range msgs[:n] {
+				seq, ok := unstamp(m.Buf[:m.N])
+				if !ok {
+					res <- result{seqs, errors.New("corrupt datagram")}
+					return
+				}
+				seqs = append(seqs, seq)
+			}
+		}
+		res <- result{seqs, nil}
+	}()
+	select {
+	case r := <-res:
+		if r.err != nil {
+			t.Fatalf("after %d datagrams: %v", len(r.seqs), r.err)
+		}
+		return r.seqs
+	case <-time.After(timeout):
+		c.Close() // stops the reader
+		r := <-res
+		return r.seqs
+	}
+}
+
+func TestMemRoundTrip(t *testing.T) {
+	n := NewMemNetwork()
+	a, b := memPair(t, n)
+	if a.LocalAddr() == b.LocalAddr() || !a.LocalAddr().IsValid() {
+		t.Fatalf("addresses %v and %v", a.LocalAddr(), b.LocalAddr())
+	}
+	sendSeq(t, a, b.LocalAddr(), 0, 500, flarePacket)
+	seqs := recvSeqs(t, b, 500, 5*time.Second)
+	for i, s := range seqs {
+		if s != uint64(i) {
+			t.Fatalf("datagram %d has sequence %d: reordered without faults", i, s)
+		}
+	}
+	// And back, to check the source address.
+	sendSeq(t, b, a.LocalAddr(), 0, 1, 64)
+	msgs := newMsgs(4, 100)
+	k, err := a.ReadBatch(msgs)
+	if err != nil || k != 1 || msgs[0].Addr != b.LocalAddr() || msgs[0].N != 64 {
+		t.Fatalf("ReadBatch = %d, %v, datagram %d bytes from %v", k, err, msgs[0].N, msgs[0].Addr)
+	}
+	if st := n.Stats(); st.Delivered != 501 || st != (MemStats{Delivered: 501}) {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestMemAddressing(t *testing.T) {
+	n := NewMemNetwork()
+	at := netip.MustParseAddrPort("10.0.0.1:7470")
+	c, err := n.Listen(at)
+	if err != nil || c.LocalAddr() != at {
+		t.Fatalf("Listen(%v) = %v, %v", at, c.LocalAddr(), err)
+	}
+	if _, err := n.Listen(at); err == nil {
+		t.Error("second Listen on the same address succeeded")
+	}
+	wild, err := n.Listen(netip.MustParseAddrPort("[::]:9000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := memPair(t, n)
+	// Mapped and wildcard destinations reach the right conns; nobody at
+	// 10.0.0.2 is counted, not an error.
+	sendSeq(t, host, netip.MustParseAddrPort("[::ffff:10.0.0.1]:7470"), 0, 1, 16)
+	sendSeq(t, host, netip.MustParseAddrPort("192.0.2.1:9000"), 1, 1, 16)
+	sendSeq(t, host, netip.MustParseAddrPort("10.0.0.2:7470"), 2, 1, 16)
+	if s := recvSeqs(t, c, 1, time.Second); len(s) != 1 || s[0] != 0 {
+		t.Errorf("at %v got %v", at, s)
+	}
+	if s := recvSeqs(t, wild, 1, time.Second); len(s) != 1 || s[0] != 1 {
+		t.Errorf("at [::]:9000 got %v", s)
+	}
+	if st := n.Stats(); st.NoRoute != 1 {
+		t.Errorf("NoRoute = %d, want 1", st.NoRoute)
+	}
+	// Closing frees the address.
+	c.Close()
+	if c2, err := n.Listen(at); err != nil {
+		t.Errorf("Listen after Close: %v", err)
+	} else {
+		c2.Close()
+	}
+}
+
+// A full receive queue drops and counts, like a socket buffer; a datagram
+// larger than the reader's buffer is dropped and counted too.
+func TestMemOverflowAndTruncation(t *testing.T) {
+	n := NewMemNetwork()
+	n.QueueLen = 10
+	a, b := memPair(t, n)
+	sendSeq(t, a, b.LocalAddr(), 0, 25, 100)
+	if st := n.Stats(); st.Delivered != 10 || st.Overflow != 15 {
+		t.Fatalf("stats %+v, want 10 delivered and 15 overflowing", st)
+	}
+	msgs := newMsgs(20, 50)
+	msgs[0].Buf = make([]byte, 200)
+	k, err := b.ReadBatch(msgs)
+	if err != nil || k != 1 {
+		t.Fatalf("ReadBatch = %d, %v; want only the one that fits", k, err)
+	}
+	if st := n.Stats(); st.Truncated != 9 {
+		t.Errorf("Truncated = %d, want 9", st.Truncated)
+	}
+}
+
+// Faults are drawn from the seed: the counts are near the probabilities,
+// the same seed gives the same run, and what arrives matches the counts.
+func TestMemFaults(t *testing.T) {
+	const sent = 10_000
+	tests := []struct {
+		name   string
+		faults Faults
+	}{
+		{"drop", Faults{Drop: 0.1, Seed: 1}},
+		{"dup", Faults{Dup: 0.05, Seed: 2}},
+		{"reorder", Faults{Reorder: 0.02, Seed: 3}},
+		{"all", Faults{Drop: 0.05, Dup: 0.05, Reorder: 0.01, Seed: 4}},
+	}
+	// within reports whether count is within 5 standard deviations of a
+	// binomial(sent, p).
+	within := func(count uint64, p float64) bool {
+		mean, sd := sent*p, math.Sqrt(sent*p*(1-p))
+		return math.Abs(float64(count)-mean) <= 5*sd
+	}
+	run := func(t *testing.T, f Faults) (MemStats, []uint64) {
+		n := NewMemNetwork()
+		n.Faults, n.QueueLen = f, 2*sent
+		a, b := memPair(t, n)
+		sendSeq(t, a, b.LocalAddr(), 0, sent, 64)
+		// Reordered datagrams land MemReorderHold later.
+		time.Sleep(20 * MemReorderHold)
+		st := n.Stats()
+		want := sent - int(st.Dropped) + int(st.Duplicated)
+		return st, recvSeqs(t, b, want, 5*time.Second)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, seqs := run(t, tt.faults)
+			f := tt.faults
+			if !within(st.Dropped, f.Drop) || !within(st.Duplicated, f.Dup*(1-f.Drop)) || !within(st.Reordered, f.Reorder*(1-f.Drop)) {
+				t.Errorf("stats %+v far from %+v over %d datagrams", st, f, sent)
+			}
+			if want := sent - st.Dropped + st.Duplicated; uint64(len(seqs)) != want || st.Delivered != want || st.Overflow != 0 {
+				t.Errorf("received %d, stats %+v; want %d", len(seqs), st, want)
+			}
+			late, seen := 0, uint64(0)
+			for _, s := range seqs {
+				if s < seen {
+					late++
+				}
+				seen = max(seen, s)
+			}
+			if f.Reorder == 0 && late != 0 || f.Reorder > 0 && late == 0 {
+				t.Errorf("%d datagrams arrived after a later one (%d reordered)", late, st.Reordered)
+			}
+			if again, _ := run(t, f); again != st {
+				t.Errorf("same seed, different run: %+v then %+v", st, again)
+			}
+		})
+	}
+}
+
+func TestMemDelay(t *testing.T) {
+	n := NewMemNetwork()
+	n.Faults.Delay = 30 * time.Millisecond
+	a, b := memPair(t, n)
+	start := time.Now()
+	sendSeq(t, a, b.LocalAddr(), 0, 10, 64)
+	if got := recvSeqs(t, b, 10, 5*time.Second); len(got) != 10 {
+		t.Fatalf("received %d of 10", len(got))
+	}
+	if d := time.Since(start); d < n.Faults.Delay {
+		t.Errorf("arrived after %v, want at least %v", d, n.Faults.Delay)
+	}
+}
+
+func TestMemZeroAllocs(t *testing.T) {
+	a, b := memPair(t, NewMemNetwork())
+	out := newMsgs(DefaultBatchSize, flarePacket)
+	for i := range out {
+		out[i].N, out[i].Addr = flarePacket, b.LocalAddr()
+	}
+	in := newMsgs(DefaultBatchSize, DefaultMaxDatagram)
+	allocs := testing.AllocsPerRun(100, func() {
+		a.WriteBatch(out)
+		for got := 0; got < len(out); {
+			n, _ := b.ReadBatch(in)
+			got += n
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch, want 0", allocs)
+	}
+}

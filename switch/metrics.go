@@ -1,0 +1,102 @@
+package swtch
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flare-net/flare/hpu"
+)
+
+// collector turns the daemon's plain atomic counters into Prometheus
+// metrics at scrape time; nothing on the packet path knows Prometheus.
+type collector struct {
+	s                                                              *Switch
+	rx, tx, drops, jobs, bufs, bufsTotal, blocks, handler, queue   *prometheus.Desc
+	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC *prometheus.Desc
+}
+
+func newCollector(s *Switch) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &collector{
+		s:           s,
+		rx:          d("flare_rx_packets_total", "Datagrams received on the data port."),
+		tx:          d("flare_tx_packets_total", "Datagrams sent from the data port."),
+		drops:       d("flare_dropped_packets_total", "Packets dropped, by reason.", "reason"),
+		jobs:        d("flare_jobs_active", "Jobs in the job table (pending or admitted)."),
+		bufs:        d("flare_buffers_in_use", "Aggregation buffers allocated in L1 right now."),
+		bufsTotal:   d("flare_buffers", "Aggregation buffers the L1 memory holds."),
+		blocks:      d("flare_blocks_completed_total", "Blocks fully aggregated and emitted."),
+		handler:     d("flare_handler_seconds", "Handler service time per packet (wall clock)."),
+		queue:       d("flare_queue_occupancy", "Handler requests queued or running in a cluster now.", "cluster"),
+		queueMean:   d("flare_queue_occupancy_mean", "Mean input-queue occupancy seen by arriving packets since start.", "cluster"),
+		coreBusy:    d("flare_core_busy_seconds_total", "Time a core spent running handlers.", "core"),
+		corePackets: d("flare_core_packets_total", "Packets a core's handlers ran.", "core"),
+		lockWait:    d("flare_lock_wait_seconds_total", "Time handlers spent waiting for buffer locks."),
+		jobRx:       d("flare_job_rx_packets_total", "Data packets accepted for a job.", "job"),
+		jobTx:       d("flare_job_tx_packets_total", "Packets a job's handler emitted (before multicast).", "job"),
+		tauC:        d("flare_tau_cycles", "Mean handler service time in PsPIN cycles (the paper's tau)."),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.handler, c.queue,
+		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	counter := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter(c.rx, float64(s.rxPackets.Load()))
+	counter(c.tx, float64(s.txPackets.Load()))
+	for reason, n := range s.drops.snapshot() {
+		counter(c.drops, float64(n), reason)
+	}
+	jobs := s.jobs.all()
+	gauge(c.jobs, float64(len(jobs)))
+	completed := s.completedEnded.Load()
+	for _, j := range jobs {
+		id := strconv.FormatUint(uint64(j.id), 10)
+		counter(c.jobRx, float64(j.rx.Load()), id)
+		counter(c.jobTx, float64(j.tx.Load()), id)
+		if live := j.live.Load(); live != nil {
+			completed += live.handler.Stats.Completed.Load()
+		}
+	}
+	counter(c.blocks, float64(completed))
+	mem := s.unit.Memory()
+	gauge(c.bufs, float64(mem.InUse()))
+	gauge(c.bufsTotal, float64(mem.Total()))
+
+	st := s.unit.Stats()
+	for _, cl := range st.Clusters {
+		l := strconv.Itoa(cl.Cluster)
+		gauge(c.queue, float64(cl.QueueNow), l)
+		gauge(c.queueMean, cl.QueueMean, l)
+	}
+	for _, co := range st.Cores {
+		l := strconv.Itoa(co.Cluster*s.cfg.HPU.CoresPerCluster + co.Core)
+		counter(c.coreBusy, float64(co.BusyNs)/1e9, l)
+		counter(c.corePackets, float64(co.Packets), l)
+	}
+	tot := st.Total()
+	counter(c.lockWait, float64(tot.LockWaitNs)/1e9)
+	gauge(c.tauC, st.TauCycles())
+	buckets := make(map[float64]uint64, hpu.HistBuckets-1)
+	var cum uint64
+	for i := 0; i < hpu.HistBuckets-1; i++ {
+		cum += uint64(tot.Hist[i])
+		buckets[float64(hpu.HistBound(i))/1e9] = cum
+	}
+	count := cum + uint64(tot.Hist[hpu.HistBuckets-1])
+	ch <- prometheus.MustNewConstHistogram(c.handler, count, float64(tot.BusyNs)/1e9, buckets)
+}

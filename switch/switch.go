@@ -1,0 +1,368 @@
+package swtch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// Switch is the daemon: a UDP data port, the job table, the processing
+// unit and the egress.
+type Switch struct {
+	cfg  Config
+	log  *slog.Logger
+	conn Conn
+	unit *hpu.HPU
+	jobs *jobTable
+
+	joinLimit rateLimit
+	drops     dropCounters
+	rxPackets atomic.Int64
+	txPackets atomic.Int64
+	// blocks completed by jobs that have ended (live jobs are read at scrape)
+	completedEnded atomic.Int64
+
+	inPool  sync.Pool // *inPacket
+	outPool sync.Pool // *outPacket
+	out     chan *outPacket
+	wg      sync.WaitGroup // job teardown goroutines
+	ready   chan struct{}
+	admin   net.Addr
+}
+
+// inPacket is a receive buffer that becomes an HPU packet without a copy:
+// the reader swaps it out of its batch and a fresh one in.
+type inPacket struct {
+	buf []byte
+	pkt hpu.Packet
+	job *job
+}
+
+// outPacket is one encoded packet on its way to one or more addresses.
+type outPacket struct {
+	buf []byte
+	job *liveJob       // multicast to the job's members when to is invalid
+	to  netip.AddrPort // unicast destination
+}
+
+// New checks cfg and builds the daemon; Run starts it.
+func New(cfg Config) (*Switch, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{})}
+	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
+	maxDgram := cfg.Conn.MaxDatagram
+	s.inPool.New = func() any {
+		ip := &inPacket{buf: make([]byte, maxDgram)}
+		ip.pkt.Ref = ip
+		return ip
+	}
+	s.outPool.New = func() any { return &outPacket{buf: make([]byte, 0, maxDgram)} }
+	unit, err := hpu.New(cfg.HPU, s, s.done)
+	if err != nil {
+		return nil, err
+	}
+	s.unit = unit
+	return s, nil
+}
+
+// Addr is the data port's address once Run has bound it (Ready closed).
+func (s *Switch) Addr() netip.AddrPort { return s.conn.LocalAddr() }
+
+// AdminAddr is the admin HTTP address once bound, or nil.
+func (s *Switch) AdminAddr() net.Addr { return s.admin }
+
+// Ready is closed once the sockets are bound.
+func (s *Switch) Ready() <-chan struct{} { return s.ready }
+
+// Run binds the ports and serves until ctx is done, then stops reading,
+// lets queued packets run, flushes the egress and returns.
+func (s *Switch) Run(ctx context.Context) error {
+	conn, err := ListenUDP(s.cfg.Listen, s.cfg.Conn)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
+	}
+	s.conn = conn
+	var adminSrv *adminServer
+	if s.cfg.Admin != "off" {
+		if adminSrv, err = s.startAdmin(); err != nil {
+			conn.Close()
+			return fmt.Errorf("--admin %s: %w", s.cfg.Admin, err)
+		}
+		s.admin = adminSrv.addr
+	}
+	off := conn.Offload()
+	s.log.Info("switch listening", "data", conn.LocalAddr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
+		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "gso", off.GSO, "gro", off.GRO)
+	close(s.ready)
+
+	unitCtx, stopUnit := context.WithCancel(context.Background())
+	unitDone := make(chan struct{})
+	go func() { s.unit.Run(unitCtx); close(unitDone) }()
+	writerDone := make(chan struct{})
+	go func() { s.writer(); close(writerDone) }()
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.reader(gctx) })
+	g.Go(func() error { s.reaper(gctx); return nil })
+	g.Go(func() error {
+		<-gctx.Done()
+		return conn.Close() // unblocks the reader
+	})
+	err = g.Wait()
+	// Drain: the reader has stopped; queued packets run, their results go out.
+	stopUnit()
+	<-unitDone
+	close(s.out)
+	<-writerDone
+	if adminSrv != nil {
+		adminSrv.close()
+	}
+	s.log.Info("switch stopped", "rx_packets", s.rxPackets.Load(), "tx_packets", s.txPackets.Load())
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Switch) reaper(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.reap(now)
+		}
+	}
+}
+
+// reader receives batches and dispatches each datagram: data to the HPU,
+// joins and leaves to the control path, everything else dropped and
+// counted. It never blocks on anything but the socket and, for back
+// pressure, a full processing unit.
+func (s *Switch) reader(ctx context.Context) error {
+	n := s.conn.BatchSize()
+	msgs := make([]Datagram, n)
+	slots := make([]*inPacket, n)
+	for i := range msgs {
+		slots[i] = s.inPool.Get().(*inPacket)
+		msgs[i].Buf = slots[i].buf
+	}
+	for {
+		k, err := s.conn.ReadBatch(msgs)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("read: %w", err)
+		}
+		s.rxPackets.Add(int64(k))
+		now := time.Now().UnixNano()
+		for i := 0; i < k; i++ {
+			if s.handle(ctx, &msgs[i], slots[i], now) {
+				slots[i] = s.inPool.Get().(*inPacket)
+				msgs[i].Buf = slots[i].buf
+			}
+		}
+	}
+}
+
+// handle processes one datagram. It reports whether ip was handed to the
+// processing unit (the caller then replaces it).
+func (s *Switch) handle(ctx context.Context, d *Datagram, ip *inPacket, now int64) bool {
+	p := &ip.pkt
+	payload, err := p.Hdr.Unmarshal(d.Buf[:d.N])
+	if err != nil {
+		s.drops.addWire(err)
+		return false
+	}
+	switch p.Hdr.Type {
+	case wire.TypeData:
+	case wire.TypeJoin:
+		s.control(d.Addr, &p.Hdr, payload)
+		return false
+	case wire.TypeLeave:
+		s.leave(d.Addr, &p.Hdr)
+		return false
+	default:
+		s.drops.add(dropUnexpected)
+		return false
+	}
+	j := s.jobs.get(p.Hdr.Job)
+	if j == nil {
+		s.drops.add(dropUnknownJob)
+		return false
+	}
+	live := j.live.Load()
+	switch {
+	case p.Hdr.Token != j.token:
+		s.drops.add(dropToken)
+		return false
+	case live == nil:
+		s.drops.add(dropNotAdmitted)
+		return false
+	case int(p.Hdr.Child) >= len(live.addrs) || live.addrs[p.Hdr.Child] != d.Addr:
+		s.drops.add(dropNotMember)
+		return false
+	}
+	j.lastActive.Store(now)
+	j.rx.Add(1)
+	p.Payload = payload
+	p.Handler = live.handler
+	p.Arrival = now
+	ip.job = j
+	j.inflight.Add(1)
+	if err := s.unit.SubmitWait(ctx, p); err != nil {
+		j.inflight.Add(-1)
+		s.drops.add(dropShutdown)
+		return false
+	}
+	return true
+}
+
+// done is the HPU's hook after a packet's handler: the buffer goes back.
+func (s *Switch) done(p *hpu.Packet) {
+	ip := p.Ref.(*inPacket)
+	ip.job.inflight.Add(-1)
+	ip.job = nil
+	p.Handler, p.Payload = nil, nil
+	s.inPool.Put(ip)
+}
+
+// control answers a join: an ack to every member once the job is admitted
+// (and to a member that joins again), or an error.
+func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
+	var body wire.JoinBody
+	if err := body.Unmarshal(payload); err != nil {
+		s.drops.addWire(err)
+		return
+	}
+	j, jerr := s.join(from, h, &body)
+	if jerr != nil {
+		s.log.Warn("join refused", "job", h.Job, "rank", h.Child, "from", from, "error", jerr.msg)
+		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: h.Job, Token: h.Token, Child: h.Child}
+		s.send(from, func(b []byte) []byte { return wire.AppendError(b, &reply, jerr.code, jerr.msg) })
+		return
+	}
+	if j == nil || !j.admitted {
+		return
+	}
+	// The first time, everybody is told; later (a join resent because the
+	// ack was lost) only the one asking.
+	s.jobs.mu.Lock()
+	members := append([]netip.AddrPort(nil), j.members...)
+	first := j.joined == len(j.members) && !j.ackSent
+	j.ackSent = true
+	s.jobs.mu.Unlock()
+	for rank, addr := range members {
+		if !first && addr != from {
+			continue
+		}
+		reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: j.id, Token: j.token, Child: uint16(rank), DType: j.dtype, Op: j.op}
+		s.send(addr, func(b []byte) []byte { return wire.AppendJoinAck(b, &reply, &j.ack) })
+	}
+}
+
+// send queues one control packet to one address.
+func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
+	op := s.outPool.Get().(*outPacket)
+	op.buf = encode(op.buf[:0])
+	op.to, op.job = to, nil
+	s.out <- op
+}
+
+// Emit is the egress the handlers call from core goroutines: the packet is
+// encoded once and queued for the writer, which sends it to every member
+// (a result), to one member (a resent result) or up to the parent.
+func (s *Switch) Emit(h *wire.Header, payload []byte) {
+	j := s.jobs.get(h.Job)
+	if j == nil {
+		return // the job ended while its last packets ran
+	}
+	live := j.live.Load()
+	op := s.outPool.Get().(*outPacket)
+	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
+	op.job, op.to = live, netip.AddrPort{}
+	if h.Flags&wire.FlagRetransmit != 0 && int(h.Child) < len(live.addrs) {
+		op.to = live.addrs[h.Child]
+	}
+	j.tx.Add(1)
+	s.out <- op
+}
+
+// writer sends queued packets in batches: one channel receive wakes it,
+// then it takes whatever else is queued, fans multicasts out to the
+// members and writes up to a batch of datagrams per call.
+func (s *Switch) writer() {
+	n := s.conn.BatchSize()
+	msgs := make([]Datagram, 0, n)
+	held := make([]*outPacket, 0, n)
+	flush := func() {
+		for sent := 0; sent < len(msgs); {
+			k, err := s.conn.WriteBatch(msgs[sent:])
+			if err != nil {
+				s.drops.add(dropSendError)
+				k = max(k, 1) // skip the datagram that failed
+			}
+			sent += k
+		}
+		s.txPackets.Add(int64(len(msgs)))
+		msgs = msgs[:0]
+		for _, op := range held {
+			op.job = nil
+			s.outPool.Put(op)
+		}
+		held = held[:0]
+	}
+	add := func(op *outPacket) {
+		if op.to.IsValid() || op.job == nil {
+			if len(msgs) == cap(msgs) {
+				flush()
+			}
+			msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
+			held = append(held, op)
+			return
+		}
+		for _, to := range op.job.addrs {
+			if !to.IsValid() {
+				continue
+			}
+			if len(msgs) == cap(msgs) {
+				flush()
+			}
+			msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
+		}
+		held = append(held, op)
+	}
+	for op := range s.out {
+		add(op)
+	more:
+		for len(msgs) < cap(msgs) {
+			select {
+			case op, ok := <-s.out:
+				if !ok {
+					break more
+				}
+				add(op)
+			default:
+				break more
+			}
+		}
+		flush()
+	}
+}
