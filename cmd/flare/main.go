@@ -32,8 +32,9 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"demo":   {"run P emulated hosts against the processing unit in process and verify every result", runDemo},
-		"switch": {"run the switch daemon", runSwitch},
+		"demo":      {"run P emulated hosts against the processing unit in process and verify every result", runDemo},
+		"switch":    {"run the switch daemon", runSwitch},
+		"allreduce": {"allreduce through a switch (or the host ring) and report the speed", runAllReduce},
 	}
 }
 

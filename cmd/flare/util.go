@@ -3,6 +3,27 @@ package main
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/wire"
 )
 
-func putFloat32(b []byte, v float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(v)) }
+// putValue stores the small integer v as one element of dt, little-endian.
+func putValue(dt wire.DType, b []byte, v int64) {
+	switch dt {
+	case wire.Int8:
+		b[0] = byte(v)
+	case wire.Int16:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case wire.Int32:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case wire.Int64:
+		binary.LittleEndian.PutUint64(b, uint64(v))
+	case wire.Float32:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+	case wire.Float64:
+		binary.LittleEndian.PutUint64(b, math.Float64bits(float64(v)))
+	case wire.BFloat16:
+		binary.LittleEndian.PutUint16(b, uint16(handlers.BFloat16From(float32(v))))
+	}
+}

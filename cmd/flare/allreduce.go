@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/wire"
+)
+
+// arConfig is one measured allreduce configuration.
+type arConfig struct {
+	sw           string
+	job          uint32
+	token        uint64
+	ranks        int // ranks run in this process
+	rank, world  int
+	count        int
+	dtype        wire.DType
+	op           wire.Op
+	algo         string
+	iters        int
+	warmup       int
+	verify       bool
+	timeout      time.Duration
+	reproducible bool
+}
+
+// arResult is one output row (the --json contract).
+type arResult struct {
+	Ranks       int     `json:"ranks"`
+	Bytes       int64   `json:"bytes"`
+	DType       string  `json:"dtype"`
+	Op          string  `json:"op"`
+	Algo        string  `json:"algo"`
+	Iters       int     `json:"iters"`
+	MedianS     float64 `json:"median_s"`
+	P99S        float64 `json:"p99_s"`
+	AlgbwGBps   float64 `json:"algbw_GBps"`
+	Verified    bool    `json:"verified"`
+	Retransmits int64   `json:"retransmits"`
+}
+
+func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("allreduce", "Allreduce through a Flare switch (or the host ring baseline) and report the speed.\nWith --ranks N, N ranks run in this process; with --rank R --world N, this process is one rank.",
+		"  flare allreduce --switch 127.0.0.1:7470 --ranks 8 --bytes 16MiB --verify\n"+
+			"  flare allreduce --rank 0 --world 4 --bytes 1MiB --dtype int32 --json   # one process per host\n"+
+			"  flare allreduce --ranks 8 --bytes 1MiB --algo ring                     # host ring baseline\n", stdout)
+	var c arConfig
+	fs.StringVar(&c.sw, "switch", "127.0.0.1:7470", "switch data address HOST:PORT")
+	job := fs.Uint32("job", 1, "job id")
+	fs.Uint64Var(&c.token, "token", 0x466c617265, "job token (a shared secret of the job's hosts)")
+	fs.IntVar(&c.ranks, "ranks", 0, "run this many ranks in this process")
+	fs.IntVar(&c.rank, "rank", -1, "this process's rank (with --world)")
+	fs.IntVar(&c.world, "world", 0, "world size (with --rank)")
+	bytesFlag := fs.String("bytes", "", "vector size per rank: 1000, 64KiB, 16MiB (or --count)")
+	fs.IntVar(&c.count, "count", 0, "vector length in elements")
+	dtype := fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64 or bfloat16")
+	op := fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
+	fs.StringVar(&c.algo, "algo", "auto", "auto, single, multi2, multi4, tree or ring (the host ring baseline)")
+	fs.IntVar(&c.iters, "iters", 10, "measured allreduce calls")
+	fs.IntVar(&c.warmup, "warmup", 2, "unmeasured calls first")
+	fs.BoolVar(&c.verify, "verify", false, "fill a deterministic pattern and check every element (exit 1 on a mismatch)")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "limit of one allreduce call")
+	fs.BoolVar(&c.reproducible, "reproducible", false, "ask for bit-reproducible float sums (tree)")
+	asJSON := fs.Bool("json", false, "print one JSON object per configuration")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c.job = *job
+	var err error
+	if c.dtype, err = wire.ParseDType(*dtype); err != nil {
+		return flagError("--dtype", err)
+	}
+	if c.op, err = wire.ParseOp(*op); err != nil {
+		return flagError("--op", err)
+	}
+	if _, err := handlers.KernelFor(c.dtype, c.op); err != nil {
+		return flagError("--op", err)
+	}
+	if err := c.resolveCount(*bytesFlag); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	res, err := measure(ctx, c)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "%d ranks  %s of %s %s  algo %s  median %.3f ms  p99 %.3f ms  algbw %.3f GB/s  retransmits %d  verified %v\n",
+		res.Ranks, formatSize(res.Bytes), res.DType, res.Op, res.Algo, res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, res.Retransmits, res.Verified)
+	return nil
+}
+
+func (c *arConfig) resolveCount(bytesFlag string) error {
+	switch {
+	case bytesFlag != "" && c.count != 0:
+		return fmt.Errorf("--bytes and --count: give one")
+	case bytesFlag != "":
+		n, err := parseSize(bytesFlag)
+		if err != nil {
+			return flagError("--bytes", err)
+		}
+		c.count = int(n) / c.dtype.Size()
+	case c.count == 0:
+		c.count = (1 << 20) / c.dtype.Size()
+	}
+	return nil
+}
+
+func (c *arConfig) validate() error {
+	switch {
+	case c.count < 1 || c.count > 1<<30:
+		return fmt.Errorf("--count %d: must be in 1..%d elements", c.count, 1<<30)
+	case c.ranks != 0 && (c.rank >= 0 || c.world != 0):
+		return fmt.Errorf("--ranks and --rank/--world: give one")
+	case c.ranks == 0 && c.world == 0:
+		return fmt.Errorf("give --ranks N (all ranks here) or --rank R --world N (one process per host)")
+	case c.ranks < 0 || c.ranks > 1024:
+		return fmt.Errorf("--ranks %d: must be in 1..1024", c.ranks)
+	case c.ranks == 0 && (c.world < 1 || c.world > hostlib.MaxWorld || c.rank < 0 || c.rank >= c.world):
+		return fmt.Errorf("--rank %d --world %d: world must be in 1..%d and rank in 0..world-1", c.rank, c.world, hostlib.MaxWorld)
+	case c.iters < 1 || c.warmup < 0:
+		return fmt.Errorf("--iters %d --warmup %d: want iters >= 1 and warmup >= 0", c.iters, c.warmup)
+	case c.algo == "ring" && c.ranks == 0:
+		return fmt.Errorf("--algo ring runs its ranks in this process: use --ranks N")
+	}
+	if _, _, err := parseAlgo(c.algo); err != nil {
+		return err
+	}
+	return nil
+}
+
+func parseAlgo(s string) (wire.Algo, int, error) {
+	switch s {
+	case "auto", "ring":
+		return wire.AlgoAuto, 0, nil
+	case "single":
+		return wire.AlgoSingle, 0, nil
+	case "tree":
+		return wire.AlgoTree, 0, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "multi"); ok {
+		var b int
+		if _, err := fmt.Sscanf(rest, "%d", &b); err == nil && b >= 2 && b <= handlers.MaxBuffers {
+			return wire.AlgoMulti, b, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("--algo %q: want auto, single, multi2, multi4 (multiB, B in 2..%d), tree or ring", s, handlers.MaxBuffers)
+}
+
+// measure runs warmup + iters calls on every local rank and summarises.
+func measure(ctx context.Context, c arConfig) (*arResult, error) {
+	local := make([]int, 0, max(c.ranks, 1))
+	world := c.world
+	if c.ranks > 0 {
+		world = c.ranks
+		for r := range c.ranks {
+			local = append(local, r)
+		}
+	} else {
+		local = append(local, c.rank)
+	}
+	nbytes := c.count * c.dtype.Size()
+	bufs := make([][]byte, len(local))
+	for i := range bufs {
+		bufs[i] = make([]byte, nbytes)
+	}
+	res := &arResult{Ranks: world, Bytes: int64(nbytes), DType: c.dtype.String(), Op: c.op.String(), Iters: c.iters, Verified: c.verify}
+	var call func(ctx context.Context) error
+	var closeAll func()
+	if c.algo == "ring" {
+		res.Algo = "ring"
+		call = func(ctx context.Context) error { return hostlib.RunLocalRing(ctx, bufs, c.dtype, c.op, nil) }
+		closeAll = func() {}
+	} else {
+		sessions, err := joinAll(ctx, c, local, world)
+		if err != nil {
+			return nil, err
+		}
+		closeAll = func() {
+			for _, s := range sessions {
+				res.Retransmits += int64(s.Stats().Retransmits)
+				s.Close()
+			}
+		}
+		res.Algo = algoName(sessions[0].Algo(), sessions[0].Buffers())
+		call = func(ctx context.Context) error {
+			g, gctx := errgroup.WithContext(ctx)
+			for i, s := range sessions {
+				g.Go(func() error { return s.AllReduceBytes(gctx, bufs[i]) })
+			}
+			return g.Wait()
+		}
+	}
+	var times []float64
+	for it := 0; it < c.warmup+c.iters; it++ {
+		if c.verify {
+			for i, r := range local {
+				fillPattern(c.dtype, c.op, r, it, bufs[i])
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.timeout)
+		start := time.Now()
+		err := call(cctx)
+		el := time.Since(start)
+		cancel()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		if it >= c.warmup {
+			times = append(times, el.Seconds())
+		}
+		if c.verify {
+			for i, r := range local {
+				if err := verifyPattern(c.dtype, c.op, world, it, bufs[i]); err != nil {
+					closeAll()
+					return nil, fmt.Errorf("verify: rank %d, call %d: %w", r, it, err)
+				}
+			}
+		}
+	}
+	closeAll()
+	slices.Sort(times)
+	res.MedianS = times[len(times)/2]
+	res.P99S = times[min(len(times)-1, (len(times)*99+99)/100-1)]
+	res.AlgbwGBps = float64(nbytes) / res.MedianS / 1e9
+	return res, nil
+}
+
+// joinAll joins the local ranks concurrently (each join waits for all).
+func joinAll(ctx context.Context, c arConfig, local []int, world int) ([]*hostlib.Session, error) {
+	algo, b, _ := parseAlgo(c.algo)
+	sessions := make([]*hostlib.Session, len(local))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for i, r := range local {
+		g.Go(func() error {
+			s, err := hostlib.Join(gctx, hostlib.Options{
+				Switch: c.sw, Job: c.job, Token: c.token, Rank: r, World: world, DType: c.dtype, Op: c.op,
+				Elements: c.count, Algo: algo, Buffers: b, Reproducible: c.reproducible, Timeout: c.timeout,
+			})
+			mu.Lock()
+			sessions[i] = s
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for _, s := range sessions {
+			if s != nil {
+				s.Close()
+			}
+		}
+		return nil, err
+	}
+	return sessions, nil
+}
+
+func algoName(a wire.Algo, b int) string {
+	if a == wire.AlgoMulti {
+		return fmt.Sprintf("multi%d", b)
+	}
+	return a.String()
+}
+
+// patternValue is rank r's element i in call it: small integers (and ±1
+// with a rare 2 for products), so every design's float result is exact and
+// the check can be element-exact.
+func patternValue(op wire.Op, r, i, it int) int64 {
+	h := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(r)*0xBF58476D1CE4E5B9 ^ uint64(it)*0x94D049BB133111EB
+	h ^= h >> 31
+	if op == wire.OpProd {
+		switch h % 16 {
+		case 0:
+			return -1
+		case 1:
+			return 2
+		}
+		return 1
+	}
+	return int64(h%61) - 30
+}
+
+func fillPattern(dt wire.DType, op wire.Op, rank, it int, buf []byte) {
+	sz := dt.Size()
+	for i := 0; i*sz < len(buf); i++ {
+		putValue(dt, buf[i*sz:], patternValue(op, rank, i, it))
+	}
+}
+
+// verifyPattern checks buf against the plain reference of every rank's
+// pattern, a chunk of elements at a time.
+func verifyPattern(dt wire.DType, op wire.Op, world, it int, buf []byte) error {
+	sz := dt.Size()
+	const chunk = 4096
+	inputs := make([][]byte, world)
+	for lo := 0; lo*sz < len(buf); lo += chunk {
+		n := min(chunk, len(buf)/sz-lo)
+		for r := range inputs {
+			if inputs[r] == nil {
+				inputs[r] = make([]byte, chunk*sz)
+			}
+			inputs[r] = inputs[r][:n*sz]
+			for i := 0; i < n; i++ {
+				putValue(dt, inputs[r][i*sz:], patternValue(op, r, lo+i, it))
+			}
+		}
+		if err := handlers.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
+			return fmt.Errorf("at element offset %d: %w", lo, err)
+		}
+	}
+	return nil
+}
