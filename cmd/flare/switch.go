@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -33,6 +34,14 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if fs.NArg() > 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	for _, f := range []struct {
+		name string
+		v, max int
+	}{{"clusters", cfg.HPU.Clusters, hpu.MaxClusters}, {"cores", cfg.HPU.CoresPerCluster, hpu.MaxCoresPerCluster}, {"queue", cfg.HPU.QueueDepth, hpu.MaxQueueDepth}} {
+		if f.v < 1 || f.v > f.max { // 0 would silently mean the default in Config
+			return fmt.Errorf("--%s %d: must be in 1..%d", f.name, f.v, f.max)
+		}
 	}
 	n, err := parseSize(*l1)
 	if err != nil {

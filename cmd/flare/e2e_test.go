@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/wire"
+)
+
+// flareBin is the binary built once for the end-to-end tests.
+var flareBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "flare-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	flareBin = filepath.Join(dir, "flare")
+	args := []string{"build", "-o", flareBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building flare: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is a `flare switch` process.
+type daemon struct {
+	cmd   *exec.Cmd
+	data  string
+	admin string
+	log   *syncBuffer
+	done  chan error
+}
+
+func freePort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startDaemon runs the switch as its own process and waits for /healthz.
+func startDaemon(t *testing.T, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{
+		data:  fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")),
+		admin: fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp")),
+		log:   &syncBuffer{},
+		done:  make(chan error, 1),
+	}
+	d.cmd = exec.Command(flareBin, append([]string{"switch", "--listen", d.data, "--admin", d.admin, "--l1", "4MiB"}, extra...)...)
+	d.cmd.Stderr = d.log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		<-d.done
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + d.admin + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("switch not healthy after 10 s: %v\n%s", err, d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// metric scrapes /metrics and returns the value of the first sample whose
+// line starts with name (labels included in name if given).
+func (d *daemon) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + d.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+" ") {
+			v, err := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("metric %s not exported", name)
+	return 0
+}
+
+// allreduce runs `flare allreduce` processes: one per rank when perRank,
+// else one process with --ranks. It returns the JSON rows.
+func allreduce(ctx context.Context, t *testing.T, d *daemon, job, world int, perRank bool, args ...string) ([]arResult, error) {
+	base := append([]string{"allreduce", "--switch", d.data, "--job", strconv.Itoa(job), "--verify", "--json",
+		"--iters", "2", "--warmup", "1", "--timeout", "60s"}, args...)
+	var runs [][]string
+	if perRank {
+		for r := 0; r < world; r++ {
+			runs = append(runs, append(append([]string(nil), base...), "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world)))
+		}
+	} else {
+		runs = append(runs, append(base, "--ranks", strconv.Itoa(world)))
+	}
+	rows := make([]arResult, len(runs))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, a := range runs {
+		g.Go(func() error {
+			out, err := exec.CommandContext(gctx, flareBin, a...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("flare %s: %v\n%s", strings.Join(a, " "), err, out)
+			}
+			if err := json.Unmarshal(out, &rows[i]); err != nil {
+				return fmt.Errorf("flare %s: output %q: %v", strings.Join(a, " "), out, err)
+			}
+			return nil
+		})
+	}
+	return rows, g.Wait()
+}
+
+// Every design × dtype × op through the daemon process, sizes that are
+// not multiples of the packet, 1 element, P = 1, 2, 8, 16, separate host
+// processes for some, all verified element by element.
+func TestE2EAllReduceMatrix(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	job := 1
+	algos := []string{"single", "multi2", "multi4", "tree"}
+	for _, dt := range wire.DTypes {
+		ops := []string{"sum", "min", "max", "prod"}
+		if !dt.IsFloat() {
+			ops = append(ops, "and", "or", "xor")
+		}
+		for i, op := range ops {
+			algo := algos[(int(dt)+i)%len(algos)]
+			world := []int{1, 2, 8, 16}[(int(dt)+i)%4]
+			count := []int{1, 255, 1000, 70001}[(int(dt)*3+i)%4]
+			job++
+			rows, err := allreduce(ctx, t, d, job, world, false, "--dtype", dt.String(), "--op", op, "--algo", algo, "--count", strconv.Itoa(count))
+			if err != nil {
+				t.Fatalf("%s %s %s P=%d n=%d: %v", dt, op, algo, world, count, err)
+			}
+			if !rows[0].Verified || rows[0].Algo != algo {
+				t.Fatalf("%s %s: row %+v", dt, op, rows[0])
+			}
+		}
+	}
+	// One process per host.
+	for _, algo := range algos {
+		job++
+		if _, err := allreduce(ctx, t, d, job, 4, true, "--algo", algo, "--bytes", "100KiB", "--dtype", "float32"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.metric(t, "flare_blocks_completed_total"); n == 0 {
+		t.Fatal("no blocks completed according to /metrics")
+	}
+}
+
+// Several jobs at once on one switch, each with its own quota, and many
+// back-to-back calls in one session.
+func TestE2EConcurrentJobsAndBackToBack(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	for _, jobs := range []int{2, 4} {
+		g, gctx := errgroup.WithContext(ctx)
+		for j := 0; j < jobs; j++ {
+			g.Go(func() error {
+				_, err := allreduce(gctx, t, d, 100*jobs+j, 4, false, "--bytes", "300KiB", "--dtype", "int32", "--algo", []string{"auto", "tree"}[j%2])
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatalf("%d concurrent jobs: %v", jobs, err)
+		}
+	}
+	rows, err := allreduce(ctx, t, d, 999, 2, false, "--bytes", "4KiB", "--iters", "50", "--warmup", "0")
+	if err != nil || rows[0].Iters != 50 {
+		t.Fatalf("50 back-to-back calls: %v %+v", err, rows)
+	}
+}
+
+// Large vectors through the daemon: 64 MiB per rank, and a length just
+// short of a multiple of the packet.
+func TestE2ELarge(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("64 MiB per rank is for the plain (non-race) run")
+	}
+	d := startDaemon(t, "--l1", "8MiB")
+	if _, err := allreduce(context.Background(), t, d, 7, 2, false, "--bytes", "64MiB", "--iters", "1", "--warmup", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := allreduce(context.Background(), t, d, 8, 2, false, "--count", strconv.Itoa(16<<20-3), "--iters", "1", "--warmup", "0", "--dtype", "int32"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Metrics move with traffic; garbage is dropped and counted by reason; a
+// job that cannot fit is refused with the numbers; SIGTERM exits 0.
+func TestE2EMetricsRefusalAndShutdown(t *testing.T) {
+	d := startDaemon(t, "--l1", "16KiB", "--clusters", "1")
+	rx0 := d.metric(t, "flare_rx_packets_total")
+	if _, err := allreduce(context.Background(), t, d, 5, 2, false, "--bytes", "4KiB", "--algo", "single"); err != nil {
+		t.Fatal(err)
+	}
+	if rx := d.metric(t, "flare_rx_packets_total"); rx <= rx0 {
+		t.Fatalf("rx packets %v after traffic, was %v", rx, rx0)
+	}
+	// Garbage and a data packet of an unknown job.
+	c, err := net.Dial("udp", d.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("not a flare packet"))
+	h := wire.Header{Version: 1, Type: wire.TypeData, Job: 4242, DType: wire.Int32, Op: wire.OpSum, Count: 1}
+	c.Write(wire.AppendPacket(nil, &h, make([]byte, 4)))
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for d.metric(t, `flare_dropped_packets_total{reason="unknown-job"}`) < 1 || d.metric(t, `flare_dropped_packets_total{reason="short"}`)+d.metric(t, `flare_dropped_packets_total{reason="version"}`) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("garbage not counted under a drop reason")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// 16 KiB of L1 is 16 buffers; a tree job of 64 ranks needs 2·64.
+	_, err = allreduce(context.Background(), t, d, 6, 64, false, "--bytes", "4KiB", "--algo", "tree")
+	if err == nil || !regexp.MustCompile(`job 6 needs \d+ buffers of 1 KiB, \d+ free`).MatchString(err.Error()) {
+		t.Fatalf("oversized job: %v", err)
+	}
+	start := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		if err != nil {
+			t.Fatalf("switch exited with %v after SIGTERM\n%s", err, d.log)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("switch still running 5 s after SIGTERM")
+	}
+	t.Logf("SIGTERM to exit: %v", time.Since(start))
+}
+
+// Bad flags name the flag and the allowed range.
+func TestFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"switch", "--clusters", "0"}, "--clusters 0: must be in 1..1024"},
+		{[]string{"switch", "--cores", "300"}, "--cores 300: must be in 1..256"},
+		{[]string{"switch", "--policy-s", "9"}, "--policy-s: policy S = 9: must be in 1..8"},
+		{[]string{"switch", "--listen", "nowhere"}, "--listen \"nowhere\": want HOST:PORT"},
+		{[]string{"switch", "--l1", "lots"}, "--l1: size \"lots\""},
+		{[]string{"allreduce", "--ranks", "2", "--dtype", "int128"}, "--dtype: unknown dtype \"int128\""},
+		{[]string{"allreduce", "--ranks", "2", "--dtype", "float32", "--op", "xor"}, "--op:"},
+		{[]string{"allreduce", "--ranks", "2", "--algo", "multi99"}, "--algo \"multi99\""},
+		{[]string{"allreduce", "--rank", "3", "--world", "2"}, "--rank 3 --world 2"},
+		{[]string{"nosuch"}, "unknown command \"nosuch\""},
+	} {
+		err := run(context.Background(), tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("flare %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1000": 1000, "64KiB": 64 << 10, "16MiB": 16 << 20, "1GiB": 1 << 30, "2KB": 2000} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if _, err := parseSize("-1"); err == nil {
+		t.Error("negative size accepted")
+	}
+}
+
+// syncBuffer collects the daemon's log; the process's copier writes while
+// a failing test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
