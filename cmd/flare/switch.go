@@ -36,7 +36,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	for _, f := range []struct {
-		name string
+		name   string
 		v, max int
 	}{{"clusters", cfg.HPU.Clusters, hpu.MaxClusters}, {"cores", cfg.HPU.CoresPerCluster, hpu.MaxCoresPerCluster}, {"queue", cfg.HPU.QueueDepth, hpu.MaxQueueDepth}} {
 		if f.v < 1 || f.v > f.max { // 0 would silently mean the default in Config
