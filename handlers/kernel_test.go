@@ -450,7 +450,7 @@ func refMinMax(x, y float64, isMin bool, nan float64) float64 {
 }
 
 func refInt(dt wire.DType, op wire.Op, out, a, b []byte) {
-	x, y := decodeInt(dt, a), decodeInt(dt, b)
+	x, y := specLoadInt(dt, a), specLoadInt(dt, b)
 	var r int64
 	switch op {
 	case wire.OpSum:
@@ -484,19 +484,6 @@ func refInt(dt wire.DType, op wire.Op, out, a, b []byte) {
 	var buf [8]byte
 	binary.LittleEndian.PutUint64(buf[:], uint64(r))
 	copy(out, buf[:dt.Size()])
-}
-
-// decodeInt sign-extends one little-endian integer of dt.
-func decodeInt(dt wire.DType, b []byte) int64 {
-	switch dt {
-	case wire.Int8:
-		return int64(int8(b[0]))
-	case wire.Int16:
-		return int64(int16(binary.LittleEndian.Uint16(b)))
-	case wire.Int32:
-		return int64(int32(binary.LittleEndian.Uint32(b)))
-	}
-	return int64(binary.LittleEndian.Uint64(b))
 }
 
 func intBytes(dt wire.DType, v int64) []byte {
