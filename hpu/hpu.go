@@ -29,8 +29,12 @@ type HPU struct {
 
 type cluster struct {
 	id    int
-	slots chan struct{} // one token per handler request held (queued or running)
-	cores []*core
+	depth int64
+	occ   atomic.Int64 // handler requests held: queued or running
+	// room is signalled when a request leaves while a submitter waits.
+	room    chan struct{}
+	waiting atomic.Int32
+	cores   []*core
 
 	occSum     atomic.Int64 // queue occupancy summed over arrival samples
 	occSamples atomic.Int64
@@ -38,13 +42,20 @@ type cluster struct {
 	overflowIn atomic.Int64 // packets received because their home cluster was full
 }
 
+// core is one core: a FIFO of packets assigned to it, and the goroutine
+// that runs them. The goroutine takes the whole FIFO at once and sleeps on
+// wake only when it is empty, so a burst costs one wake-up, not one per
+// packet.
 type core struct {
-	id      int
-	cluster *cluster
-	in      chan *Packet
-	idle    atomic.Bool
-	task    Task
-	stats   coreCounters
+	id       int
+	cluster  *cluster
+	mu       sync.Mutex
+	q        []*Packet // assigned, not yet taken; at most the cluster's depth
+	sleeping bool      // under mu: the goroutine waits on wake, and whoever queues next sends it
+	wake     chan struct{}
+	load     atomic.Int64 // assigned and not finished: 0 means idle
+	task     Task
+	stats    coreCounters
 }
 
 type coreCounters struct {
@@ -78,11 +89,10 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 	}
 	h := &HPU{cfg: cfg, mem: newMemory(cfg), egress: egress, done: done}
 	for c := 0; c < cfg.Clusters; c++ {
-		cl := &cluster{id: c, slots: make(chan struct{}, cfg.QueueDepth)}
+		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1)}
 		for k := 0; k < cfg.CoresPerCluster; k++ {
-			co := &core{id: k, cluster: cl, in: make(chan *Packet, cfg.QueueDepth)}
+			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1)}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
-			co.idle.Store(true)
 			cl.cores = append(cl.cores, co)
 		}
 		h.clusters = append(h.clusters, cl)
@@ -116,20 +126,30 @@ func (h *HPU) Run(ctx context.Context) error {
 
 func (h *HPU) loop(ctx context.Context, co *core) {
 	defer h.wg.Done()
+	batch := make([]*Packet, 0, cap(co.q))
 	for {
-		select {
-		case p := <-co.in:
-			h.execute(co, p)
-		case <-ctx.Done():
-			for {
-				select {
-				case p := <-co.in:
-					h.execute(co, p)
-				default:
-					return
-				}
+		co.mu.Lock()
+		if len(co.q) == 0 {
+			if ctx.Err() != nil {
+				co.mu.Unlock()
+				return // stopped, and nothing left to run
 			}
+			co.sleeping = true
+			co.mu.Unlock()
+			select {
+			case <-co.wake:
+			case <-ctx.Done():
+			}
+			continue
 		}
+		batch = append(batch[:0], co.q...)
+		clear(co.q)
+		co.q = co.q[:0]
+		co.mu.Unlock()
+		for _, p := range batch {
+			h.execute(co, p)
+		}
+		clear(batch)
 	}
 }
 
@@ -157,9 +177,14 @@ func (h *HPU) execute(co *core, p *Packet) {
 	if h.done != nil {
 		h.done(p)
 	}
-	<-co.cluster.slots
-	if len(co.in) == 0 {
-		co.idle.Store(true)
+	co.load.Add(-1)
+	cl := co.cluster
+	cl.occ.Add(-1)
+	if cl.waiting.Load() > 0 {
+		select {
+		case cl.room <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -169,55 +194,145 @@ func (h *HPU) execute(co *core, p *Packet) {
 // elsewhere would break that). It returns ErrQueueFull when no queue has
 // room; the caller drops or retries.
 func (h *HPU) Submit(p *Packet) error {
-	if h.stopped.Load() {
-		return ErrClosed
+	co, err := h.place(p)
+	if err != nil {
+		return err
 	}
-	home := h.clusters[int(p.Hdr.Block%uint32(len(h.clusters)))]
+	co.push(p, true)
+	return nil
+}
+
+// place picks the cluster and core for p and counts it in; ErrQueueFull
+// when no eligible cluster has room.
+func (h *HPU) place(p *Packet) (*core, error) {
+	if h.stopped.Load() {
+		return nil, ErrClosed
+	}
+	home := h.home(p)
 	cl := home
 	if !cl.enter() {
 		if h.cfg.SubsetS == 1 {
-			return ErrQueueFull
+			return nil, ErrQueueFull
 		}
 		cl = h.leastLoaded()
 		if cl == home || !cl.enter() {
-			return ErrQueueFull
+			return nil, ErrQueueFull
 		}
 		cl.overflowIn.Add(1)
 	}
-	h.dispatch(cl, p)
-	return nil
+	return h.dispatch(cl, p), nil
+}
+
+func (h *HPU) home(p *Packet) *cluster {
+	return h.clusters[int(p.Hdr.Block%uint32(len(h.clusters)))]
 }
 
 // SubmitWait is Submit with back-pressure: when every eligible queue is
 // full it waits for room in the home cluster, or for ctx.
 func (h *HPU) SubmitWait(ctx context.Context, p *Packet) error {
-	err := h.Submit(p)
-	if err != ErrQueueFull {
+	co, err := h.placeWait(ctx, p)
+	if err != nil {
 		return err
 	}
-	home := h.clusters[int(p.Hdr.Block%uint32(len(h.clusters)))]
+	co.push(p, true)
+	return nil
+}
+
+func (h *HPU) placeWait(ctx context.Context, p *Packet) (*core, error) {
+	co, err := h.place(p)
+	if err != ErrQueueFull {
+		return co, err
+	}
+	home := h.home(p)
+	home.waiting.Add(1)
+	defer home.waiting.Add(-1)
+	for !home.enter() {
+		select {
+		case <-home.room:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if h.stopped.Load() {
+			return nil, ErrClosed
+		}
+	}
+	return h.dispatch(home, p), nil
+}
+
+// SubmitBatch submits ps in order with SubmitWait's back-pressure, but wakes
+// each core once for the whole batch (and before it has to wait for room),
+// so that a burst from the network costs one wake-up per core instead of
+// one per packet. It returns how many packets were submitted: on an error
+// (ctx done, or the unit stopped) ps[n:] were not.
+func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
+	var pending [64]*core
+	np := 0
+	wakeAll := func() {
+		for _, co := range pending[:np] {
+			co.signal()
+		}
+		np = 0
+	}
+	defer wakeAll()
+	for i, p := range ps {
+		co, err := h.place(p)
+		if err == ErrQueueFull {
+			wakeAll() // the cores must run for room to appear
+			co, err = h.placeWait(ctx, p)
+		}
+		if err != nil {
+			return i, err
+		}
+		if co.push(p, false) {
+			if np == len(pending) {
+				wakeAll()
+			}
+			pending[np] = co
+			np++
+		}
+	}
+	return len(ps), nil
+}
+
+// push appends p to the core's FIFO. It reports whether the core was
+// asleep; then it must be signalled, at once when wake is set, or later by
+// the caller.
+func (co *core) push(p *Packet, wake bool) bool {
+	co.mu.Lock()
+	co.q = append(co.q, p)
+	sleeping := co.sleeping
+	co.sleeping = false
+	co.mu.Unlock()
+	if sleeping && wake {
+		co.signal()
+	}
+	return sleeping
+}
+
+func (co *core) signal() {
 	select {
-	case home.slots <- struct{}{}:
-		h.dispatch(home, p)
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case co.wake <- struct{}{}:
+	default:
 	}
 }
 
+// enter counts a request into the cluster if its queue has room.
 func (cl *cluster) enter() bool {
-	select {
-	case cl.slots <- struct{}{}:
-		return true
-	default:
-		return false
+	for {
+		n := cl.occ.Load()
+		if n >= cl.depth {
+			return false
+		}
+		if cl.occ.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
 func (h *HPU) leastLoaded() *cluster {
 	best := h.clusters[0]
 	for _, cl := range h.clusters[1:] {
-		if len(cl.slots) < len(best.slots) {
+		if cl.occ.Load() < best.occ.Load() {
 			best = cl
 		}
 	}
@@ -225,10 +340,10 @@ func (h *HPU) leastLoaded() *cluster {
 }
 
 // dispatch samples the queue occupancy the packet sees (itself included)
-// and hands it to a core of the block's subset: the lowest-numbered idle
-// one, or else the one with the shortest queue.
-func (h *HPU) dispatch(cl *cluster, p *Packet) {
-	occ := int64(len(cl.slots))
+// and assigns it to a core of the block's subset: the lowest-numbered idle
+// one, or else the one with the least work.
+func (h *HPU) dispatch(cl *cluster, p *Packet) *core {
+	occ := cl.occ.Load()
 	cl.occSum.Add(occ)
 	cl.occSamples.Add(1)
 	for m := cl.occMax.Load(); occ > m && !cl.occMax.CompareAndSwap(m, occ); m = cl.occMax.Load() {
@@ -240,15 +355,18 @@ func (h *HPU) dispatch(cl *cluster, p *Packet) {
 		base = int(uint64(p.Hdr.Block/uint32(len(h.clusters))) * uint64(s) % uint64(c))
 	}
 	var best *core
+	bestLoad := int64(0)
 	for j := 0; j < s; j++ {
 		co := cl.cores[(base+j)%c]
-		if co.idle.CompareAndSwap(true, false) {
+		l := co.load.Load()
+		if l == 0 {
 			best = co
 			break
 		}
-		if best == nil || len(co.in) < len(best.in) {
-			best = co
+		if best == nil || l < bestLoad {
+			best, bestLoad = co, l
 		}
 	}
-	best.in <- p
+	best.load.Add(1)
+	return best
 }

@@ -40,7 +40,7 @@ func (h *HPU) Stats() Stats {
 	for _, cl := range h.clusters {
 		a := h.mem.arenas[cl.id]
 		cs := ClusterStats{
-			Cluster: cl.id, QueueMax: cl.occMax.Load(), QueueNow: len(cl.slots),
+			Cluster: cl.id, QueueMax: cl.occMax.Load(), QueueNow: int(cl.occ.Load()),
 			Overflow: cl.overflowIn.Load(), BuffersInUse: a.InUse(), BuffersPeak: a.Peak(), BuffersTotal: a.Cap(),
 			arrivals: cl.occSamples.Load(), occupancySum: cl.occSum.Load(),
 		}

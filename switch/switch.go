@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,12 +154,15 @@ func (s *Switch) reaper(ctx context.Context) {
 
 // reader receives batches and dispatches each datagram: data to the HPU,
 // joins and leaves to the control path, everything else dropped and
-// counted. It never blocks on anything but the socket and, for back
-// pressure, a full processing unit.
+// counted. The data packets of one batch go to the processing unit
+// together, so each core is woken once per batch. The reader never blocks
+// on anything but the socket and, for back pressure, a full processing
+// unit.
 func (s *Switch) reader(ctx context.Context) error {
 	n := s.conn.BatchSize()
 	msgs := make([]Datagram, n)
 	slots := make([]*inPacket, n)
+	batch := make([]*hpu.Packet, 0, n)
 	for i := range msgs {
 		slots[i] = s.inPool.Get().(*inPacket)
 		msgs[i].Buf = slots[i].buf
@@ -174,17 +178,27 @@ func (s *Switch) reader(ctx context.Context) error {
 		s.rxPackets.Add(int64(k))
 		now := time.Now().UnixNano()
 		for i := 0; i < k; i++ {
-			if s.handle(ctx, &msgs[i], slots[i], now) {
+			if s.handle(&msgs[i], slots[i], now) {
+				batch = append(batch, &slots[i].pkt)
 				slots[i] = s.inPool.Get().(*inPacket)
 				msgs[i].Buf = slots[i].buf
 			}
 		}
+		sent, err := s.unit.SubmitBatch(ctx, batch)
+		if err != nil {
+			for _, p := range batch[sent:] {
+				s.drops.add(dropShutdown)
+				s.done(p)
+			}
+		}
+		clear(batch)
+		batch = batch[:0]
 	}
 }
 
-// handle processes one datagram. It reports whether ip was handed to the
-// processing unit (the caller then replaces it).
-func (s *Switch) handle(ctx context.Context, d *Datagram, ip *inPacket, now int64) bool {
+// handle processes one datagram. It reports whether ip is ready for the
+// processing unit (the caller submits it and replaces the buffer).
+func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	p := &ip.pkt
 	payload, err := p.Hdr.Unmarshal(d.Buf[:d.N])
 	if err != nil {
@@ -227,11 +241,6 @@ func (s *Switch) handle(ctx context.Context, d *Datagram, ip *inPacket, now int6
 	p.Arrival = now
 	ip.job = j
 	j.inflight.Add(1)
-	if err := s.unit.SubmitWait(ctx, p); err != nil {
-		j.inflight.Add(-1)
-		s.drops.add(dropShutdown)
-		return false
-	}
 	return true
 }
 
@@ -305,14 +314,34 @@ func (s *Switch) Emit(h *wire.Header, payload []byte) {
 	s.out <- op
 }
 
-// writer sends queued packets in batches: one channel receive wakes it,
-// then it takes whatever else is queued, fans multicasts out to the
-// members and writes up to a batch of datagrams per call.
+// writer sends queued packets in batches. One channel receive wakes it,
+// then it takes whatever else is queued (up to writerHold packets) and
+// fans the multicasts out destination-major: every held result for member
+// 0, then every one for member 1, and so on. Runs of datagrams to one
+// address are what GSO turns into one send, so a batch of 64 results to 8
+// hosts crosses the kernel as 8 segmented sends instead of 512 plain ones.
 func (s *Switch) writer() {
-	n := s.conn.BatchSize()
-	msgs := make([]Datagram, 0, n)
-	held := make([]*outPacket, 0, n)
+	msgs := make([]Datagram, 0, writerHold*8)
+	held := make([]*outPacket, 0, writerHold)
 	flush := func() {
+		fan := 0
+		for _, op := range held {
+			if op.to.IsValid() || op.job == nil {
+				msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
+			} else {
+				fan = max(fan, len(op.job.addrs))
+			}
+		}
+		for m := 0; m < fan; m++ {
+			for _, op := range held {
+				if op.to.IsValid() || op.job == nil || m >= len(op.job.addrs) {
+					continue
+				}
+				if to := op.job.addrs[m]; to.IsValid() {
+					msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
+				}
+			}
+		}
 		for sent := 0; sent < len(msgs); {
 			k, err := s.conn.WriteBatch(msgs[sent:])
 			if err != nil {
@@ -322,6 +351,7 @@ func (s *Switch) writer() {
 			sent += k
 		}
 		s.txPackets.Add(int64(len(msgs)))
+		clear(msgs) // keep no references to pooled buffers
 		msgs = msgs[:0]
 		for _, op := range held {
 			op.job = nil
@@ -329,40 +359,36 @@ func (s *Switch) writer() {
 		}
 		held = held[:0]
 	}
-	add := func(op *outPacket) {
-		if op.to.IsValid() || op.job == nil {
-			if len(msgs) == cap(msgs) {
-				flush()
-			}
-			msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
-			held = append(held, op)
-			return
-		}
-		for _, to := range op.job.addrs {
-			if !to.IsValid() {
-				continue
-			}
-			if len(msgs) == cap(msgs) {
-				flush()
-			}
-			msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
-		}
-		held = append(held, op)
-	}
 	for op := range s.out {
-		add(op)
-	more:
-		for len(msgs) < cap(msgs) {
+		held = append(held, op)
+		// Take what is queued; when that is little, let the cores run a
+		// moment first (they are mid-burst more often than not) so the
+		// batch, and its per-destination runs, grow.
+		for yields := 0; len(held) < writerHold; {
 			select {
 			case op, ok := <-s.out:
 				if !ok {
-					break more
+					flush()
+					return
 				}
-				add(op)
+				held = append(held, op)
+				continue
 			default:
-				break more
 			}
+			if yields == writerYields {
+				break
+			}
+			yields++
+			runtime.Gosched()
 		}
 		flush()
 	}
 }
+
+// writerHold is the most queued packets the writer takes per round: enough
+// for a full GSO run (64 segments) per destination.
+const writerHold = 64
+
+// writerYields is how many times the writer yields to collect a batch
+// before sending what it has.
+const writerYields = 4

@@ -33,6 +33,7 @@ type arConfig struct {
 	verify       bool
 	timeout      time.Duration
 	reproducible bool
+	peers        []string // ring listen addresses by rank, for --algo ring with --rank
 }
 
 // arResult is one output row (the --json contract).
@@ -54,7 +55,8 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags("allreduce", "Allreduce through a Flare switch (or the host ring baseline) and report the speed.\nWith --ranks N, N ranks run in this process; with --rank R --world N, this process is one rank.",
 		"  flare allreduce --switch 127.0.0.1:7470 --ranks 8 --bytes 16MiB --verify\n"+
 			"  flare allreduce --rank 0 --world 4 --bytes 1MiB --dtype int32 --json   # one process per host\n"+
-			"  flare allreduce --ranks 8 --bytes 1MiB --algo ring                     # host ring baseline\n", stdout)
+			"  flare allreduce --ranks 8 --bytes 1MiB --algo ring                     # host ring baseline\n"+
+			"  flare allreduce --algo ring --rank 0 --world 2 --peers 127.0.0.1:9001,127.0.0.1:9002\n", stdout)
 	var c arConfig
 	fs.StringVar(&c.sw, "switch", "127.0.0.1:7470", "switch data address HOST:PORT")
 	job := fs.Uint32("job", 1, "job id")
@@ -72,9 +74,18 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&c.verify, "verify", false, "fill a deterministic pattern and check every element (exit 1 on a mismatch)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "limit of one allreduce call")
 	fs.BoolVar(&c.reproducible, "reproducible", false, "ask for bit-reproducible float sums (tree)")
+	fs.StringSliceVar(&c.peers, "peers", nil, "with --algo ring and --rank: every rank's TCP listen address HOST:PORT, by rank")
 	asJSON := fs.Bool("json", false, "print one JSON object per configuration")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return flagError("--cpuprofile", err)
+		}
+		defer stop()
 	}
 	c.job = *job
 	var err error
@@ -135,8 +146,10 @@ func (c *arConfig) validate() error {
 		return fmt.Errorf("--rank %d --world %d: world must be in 1..%d and rank in 0..world-1", c.rank, c.world, hostlib.MaxWorld)
 	case c.iters < 1 || c.warmup < 0:
 		return fmt.Errorf("--iters %d --warmup %d: want iters >= 1 and warmup >= 0", c.iters, c.warmup)
-	case c.algo == "ring" && c.ranks == 0:
-		return fmt.Errorf("--algo ring runs its ranks in this process: use --ranks N")
+	case c.algo == "ring" && c.ranks == 0 && len(c.peers) != c.world:
+		return fmt.Errorf("--algo ring --rank %d --world %d: give --peers with %d addresses (every rank's, by rank), or use --ranks N", c.rank, c.world, c.world)
+	case len(c.peers) > 0 && (c.algo != "ring" || c.ranks != 0):
+		return fmt.Errorf("--peers: only with --algo ring and --rank R --world N")
 	}
 	if _, _, err := parseAlgo(c.algo); err != nil {
 		return err
@@ -182,11 +195,20 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 	res := &arResult{Ranks: world, Bytes: int64(nbytes), DType: c.dtype.String(), Op: c.op.String(), Iters: c.iters, Verified: c.verify}
 	var call func(ctx context.Context) error
 	var closeAll func()
-	if c.algo == "ring" {
+	switch {
+	case c.algo == "ring" && c.ranks == 0:
+		res.Algo = "ring"
+		ring, err := hostlib.NewRing(ctx, hostlib.RingConfig{Rank: c.rank, Peers: c.peers, DialTimeout: c.timeout})
+		if err != nil {
+			return nil, err
+		}
+		call = func(ctx context.Context) error { return ring.AllReduce(ctx, bufs[0], c.dtype, c.op) }
+		closeAll = func() { ring.Close() }
+	case c.algo == "ring":
 		res.Algo = "ring"
 		call = func(ctx context.Context) error { return hostlib.RunLocalRing(ctx, bufs, c.dtype, c.op, nil) }
 		closeAll = func() {}
-	} else {
+	default:
 		sessions, err := joinAll(ctx, c, local, world)
 		if err != nil {
 			return nil, err

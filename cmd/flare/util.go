@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/binary"
 	"math"
+	"os"
+	"runtime/pprof"
 
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/wire"
@@ -26,4 +28,17 @@ func putValue(dt wire.DType, b []byte, v int64) {
 	case wire.BFloat16:
 		binary.LittleEndian.PutUint16(b, uint16(handlers.BFloat16From(float32(v))))
 	}
+}
+
+// startCPUProfile profiles this process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

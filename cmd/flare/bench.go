@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// benchRow is one line of `flare bench`: an allreduce result, the path it
+// took, and its ratios against the other two paths of the same P and size.
+type benchRow struct {
+	Path string `json:"path"` // switch, ring or relay
+	arResult
+	// VsRing is the ring's median time over this row's: above 1, faster
+	// than the host ring baseline.
+	VsRing float64 `json:"vs_ring"`
+	// OfRelay is the relay's median time over this row's: the fraction of
+	// the echo relay's ceiling this path reaches.
+	OfRelay float64 `json:"of_relay"`
+}
+
+type benchConfig struct {
+	arConfig
+	procs bool   // one process per rank
+	exe   string // the flare binary the rank processes run
+	out   io.Writer
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", "Allreduce through the switch, the host ring baseline and a plain UDP echo relay (the\n"+
+		"ceiling: the same datagrams through the kernel with no aggregation), for every P and size\n"+
+		"given, in one run, and print the times with their ratios. The switch and the relay run in\n"+
+		"this process unless --switch names a daemon; each rank is a process of its own unless\n"+
+		"--procs=false.",
+		"  flare bench                                    # P = 8, 1 MiB and 16 MiB float32\n"+
+			"  flare bench --ranks 2,8 --bytes 64KiB,1MiB --json\n"+
+			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n", stdout)
+	var c benchConfig
+	ranks := fs.IntSlice("ranks", []int{8}, "world sizes P, comma-separated (1..1024)")
+	sizes := fs.StringSlice("bytes", []string{"1MiB", "16MiB"}, "vector sizes per rank, comma-separated")
+	paths := fs.StringSlice("paths", []string{"switch", "ring", "relay"}, "what to measure: switch, ring, relay")
+	fs.StringVar(&c.sw, "switch", "", "a running switch daemon HOST:PORT (default: one embedded in this process)")
+	dtype := fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64 or bfloat16")
+	op := fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
+	fs.StringVar(&c.algo, "algo", "auto", "the switch's design: auto, single, multi2, multi4 or tree")
+	fs.IntVar(&c.iters, "iters", 5, "measured calls per row")
+	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured calls first")
+	fs.BoolVar(&c.verify, "verify", true, "check every element of the switch and ring results")
+	fs.DurationVar(&c.timeout, "timeout", 60*time.Second, "limit of one allreduce call")
+	fs.BoolVar(&c.procs, "procs", true, "run each rank as its own process (false: all ranks in this process)")
+	asJSON := fs.Bool("json", false, "print one JSON object per row")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if c.dtype, err = wire.ParseDType(*dtype); err != nil {
+		return flagError("--dtype", err)
+	}
+	if c.op, err = wire.ParseOp(*op); err != nil {
+		return flagError("--op", err)
+	}
+	if c.algo == "ring" {
+		return fmt.Errorf("--algo ring: the ring is measured as its own path; --algo picks the switch's design")
+	}
+	if _, _, err := parseAlgo(c.algo); err != nil {
+		return err
+	}
+	if c.iters < 1 || c.warmup < 0 {
+		return fmt.Errorf("--iters %d --warmup %d: want iters >= 1 and warmup >= 0", c.iters, c.warmup)
+	}
+	want := map[string]bool{}
+	for _, p := range *paths {
+		if p != "switch" && p != "ring" && p != "relay" {
+			return fmt.Errorf("--paths %q: want switch, ring or relay", p)
+		}
+		want[p] = true
+	}
+	var bytesList []int64
+	for _, s := range *sizes {
+		n, err := parseSize(s)
+		if err != nil {
+			return flagError("--bytes", err)
+		}
+		if n < int64(c.dtype.Size()) || n > 1<<30 {
+			return fmt.Errorf("--bytes %s: must be in %d..1GiB", s, c.dtype.Size())
+		}
+		bytesList = append(bytesList, n)
+	}
+	for _, p := range *ranks {
+		if p < 1 || p > 1024 {
+			return fmt.Errorf("--ranks %d: must be in 1..1024", p)
+		}
+	}
+	if c.procs {
+		if c.exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("--procs: cannot find this binary to start ranks: %w", err)
+		}
+	}
+	c.out = stderr
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, gctx := errgroup.WithContext(ctx)
+	stopAll, cancel := context.WithCancel(gctx)
+	defer func() { cancel(); _ = g.Wait() }()
+	relayAddr := ""
+	if want["relay"] {
+		relay, err := swtch.NewRelay(swtch.Config{Listen: "127.0.0.1:0"})
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return relay.Run(stopAll) })
+		<-relay.Ready()
+		relayAddr = relay.Addr().String()
+	}
+	if want["switch"] && c.sw == "" {
+		sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: quiet})
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return sw.Run(stopAll) })
+		select {
+		case <-sw.Ready():
+		case <-gctx.Done():
+			return g.Wait()
+		}
+		c.sw = sw.Addr().String()
+	}
+
+	var tw *tabwriter.Writer
+	if !*asJSON {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		layout := "in this process"
+		if c.procs {
+			layout = "one process per rank"
+		}
+		fmt.Fprintf(stdout, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams (the ceiling)\n\n", c.dtype, c.op, layout)
+		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tretransmits\tverified\t")
+	}
+	job := uint32(7000)
+	for _, p := range *ranks {
+		for _, size := range bytesList {
+			rows := map[string]*arResult{}
+			for _, path := range []string{"relay", "switch", "ring"} {
+				if !want[path] {
+					continue
+				}
+				job++
+				rc := c
+				rc.arConfig.ranks, rc.world, rc.job, rc.token = p, p, job, uint64(job)*7919
+				rc.count = int(size) / c.dtype.Size()
+				switch path {
+				case "relay":
+					rc.sw, rc.verify, rc.algo = relayAddr, false, "single"
+				case "ring":
+					rc.algo = "ring"
+				}
+				res, err := c.measurePath(ctx, rc)
+				if err != nil {
+					return fmt.Errorf("P=%d %s %s: %w", p, formatSize(size), path, err)
+				}
+				if path == "relay" {
+					res.Algo = "echo"
+				}
+				rows[path] = res
+			}
+			for _, path := range []string{"switch", "ring", "relay"} {
+				res := rows[path]
+				if res == nil {
+					continue
+				}
+				row := benchRow{Path: path, arResult: *res}
+				if r := rows["ring"]; r != nil {
+					row.VsRing = r.MedianS / res.MedianS
+				}
+				if r := rows["relay"]; r != nil {
+					row.OfRelay = r.MedianS / res.MedianS
+				}
+				if *asJSON {
+					if err := json.NewEncoder(stdout).Encode(row); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%d\t%s\t\n", p, formatSize(size), path, res.Algo,
+					res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, ratio(row.VsRing), ratio(row.OfRelay), res.Retransmits, yesNo(res.Verified, path))
+			}
+		}
+	}
+	if tw != nil {
+		tw.Flush()
+		fmt.Fprintln(stdout, "\nvs ring: ring time / this time (above 1 is faster). of relay: relay time / this time (the fraction of the ceiling).")
+	}
+	return nil
+}
+
+func ratio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", r)
+}
+
+func yesNo(v bool, path string) string {
+	switch {
+	case path == "relay":
+		return "n/a"
+	case v:
+		return "yes"
+	}
+	return "no"
+}
+
+// measurePath measures one path, in this process or with one process per
+// rank; with processes the call time of a row is the slowest rank's.
+func (c *benchConfig) measurePath(ctx context.Context, rc benchConfig) (*arResult, error) {
+	if !c.procs {
+		return measure(ctx, rc.arConfig)
+	}
+	p := rc.world
+	var peers []string
+	if rc.algo == "ring" && p > 1 {
+		var err error
+		if peers, err = freeTCPAddrs(p); err != nil {
+			return nil, err
+		}
+	}
+	results := make([]arResult, p)
+	g, gctx := errgroup.WithContext(ctx)
+	for r := range p {
+		args := []string{"allreduce", "--switch", rc.sw, "--rank", strconv.Itoa(r), "--world", strconv.Itoa(p),
+			"--job", strconv.FormatUint(uint64(rc.job), 10), "--token", strconv.FormatUint(rc.token, 10),
+			"--count", strconv.Itoa(rc.count), "--dtype", rc.dtype.String(), "--op", rc.op.String(), "--algo", rc.algo,
+			"--iters", strconv.Itoa(rc.iters), "--warmup", strconv.Itoa(rc.warmup), "--timeout", rc.timeout.String(), "--json"}
+		if rc.verify {
+			args = append(args, "--verify")
+		}
+		if rc.algo == "ring" && p == 1 {
+			args = append(args, "--peers", "127.0.0.1:0")
+		} else if peers != nil {
+			args = append(args, "--peers", strings.Join(peers, ","))
+		}
+		g.Go(func() error {
+			var out bytes.Buffer
+			cmd := exec.CommandContext(gctx, c.exe, args...)
+			cmd.Stdout, cmd.Stderr = &out, c.out
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("rank %d: %w", r, err)
+			}
+			if err := json.Unmarshal(out.Bytes(), &results[r]); err != nil {
+				return fmt.Errorf("rank %d: reading its result %q: %w", r, out.String(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	agg := results[0]
+	for _, r := range results[1:] {
+		agg.MedianS = max(agg.MedianS, r.MedianS)
+		agg.P99S = max(agg.P99S, r.P99S)
+		agg.Retransmits += r.Retransmits
+		agg.Verified = agg.Verified && r.Verified
+	}
+	agg.AlgbwGBps = float64(agg.Bytes) / agg.MedianS / 1e9
+	return &agg, nil
+}
+
+// freeTCPAddrs finds n loopback TCP ports free now for the ring's ranks.
+func freeTCPAddrs(n int) ([]string, error) {
+	addrs := make([]string, n)
+	lns := make([]net.Listener, n)
+	defer func() {
+		for _, ln := range lns {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}()
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("ring ports: %w", err)
+		}
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	return addrs, nil
+}
