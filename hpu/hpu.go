@@ -126,7 +126,7 @@ func (h *HPU) Run(ctx context.Context) error {
 
 func (h *HPU) loop(ctx context.Context, co *core) {
 	defer h.wg.Done()
-	batch := make([]*Packet, 0, cap(co.q))
+	batch := make([]*Packet, 0, h.cfg.QueueDepth)
 	for {
 		co.mu.Lock()
 		if len(co.q) == 0 {
