@@ -39,9 +39,13 @@ fuzz-smoke:
 
 fuzz: fuzz-smoke
 
-# Benchmarks: element kernels next to copy(), packets/s through the HPU.
-bench:
+# Benchmarks: element kernels next to copy(), packets/s through the HPU,
+# then the end-to-end table: P = 8, 1 MiB and 16 MiB float32 through the
+# switch, the host ring and the UDP echo relay (the ceiling), one process
+# per rank, with the ratios.
+bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
+	bin/flare bench --ranks 8 --bytes 1MiB,16MiB
 
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)

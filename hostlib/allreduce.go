@@ -100,6 +100,7 @@ func (s *Session) call(ctx context.Context, buf []byte) error {
 func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 	t := &s.trk
 	t.reset()
+	s.start = start
 	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
 	s.deadline, s.wakeAt = s.opts.Timeout, never
 	s.arm(0, s.deadline)
@@ -276,7 +277,7 @@ func (s *Session) result(h *wire.Header, payload []byte) {
 		return
 	}
 	copy(s.buf[off*s.esize:], payload)
-	s.trk.complete(b)
+	s.trk.complete(b, time.Since(s.start))
 	if h.Flags&wire.FlagPartial != 0 {
 		s.stats.partial.Add(1)
 	}

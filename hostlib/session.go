@@ -62,6 +62,7 @@ type Session struct {
 	ctl      []swtch.Datagram // control packets: join, leave
 	timer    *time.Timer      // the next retransmission check or the call's timeout
 	wakeAt   time.Duration    // when timer fires, since the call started
+	start    time.Time        // of the call running
 	deadline time.Duration    // the call's Options.Timeout
 	sendErr  error            // the last transient send error of the call
 	scratch  []byte           // the wire encoding on big-endian machines

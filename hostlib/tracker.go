@@ -16,6 +16,10 @@ type tracker struct {
 	next      int      // position in the sending order of the next first transmission
 	flights   []flight // blocks sent and not yet done, in no particular order
 	pos       []int32  // block → its index in flights, or -1
+
+	// Round-trip estimate (RFC 6298), kept from call to call: the path's
+	// property, not one call's. Zero srtt means no sample yet.
+	srtt, rttvar time.Duration
 }
 
 // flight is one block in flight.
@@ -23,6 +27,8 @@ type flight struct {
 	block uint32
 	due   time.Duration // when it is retransmitted unless its result came
 	rto   time.Duration // the wait after the latest transmission
+	sent  time.Duration // first transmission
+	again bool          // retransmitted: its round trip is ambiguous (Karn)
 }
 
 // init sizes t for blocks blocks, at most limit of them in flight.
@@ -52,9 +58,36 @@ func (t *tracker) isDone(b uint32) bool { return t.done[b/64]&(1<<(b%64)) != 0 }
 // launch records block b as sent for the first time at now and returns when
 // it is due.
 func (t *tracker) launch(b uint32, now time.Duration) time.Duration {
+	rto := t.rto()
 	t.pos[b] = int32(len(t.flights))
-	t.flights = append(t.flights, flight{block: b, due: now + rtoInitial, rto: rtoInitial})
-	return now + rtoInitial
+	t.flights = append(t.flights, flight{block: b, due: now + rto, rto: rto, sent: now})
+	return now + rto
+}
+
+// rto is the first retransmission timeout of a block: TCP's SRTT + 4·RTTVAR
+// once results have come back, within [rtoInitial, rtoMax]. A block's
+// result waits for every rank's packet, so its round trip includes the
+// slowest rank's lag; on a loaded machine that exceeds any fixed timeout,
+// and retransmitting early only adds load.
+func (t *tracker) rto() time.Duration {
+	if t.srtt == 0 {
+		return rtoInitial
+	}
+	return min(max(t.srtt+4*t.rttvar, rtoInitial), rtoMax)
+}
+
+// sample folds one round trip into the estimate (RFC 6298, section 2).
+func (t *tracker) sample(r time.Duration) {
+	if t.srtt == 0 {
+		t.srtt, t.rttvar = r, r/2
+		return
+	}
+	d := t.srtt - r
+	if d < 0 {
+		d = -d
+	}
+	t.rttvar = (3*t.rttvar + d) / 4
+	t.srtt = (7*t.srtt + r) / 8
 }
 
 // backoff records a retransmission of f at now: the timeout doubles, up to
@@ -62,17 +95,22 @@ func (t *tracker) launch(b uint32, now time.Duration) time.Duration {
 func (f *flight) backoff(now time.Duration) {
 	f.rto = min(2*f.rto, rtoMax)
 	f.due = now + f.rto
+	f.again = true
 }
 
-// complete marks block b done and takes it out of flight. It reports false
-// if b was done already (a duplicate result).
-func (t *tracker) complete(b uint32) bool {
+// complete marks block b done at now and takes it out of flight; a block
+// sent once gives a round-trip sample. It reports false if b was done
+// already (a duplicate result).
+func (t *tracker) complete(b uint32, now time.Duration) bool {
 	if t.isDone(b) {
 		return false
 	}
 	t.done[b/64] |= 1 << (b % 64)
 	t.completed++
 	if i := t.pos[b]; i >= 0 {
+		if f := &t.flights[i]; !f.again {
+			t.sample(now - f.sent)
+		}
 		last := len(t.flights) - 1
 		t.flights[i] = t.flights[last]
 		t.pos[t.flights[i].block] = i

@@ -258,6 +258,7 @@ func (c *benchConfig) measurePath(ctx context.Context, rc benchConfig) (*arResul
 			var out bytes.Buffer
 			cmd := exec.CommandContext(gctx, c.exe, args...)
 			cmd.Stdout, cmd.Stderr = &out, c.out
+			cmd.Env = rankEnv()
 			if err := cmd.Run(); err != nil {
 				return fmt.Errorf("rank %d: %w", r, err)
 			}
@@ -300,4 +301,16 @@ func freeTCPAddrs(n int) ([]string, error) {
 		lns[i], addrs[i] = ln, ln.Addr().String()
 	}
 	return addrs, nil
+}
+
+// rankEnv is the environment of a rank process: this one's, with
+// GOMAXPROCS=1 unless the user set it. A host process runs one allreduce
+// loop; with P of them and a switch sharing a few cores, more threads per
+// process only spin and steal each other's time.
+func rankEnv() []string {
+	env := os.Environ()
+	if _, ok := os.LookupEnv("GOMAXPROCS"); !ok {
+		env = append(env, "GOMAXPROCS=1")
+	}
+	return env
 }

@@ -287,6 +287,38 @@ func TestE2EMetricsRefusalAndShutdown(t *testing.T) {
 	t.Logf("SIGTERM to exit: %v", time.Since(start))
 }
 
+// flare bench runs the three paths with one process per rank (the ring
+// over --peers) and reports every row with its ratios.
+func TestE2EBench(t *testing.T) {
+	out, err := exec.Command(flareBin, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1", "--json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("flare bench: %v\n%s", err, out)
+	}
+	var rows []benchRow
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r benchRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want switch, ring and relay:\n%s", len(rows), out)
+	}
+	for i, want := range []string{"switch", "ring", "relay"} {
+		r := rows[i]
+		if r.Path != want || r.Ranks != 3 || r.Bytes != 100000 || r.MedianS <= 0 || r.VsRing <= 0 || r.OfRelay <= 0 {
+			t.Errorf("row %d: %+v, want path %s with times and ratios", i, r, want)
+		}
+		if r.Verified != (want != "relay") {
+			t.Errorf("row %s: verified %v", want, r.Verified)
+		}
+	}
+	if rows[1].VsRing != 1 || rows[2].OfRelay != 1 {
+		t.Errorf("a path's ratio to itself is not 1: ring vs_ring %v, relay of_relay %v", rows[1].VsRing, rows[2].OfRelay)
+	}
+}
+
 // Bad flags name the flag and the allowed range.
 func TestFlagErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -303,6 +335,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "2", "--algo", "multi99"}, "--algo \"multi99\""},
 		{[]string{"allreduce", "--rank", "3", "--world", "2"}, "--rank 3 --world 2"},
 		{[]string{"nosuch"}, "unknown command \"nosuch\""},
+		{[]string{"bench", "--paths", "switch,mpi"}, "--paths \"mpi\""},
+		{[]string{"bench", "--ranks", "0"}, "--ranks 0: must be in 1..1024"},
+		{[]string{"bench", "--algo", "ring"}, "--algo ring"},
+		{[]string{"allreduce", "--rank", "0", "--world", "2", "--algo", "ring"}, "give --peers with 2 addresses"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,0 +1,53 @@
+package hostlib
+
+import (
+	"testing"
+	"time"
+)
+
+// The retransmission timeout follows measured round trips (RFC 6298),
+// never below rtoInitial, and ignores retransmitted blocks (Karn).
+func TestTrackerRTO(t *testing.T) {
+	var tr tracker
+	tr.init(100, 10)
+	if got := tr.rto(); got != rtoInitial {
+		t.Fatalf("rto before any sample %v, want %v", got, rtoInitial)
+	}
+	ms := time.Millisecond
+	now := time.Duration(0)
+	for b := uint32(0); b < 20; b++ {
+		due := tr.launch(b, now)
+		if due-now != tr.rto() {
+			t.Fatalf("block %d due after %v, want the rto %v", b, due-now, tr.rto())
+		}
+		now += 50 * ms
+		if !tr.complete(b, now) {
+			t.Fatalf("block %d: complete reported a duplicate", b)
+		}
+	}
+	if tr.srtt < 45*ms || tr.srtt > 55*ms {
+		t.Errorf("srtt %v after steady 50 ms round trips", tr.srtt)
+	}
+	if got := tr.rto(); got < 50*ms || got > 100*ms {
+		t.Errorf("rto %v after steady 50 ms round trips, want 50..100 ms", got)
+	}
+	// A retransmitted block's late answer must not drag the estimate.
+	srtt := tr.srtt
+	tr.launch(20, now)
+	tr.flights[0].backoff(now + 60*ms)
+	tr.complete(20, now+900*ms)
+	if tr.srtt != srtt {
+		t.Errorf("srtt moved from %v to %v on a retransmitted block", srtt, tr.srtt)
+	}
+	// Fast round trips bring it down to the floor, not below.
+	for b := uint32(21); b < 80; b++ {
+		tr.launch(b, now)
+		tr.complete(b, now+ms)
+	}
+	if got := tr.rto(); got != rtoInitial {
+		t.Errorf("rto %v after 1 ms round trips, want the floor %v", got, rtoInitial)
+	}
+	if tr.complete(21, now) {
+		t.Error("a block completed twice")
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package swtch_test
+
+const raceEnabled = false

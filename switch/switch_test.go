@@ -1,0 +1,147 @@
+package swtch_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hostlib"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+type server interface {
+	Run(context.Context) error
+	Ready() <-chan struct{}
+}
+
+// serve runs srv on loopback until the test ends.
+func serve(t *testing.T, srv server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// joinRanks joins world float32-sum sessions of job to addr.
+func joinRanks(t *testing.T, addr string, job uint32, world, elements int) []*hostlib.Session {
+	t.Helper()
+	ss := make([]*hostlib.Session, world)
+	g, ctx := errgroup.WithContext(context.Background())
+	for r := range world {
+		g.Go(func() error {
+			s, err := hostlib.Join(ctx, hostlib.Options{Switch: addr, Job: job, Token: 42, Rank: r, World: world,
+				DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second})
+			ss[r] = s
+			return err
+		})
+	}
+	err := g.Wait()
+	t.Cleanup(func() {
+		for _, s := range ss {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}
+
+func allreduceAll(t *testing.T, ss []*hostlib.Session, bufs [][]float32) {
+	t.Helper()
+	var g errgroup.Group
+	for i, s := range ss {
+		g.Go(func() error { return hostlib.AllReduce(context.Background(), s, bufs[i], wire.OpSum) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSteadyStateAllocs asserts the daemon's packet path (reader, HPU,
+// handler, egress, writer) and the host library allocate nothing per
+// packet once warm: a whole allreduce call of thousands of packets may
+// allocate only a constant few objects (contexts, goroutines of the call).
+func TestSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items on purpose, so pooled buffers are reallocated")
+	}
+	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, sw)
+	const world, elements = 4, 1 << 20 // 4 MiB: 4096 blocks per rank
+	ss := joinRanks(t, sw.Addr().String(), 1, world, elements)
+	bufs := make([][]float32, world)
+	for r := range bufs {
+		bufs[r] = make([]float32, elements)
+	}
+	for range 3 {
+		allreduceAll(t, ss, bufs)
+	}
+	const calls = 4
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range calls {
+		allreduceAll(t, ss, bufs)
+	}
+	runtime.ReadMemStats(&after)
+	packets := calls * world * (elements / 256) * 2 // data in, results out
+	allocs := after.Mallocs - before.Mallocs
+	perCall := float64(allocs) / calls
+	t.Logf("%d allocations over %d calls of %d packets each: %.1f per call, %.4f per packet", allocs, calls, packets/calls, perCall, float64(allocs)/float64(packets))
+	if perCall > 200 {
+		t.Errorf("%.0f allocations per allreduce call of %d packets: the packet path allocates", perCall, packets/calls)
+	}
+}
+
+// TestRelayEchoes checks the ceiling's contract: it admits a job at once,
+// with the switch's window, and every host gets its own data back.
+func TestRelayEchoes(t *testing.T) {
+	relay, err := swtch.NewRelay(swtch.Config{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, relay)
+	const world, elements = 3, 100_000 // 391 blocks, the last one short
+	ss := joinRanks(t, relay.Addr().String(), 9, world, elements)
+	if got := ss[0].Window(); got != swtch.DefaultWindow {
+		t.Errorf("window %d, want the switch's default %d", got, swtch.DefaultWindow)
+	}
+	bufs := make([][]float32, world)
+	for r := range bufs {
+		bufs[r] = make([]float32, elements)
+		for i := range bufs[r] {
+			bufs[r][i] = float32(r*elements + i)
+		}
+	}
+	allreduceAll(t, ss, bufs)
+	for r, b := range bufs {
+		for i, v := range b {
+			if v != float32(r*elements+i) {
+				t.Fatalf("rank %d element %d = %v, want its own %v", r, i, v, float32(r*elements+i))
+			}
+		}
+	}
+}
