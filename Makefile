@@ -8,8 +8,10 @@ FUZZTIME ?= 5s
 
 all: build
 
+# -buildvcs=auto: the binary carries its commit (flare version) even where
+# GOFLAGS turns VCS stamping off.
 build:
-	$(GO) build -o bin/flare ./cmd/flare
+	$(GO) build -buildvcs=auto -o bin/flare ./cmd/flare
 
 # vet + unit + race, shuffled: what CI runs.
 test: fmt-check vet unit race

@@ -77,7 +77,7 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringSliceVar(&c.peers, "peers", nil, "with --algo ring and --rank: every rank's TCP listen address HOST:PORT, by rank")
 	asJSON := fs.Bool("json", false, "print one JSON object per configuration")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE (for go tool pprof)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *cpuProfile != "" {

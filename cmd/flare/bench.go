@@ -64,7 +64,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&c.timeout, "timeout", 60*time.Second, "limit of one allreduce call")
 	fs.BoolVar(&c.procs, "procs", true, "run each rank as its own process (false: all ranks in this process)")
 	asJSON := fs.Bool("json", false, "print one JSON object per row")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	var err error

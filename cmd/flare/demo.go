@@ -17,7 +17,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"  flare demo\n  flare demo --ranks 16\n", stdout)
 	ranks := fs.Int("ranks", 8, "hosts (1..1024)")
 	iters := fs.Int("iters", 3, "measured calls per row")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *ranks < 1 || *ranks > 1024 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/wire"
@@ -34,7 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	flareBin = filepath.Join(dir, "flare")
-	args := []string{"build", "-o", flareBin}
+	args := []string{"build", "-buildvcs=auto", "-o", flareBin}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
@@ -319,6 +321,34 @@ func TestE2EBench(t *testing.T) {
 	}
 }
 
+// flare version names the commit the binary was built from.
+func TestE2EVersion(t *testing.T) {
+	out, err := exec.Command(flareBin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("flare version: %v\n%s", err, out)
+	}
+	head, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		t.Skipf("no git checkout to compare with: %v", err)
+	}
+	if want := "commit " + strings.TrimSpace(string(head)); !strings.Contains(string(out), want) || !strings.HasPrefix(string(out), "flare ") {
+		t.Errorf("flare version = %q, want it to name %q", out, want)
+	}
+}
+
+// Every subcommand has --help with its flags and examples, exit 0.
+func TestHelp(t *testing.T) {
+	for name := range commands() {
+		var out strings.Builder
+		if err := run(context.Background(), []string{name, "--help"}, &out, io.Discard); err != nil && !errors.Is(err, pflag.ErrHelp) {
+			t.Errorf("flare %s --help: %v", name, err)
+		}
+		if s := out.String(); !strings.Contains(s, "usage: flare "+name) || !strings.Contains(s, "examples:\n  flare "+name) {
+			t.Errorf("flare %s --help lacks its usage or examples:\n%s", name, s)
+		}
+	}
+}
+
 // Bad flags name the flag and the allowed range.
 func TestFlagErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -335,6 +365,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "2", "--algo", "multi99"}, "--algo \"multi99\""},
 		{[]string{"allreduce", "--rank", "3", "--world", "2"}, "--rank 3 --world 2"},
 		{[]string{"nosuch"}, "unknown command \"nosuch\""},
+		{[]string{"alreduce"}, "did you mean \"allreduce\""},
+		{[]string{"switch", "--windw", "8"}, "unknown flag --windw; did you mean --window?"},
+		{[]string{"bench", "--rank", "8"}, "did you mean --ranks?"},
+		{[]string{"allreduce", "--zzzzzz"}, "unknown flag --zzzzzz (see 'flare allreduce --help')"},
 		{[]string{"bench", "--paths", "switch,mpi"}, "--paths \"mpi\""},
 		{[]string{"bench", "--ranks", "0"}, "--ranks 0: must be in 1..1024"},
 		{[]string{"bench", "--algo", "ring"}, "--algo ring"},

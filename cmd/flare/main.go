@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"bench":     {"the switch vs the host ring vs a UDP echo relay (the ceiling), with ratios", runBench},
 		"switch":    {"run the switch daemon", runSwitch},
 		"allreduce": {"allreduce through a switch (or the host ring) and report the speed", runAllReduce},
+		"version":   {"print the version, commit and Go version", runVersion},
 	}
 }
 
@@ -45,10 +46,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stdout, cmds)
 		return nil
 	}
+	if args[0] == "--version" {
+		args[0] = "version"
+	}
 	c, ok := cmds[args[0]]
 	if !ok {
+		if s := closest(args[0], sortedKeys(cmds)); s != "" {
+			return fmt.Errorf("unknown command %q; did you mean %q? (see 'flare --help')", args[0], s)
+		}
 		usage(stderr, cmds)
-		return fmt.Errorf("unknown command %q", args[0])
+		return fmt.Errorf("unknown command %q (see 'flare --help')", args[0])
 	}
 	return c.run(ctx, args[1:], stdout, stderr)
 }

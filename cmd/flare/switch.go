@@ -29,7 +29,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.Conn.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
 	fs.BoolVar(&cfg.Conn.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
