@@ -20,6 +20,7 @@ const (
 	DefaultJobIdle     = 60 * time.Second
 	DefaultWindow      = 64 // blocks in flight per host when memory allows
 	DefaultJoinRate    = 1000
+	DefaultPcapMax     = 1 << 30
 )
 
 // Config is the daemon's configuration. Zero fields take defaults.
@@ -33,6 +34,8 @@ type Config struct {
 	Window      int           // target blocks in flight per host (shrunk to fit memory)
 	JoinRate    int           // joins accepted per second (a token bucket)
 	Conn        ConnConfig    // socket batch size and offload
+	PcapPath    string        // capture every datagram in and out to this pcap file; "" = off
+	PcapMax     int64         // size bound of the capture file in bytes (0 = DefaultPcapMax)
 	Logger      *slog.Logger
 }
 
@@ -58,6 +61,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.JoinRate == 0 {
 		c.JoinRate = DefaultJoinRate
+	}
+	if c.PcapMax == 0 {
+		c.PcapMax = DefaultPcapMax
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -92,6 +98,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--window %d: must be in 1..65536", c.Window)
 	case c.JoinRate < 1 || c.JoinRate > 1e6:
 		return fmt.Errorf("--join-rate %d: must be in 1..1000000 per second", c.JoinRate)
+	case c.PcapMax < 1<<10 || c.PcapMax > 1<<40:
+		return fmt.Errorf("--pcap-max %d: must be in 1KiB..1TiB", c.PcapMax)
 	}
 	if err := c.HPU.Validate(); err != nil {
 		return hpuFlagError(err, c.HPU)

@@ -76,7 +76,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			switch h.Type {
 			case wire.TypeData:
-				h.Type, h.Child, h.Flags = wire.TypeResult, 0, wire.FlagFromSwitch
+				h.Type, h.Child, h.Flags = wire.TypeResult, 0, 0
 				_ = h.MarshalTo(d.Buf) // the header's own bytes: cannot fail
 				out = append(out, *d)
 			case wire.TypeJoin:

@@ -40,6 +40,7 @@ type Switch struct {
 	wg      sync.WaitGroup // job teardown goroutines
 	ready   chan struct{}
 	admin   net.Addr
+	cap     *capture // nil unless --pcap
 }
 
 // inPacket is a receive buffer that becomes an HPU packet without a copy:
@@ -97,6 +98,12 @@ func (s *Switch) Run(ctx context.Context) error {
 		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
 	}
 	s.conn = conn
+	if s.cfg.PcapPath != "" {
+		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, conn.LocalAddr(), s.log.Warn); err != nil {
+			conn.Close()
+			return fmt.Errorf("--pcap %s: %w", s.cfg.PcapPath, err)
+		}
+	}
 	var adminSrv *adminServer
 	if s.cfg.Admin != "off" {
 		if adminSrv, err = s.startAdmin(); err != nil {
@@ -131,6 +138,11 @@ func (s *Switch) Run(ctx context.Context) error {
 	<-writerDone
 	if adminSrv != nil {
 		adminSrv.close()
+	}
+	if s.cap != nil {
+		if cerr := s.cap.close(); err == nil {
+			err = cerr
+		}
 	}
 	s.log.Info("switch stopped", "rx_packets", s.rxPackets.Load(), "tx_packets", s.txPackets.Load())
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
@@ -176,6 +188,9 @@ func (s *Switch) reader(ctx context.Context) error {
 			return fmt.Errorf("read: %w", err)
 		}
 		s.rxPackets.Add(int64(k))
+		if s.cap != nil {
+			s.cap.record(msgs[:k], true)
+		}
 		now := time.Now().UnixNano()
 		for i := 0; i < k; i++ {
 			if s.handle(&msgs[i], slots[i], now) {
@@ -341,6 +356,9 @@ func (s *Switch) writer() {
 					msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
 				}
 			}
+		}
+		if s.cap != nil {
+			s.cap.record(msgs, false)
 		}
 		for sent := 0; sent < len(msgs); {
 			k, err := s.conn.WriteBatch(msgs[sent:])

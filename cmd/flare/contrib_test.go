@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -186,6 +187,71 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		"flare_handler_seconds_bucket", "flare_queue_occupancy", "flare_buffers_in_use", "flare_jobs_active"} {
 		if !used[want] {
 			t.Errorf("the dashboard does not show %s", want)
+		}
+	}
+}
+
+// TestCaptureDecodeAndTshark captures a real run with flare switch --pcap,
+// then checks that flare decode and tshark with the Lua dissector read the
+// same packets with the same header fields, row by row.
+func TestCaptureDecodeAndTshark(t *testing.T) {
+	pcap := filepath.Join(t.TempDir(), "flare.pcap")
+	d := startDaemon(t, "--pcap", pcap)
+	if _, err := allreduce(context.Background(), t, d, 3, 2, false, "--count", "700", "--iters", "1", "--warmup", "0"); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-d.done; err != nil {
+		t.Fatalf("switch exited with %v\n%s", err, d.log)
+	}
+	d.done <- nil
+
+	out, err := exec.Command(flareBin, "decode", pcap).Output()
+	if err != nil {
+		t.Fatalf("flare decode: %v", err)
+	}
+	// time dir src dst type job gen block child count flags
+	var decoded []string
+	in, outCount := 0, 0
+	typeCode := map[string]string{"join": "1", "join-ack": "2", "error": "3", "data": "4", "result": "5", "sparse": "6", "spill": "7", "leave": "8"}
+	for i, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if i == 0 {
+			continue // header
+		}
+		if len(f) != 11 {
+			t.Fatalf("flare decode line %q: want 11 columns", line)
+		}
+		switch f[1] {
+		case "in":
+			in++
+		case "out":
+			outCount++
+		}
+		decoded = append(decoded, strings.Join([]string{typeCode[f[4]], f[5], f[6], f[7], f[8], f[9]}, " "))
+	}
+	// 2 ranks, 3 blocks of 256 + 188 elements: 2 joins, 6 data in; 2 acks, 6 results out (plus leaves).
+	if in < 8 || outCount < 8 {
+		t.Fatalf("flare decode saw %d packets in and %d out, want at least 8 each:\n%s", in, outCount, out)
+	}
+	tool := needTool(t, "tshark", "tshark")
+	cmd := exec.Command(tool, "-X", "lua_script:"+repoFile("contrib/wireshark/flare.lua"), "-r", pcap,
+		"-T", "fields", "-e", "flare.type", "-e", "flare.job", "-e", "flare.generation", "-e", "flare.block", "-e", "flare.child", "-e", "flare.count")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // no user profile or plugins of the machine
+	tsOut, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	var shark []string
+	for _, line := range strings.Split(strings.TrimSpace(string(tsOut)), "\n") {
+		shark = append(shark, strings.Join(strings.Fields(line), " "))
+	}
+	if len(shark) != len(decoded) {
+		t.Fatalf("tshark dissected %d Flare packets, flare decode %d", len(shark), len(decoded))
+	}
+	for i := range shark {
+		if shark[i] != decoded[i] {
+			t.Errorf("packet %d: tshark %q, flare decode %q", i+1, shark[i], decoded[i])
 		}
 	}
 }

@@ -37,6 +37,7 @@ func commands() map[string]command {
 		"switch":    {"run the switch daemon", runSwitch},
 		"allreduce": {"allreduce through a switch (or the host ring) and report the speed", runAllReduce},
 		"version":   {"print the version, commit and Go version", runVersion},
+		"decode":    {"print a pcap of Flare packets (flare switch --pcap) as a table", runDecode},
 	}
 }
 

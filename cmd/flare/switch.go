@@ -12,7 +12,7 @@ import (
 
 func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("switch", "Run the Flare switch daemon: a UDP data port where hosts join jobs and allreduce,\nand an admin HTTP port with /metrics, /healthz and /debug/pprof/.",
-		"  flare switch\n  flare switch --listen 0.0.0.0:7470 --admin 127.0.0.1:9470 --clusters 16\n", stdout)
+		"  flare switch\n  flare switch --listen 0.0.0.0:7470 --admin 127.0.0.1:9470 --clusters 16\n  flare switch --pcap /var/lib/flare-switch/flare.pcap --pcap-max 256MiB\n", stdout)
 	var cfg swtch.Config
 	fs.StringVar(&cfg.Listen, "listen", swtch.DefaultListen, "UDP data address HOST:PORT")
 	fs.StringVar(&cfg.Admin, "admin", swtch.DefaultAdmin, "admin HTTP address HOST:PORT, or off")
@@ -28,6 +28,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.JoinRate, "join-rate", swtch.DefaultJoinRate, "joins accepted per second")
 	fs.IntVar(&cfg.Conn.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
 	fs.BoolVar(&cfg.Conn.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
+	fs.StringVar(&cfg.PcapPath, "pcap", "", "write every Flare packet in and out to this pcap file (read it with flare decode or Wireshark)")
+	pcapMax := fs.String("pcap-max", "1GiB", "stop capturing when the pcap file reaches this size")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -52,6 +54,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return flagError("--packet", err)
 	}
 	cfg.PacketBytes = int(n)
+	if cfg.PcapMax, err = parseSize(*pcapMax); err != nil {
+		return flagError("--pcap-max", err)
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return flagError("--log-level", err)
