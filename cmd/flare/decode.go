@@ -57,10 +57,15 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			skipped++
 			continue
 		}
-		var fl wire.Flare
-		if err := fl.DecodeFromBytes(udp.Payload, gopacket.NilDecodeFeedback); err != nil {
-			skipped++
-			continue
+		// On the default port gopacket's decoder has already run the wire
+		// layer; on any other port the same layer decodes the UDP payload.
+		fl, ok := pkt.Layer(wire.LayerTypeFlare).(*wire.Flare)
+		if !ok {
+			fl = &wire.Flare{}
+			if err := fl.DecodeFromBytes(udp.Payload, gopacket.NilDecodeFeedback); err != nil {
+				skipped++
+				continue
+			}
 		}
 		var src, dst string
 		if nl := pkt.NetworkLayer(); nl != nil {
