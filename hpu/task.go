@@ -49,7 +49,9 @@ type Egress interface {
 //
 // In real time it is a mutex; in virtual time handlers run one at a time and
 // freeAt records the cycle at which the last holder released it, so a later
-// handler that starts earlier than that waits (spinning, charged).
+// handler that starts earlier than that waits (spinning, charged). Under a
+// VirtualUnit, which interleaves handlers in cycle order, freeAt is
+// lockHeld while a handler holds the lock.
 type Lock struct {
 	mu     sync.Mutex
 	freeAt int64
@@ -72,15 +74,21 @@ type Task struct {
 	complete bool
 	contends int64       // lock acquisitions that had to wait
 	out      wire.Header // Emit's copy of the header, so a handler's local never escapes
+	sim      *vcore      // the VirtualUnit core running this task, or nil (see vsim.go)
 }
 
 // Cost is the cycle cost model the unit runs with.
 func (t *Task) Cost() *CostModel { return t.cost }
 
-// Charge adds cycles of work to this packet's service time.
+// Charge adds cycles of work to this packet's service time. Under a
+// VirtualUnit the handler may pause here until the cores that are earlier in
+// virtual time have caught up (see VirtualUnit).
 func (t *Task) Charge(cycles int64) {
 	t.cycles += cycles
 	t.now += cycles
+	if t.sim != nil && cycles != 0 {
+		t.sim.sync()
+	}
 }
 
 // ChargeAggregate charges folding n elements of dtype d.
@@ -104,6 +112,10 @@ func (t *Task) Complete() { t.complete = true }
 // time one back-off period is charged per contended acquisition (the wait
 // itself is reported in ns); in virtual time the whole wait is charged.
 func (t *Task) Lock(l *Lock) {
+	if t.sim != nil {
+		t.sim.lock(l)
+		return
+	}
 	if t.virtual {
 		if l.freeAt > t.now {
 			wait := l.freeAt - t.now
@@ -129,6 +141,9 @@ func (t *Task) Lock(l *Lock) {
 
 // TryLock acquires l if it is free, without waiting.
 func (t *Task) TryLock(l *Lock) bool {
+	if t.sim != nil {
+		return t.sim.tryLock(l)
+	}
 	if t.virtual {
 		return l.freeAt <= t.now
 	}
@@ -137,6 +152,10 @@ func (t *Task) TryLock(l *Lock) bool {
 
 // Unlock releases l.
 func (t *Task) Unlock(l *Lock) {
+	if t.sim != nil {
+		t.sim.unlock(l)
+		return
+	}
 	if t.virtual {
 		if t.now > l.freeAt {
 			l.freeAt = t.now
@@ -147,7 +166,7 @@ func (t *Task) Unlock(l *Lock) {
 }
 
 func (t *Task) reset(p *Packet, cluster, core int) {
-	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, virtual: t.virtual, now: t.now}
+	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, virtual: t.virtual, now: t.now, sim: t.sim}
 }
 
 // run executes the handler's stages for the task's packet. It reports

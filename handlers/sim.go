@@ -1,0 +1,360 @@
+package handlers
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// Defaults of a simulated allreduce.
+const (
+	DefaultSimHosts       = 8
+	DefaultSimPacketBytes = 1024  // Flare's 1 KiB packets
+	DefaultSimHostGbps    = 100.0 // host link rate that sets the default inter-arrival time
+)
+
+// SimConfig describes one allreduce run in virtual time (Simulate): P hosts
+// stream a vector each to a VirtualUnit running one job's Dense handler.
+//
+// Arrivals follow the paper's method: every host sends its packets with
+// exponentially distributed gaps (mean MeanInterArrival cycles, from cycle
+// 0), in its staggered order (StaggeredOrder, as hostlib sends), at most
+// Window blocks in flight. A packet reaches the unit when it is sent and a
+// result reaches the hosts when it is emitted: the network adds no delay
+// beyond the random gaps, and no packet is lost.
+type SimConfig struct {
+	HPU              hpu.Config // the unit; BufferBytes 0 = PacketBytes
+	Hosts            int        // P, the hosts (children) of the job; 0 = DefaultSimHosts
+	Bytes            int        // vector size per host, a multiple of the dtype size
+	DType            wire.DType // 0 = int32
+	Op               wire.Op    // 0 = sum; built-in operators only
+	Algo             wire.Algo  // AlgoAuto = the paper's choice by size (Choose)
+	Buffers          int        // B for AlgoMulti (0 = 2)
+	Seed             uint64     // inputs and arrival times; a seed gives one result
+	MeanInterArrival float64    // mean cycles between two packets of one host; 0 = PacketBytes at HostGbps
+	HostGbps         float64    // host link rate for the default inter-arrival; 0 = DefaultSimHostGbps
+	Window           int        // blocks in flight per host; 0 = every block, or as many as L1 holds
+	PacketBytes      int        // payload bytes per packet; 0 = DefaultSimPacketBytes
+	Unstaggered      bool       // every host sends blocks 0, 1, 2, … (no staggering)
+}
+
+// SimResult is what a simulated allreduce measured. Its JSON names match the
+// analytic model's rows (models), so the two can be joined on algo, bytes
+// and hosts.
+type SimResult struct {
+	Algo                  string  `json:"algo"` // single, multi2, multi4, tree
+	Bytes                 int     `json:"bytes"`
+	Hosts                 int     `json:"hosts"`
+	DType                 string  `json:"dtype"`
+	Blocks                int     `json:"blocks"`
+	Window                int     `json:"window"`
+	MeanInterArrival      float64 `json:"inter_arrival_cycles"`        // per host
+	TauCycles             float64 `json:"tau_cycles"`                  // mean service time per packet, lock waiting included
+	LockWaitCycles        float64 `json:"lock_wait_cycles"`            // mean lock waiting per packet (part of τ)
+	BandwidthPktsPerCycle float64 `json:"bandwidth_pkts_per_cycle"`    // input packets over the makespan
+	BandwidthGbps         float64 `json:"bandwidth_gbps"`              // input payload bits per second at the clock
+	LatencyCycles         float64 `json:"latency_cycles"`              // mean block latency: first packet in to result out
+	MemoryBuffers         float64 `json:"memory_buffers"`              // aggregation buffers in use, time-weighted mean
+	MemoryBytes           float64 `json:"memory_bytes"`                // the same in bytes
+	MemoryBuffersMax      int     `json:"memory_buffers_max"`          // most buffers in use at once
+	QueueOccupancy        float64 `json:"queue_occupancy"`             // mean cluster-queue occupancy seen by arriving packets
+	QueueOccupancyMax     int64   `json:"queue_occupancy_max"`         // the largest seen
+	IngressWaitCycles     float64 `json:"ingress_wait_cycles"`         // mean wait at the ingress per packet (full queues)
+	Packets               int64   `json:"packets"`                     // input packets, P × blocks
+	Cycles                int64   `json:"cycles"`                      // makespan: cycle 0 to the last result
+	ContendedAcquisitions int64   `json:"contended_lock_acquisitions"` // lock acquisitions that had to wait
+}
+
+// DesignName names a dense design as the model's rows do: "single",
+// "multi<B>", "tree".
+func DesignName(a wire.Algo, buffers int) string {
+	if a == wire.AlgoMulti {
+		return fmt.Sprintf("multi%d", buffers)
+	}
+	return a.String()
+}
+
+// withDefaults fills zero fields, the unit's with hpu's own defaults; the
+// defaults of a simulation live here.
+func (c SimConfig) withDefaults() SimConfig {
+	if c.Hosts == 0 {
+		c.Hosts = DefaultSimHosts
+	}
+	if c.DType == 0 {
+		c.DType = wire.Int32
+	}
+	if c.Op == 0 {
+		c.Op = wire.OpSum
+	}
+	if c.PacketBytes == 0 {
+		c.PacketBytes = DefaultSimPacketBytes
+	}
+	if c.HPU.BufferBytes == 0 {
+		c.HPU.BufferBytes = c.PacketBytes
+	}
+	c.HPU = c.HPU.WithDefaults()
+	if c.HostGbps == 0 {
+		c.HostGbps = DefaultSimHostGbps
+	}
+	if c.MeanInterArrival == 0 {
+		c.MeanInterArrival = float64(c.PacketBytes) * 8 / (c.HostGbps * 1e9) * c.HPU.Cost.ClockHz
+	}
+	if c.Algo == wire.AlgoAuto {
+		c.Algo, c.Buffers = Choose(c.Bytes, false)
+	}
+	if c.Algo == wire.AlgoMulti && c.Buffers == 0 {
+		c.Buffers = 2
+	}
+	return c
+}
+
+func (c *SimConfig) validate() error {
+	es := c.DType.Size()
+	switch {
+	case c.Hosts < 1 || c.Hosts > MaxChildren:
+		return fmt.Errorf("sim: hosts = %d: must be in 1..%d", c.Hosts, MaxChildren)
+	case !c.DType.Valid():
+		return fmt.Errorf("sim: dtype %s: unknown", c.DType)
+	case !c.Op.Builtin() || (c.DType.IsFloat() && c.Op.BitwiseOnly()):
+		return fmt.Errorf("sim: operator %s on %s: must be a built-in operator the dtype supports", c.Op, c.DType)
+	case c.Bytes < es || c.Bytes%es != 0:
+		return fmt.Errorf("sim: bytes = %d: must be a positive multiple of the %s size (%d)", c.Bytes, c.DType, es)
+	case c.PacketBytes < es || c.PacketBytes%es != 0 || c.PacketBytes > c.HPU.BufferBytes:
+		return fmt.Errorf("sim: packet bytes = %d: must be a multiple of %d and at most the %d-byte buffer",
+			c.PacketBytes, es, c.HPU.BufferBytes)
+	case !(c.MeanInterArrival > 0) || math.IsInf(c.MeanInterArrival, 0):
+		return fmt.Errorf("sim: mean inter-arrival = %g cycles: must be > 0", c.MeanInterArrival)
+	case c.Window < 0:
+		return fmt.Errorf("sim: window = %d blocks: must be >= 0 (0 = every block)", c.Window)
+	}
+	return nil
+}
+
+// buffersFor is the quota a window of w blocks per host needs so that no
+// packet ever finds the memory exhausted: every open block is in some host's
+// window, so at most min(n, w·P) are open; single holds one buffer per open
+// block, multi B, and tree one per packet received and not yet folded, at
+// most the P·min(n, w) packets in flight.
+func buffersFor(algo wire.Algo, b, p, n, w int) int {
+	switch algo {
+	case wire.AlgoMulti:
+		return min(n, w*p) * b
+	case wire.AlgoTree:
+		return min(n, w) * p
+	}
+	return min(n, w*p)
+}
+
+// Simulate runs one allreduce in virtual time on a VirtualUnit with the real
+// Dense handler, checks every host's result against Reference (an error if
+// any element differs beyond the float rounding Check allows, or a block is
+// missing or emitted twice), and reports what the unit measured. A seed
+// gives the same result on every run.
+func Simulate(cfg SimConfig) (SimResult, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return SimResult{}, err
+	}
+	s, err := newSim(&cfg)
+	if err != nil {
+		return SimResult{}, err
+	}
+	defer s.close()
+	if err := s.run(); err != nil {
+		return SimResult{}, err
+	}
+	return s.result(), nil
+}
+
+// sim is one Simulate run: the unit, the job's handler, the hosts and the
+// egress that delivers results to them.
+type sim struct {
+	cfg      *SimConfig
+	unit     *hpu.VirtualUnit
+	dense    *Dense
+	esize    int
+	pe       int // elements per packet
+	nblocks  int
+	window   int
+	inputs   [][]byte
+	out      []byte
+	firstIn  []int64 // cycle the first packet of each block arrived, -1 before
+	emitted  []int64 // cycle each block's result left, -1 before
+	hosts    []*simHost
+	free     []*hpu.Packet
+	problems []string // egress misbehaviour, reported after the run
+}
+
+func newSim(cfg *SimConfig) (*sim, error) {
+	s := &sim{cfg: cfg, esize: cfg.DType.Size()}
+	s.pe = cfg.PacketBytes / s.esize
+	elems := cfg.Bytes / s.esize
+	s.nblocks = (elems + s.pe - 1) / s.pe
+	unit, err := hpu.NewVirtual(cfg.HPU, s, func(p *hpu.Packet) { s.free = append(s.free, p) })
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	s.unit = unit
+	if err := s.setup(elems); err != nil {
+		unit.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// setup sizes the window and the quota, builds the handler, the inputs and
+// the hosts.
+func (s *sim) setup(elems int) error {
+	cfg := s.cfg
+	p, n := cfg.Hosts, s.nblocks
+	s.window = cfg.Window
+	if s.window == 0 || s.window > n {
+		s.window = n
+	}
+	total := s.unit.Memory().Total()
+	need := buffersFor(cfg.Algo, cfg.Buffers, p, n, s.window)
+	if need > total && cfg.Window == 0 {
+		// The largest window whose blocks fit in L1 (need grows with it).
+		lo, hi := 1, s.window
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if buffersFor(cfg.Algo, cfg.Buffers, p, n, mid) <= total {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		s.window = lo
+		need = buffersFor(cfg.Algo, cfg.Buffers, p, n, lo)
+	}
+	dcfg := DenseConfig{
+		Job: 1, Token: 0x5eed, Algo: cfg.Algo, Buffers: cfg.Buffers, Children: p,
+		DType: cfg.DType, Op: cfg.Op, Elements: elems, PacketElems: s.pe,
+	}
+	need = max(need, dcfg.MinBuffers())
+	q, err := s.unit.Memory().Reserve(need)
+	if err != nil {
+		return fmt.Errorf("sim: %s with %d hosts and a window of %d blocks: %w (a smaller Window or more L1 helps)",
+			DesignName(cfg.Algo, cfg.Buffers), p, s.window, err)
+	}
+	dcfg.Quota = q
+	if s.dense, err = NewDense(dcfg); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	s.inputs = simInputs(rand.New(rand.NewPCG(cfg.Seed, 0x1a7a)), cfg.DType, cfg.Op, p, cfg.Bytes)
+	s.out = make([]byte, cfg.Bytes)
+	s.firstIn = make([]int64, n)
+	s.emitted = make([]int64, n)
+	for i := range n {
+		s.firstIn[i], s.emitted[i] = -1, -1
+	}
+	for rank := range p {
+		h := &simHost{s: s, rank: rank, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(rank)+1))}
+		if cfg.Unstaggered {
+			for b := range n {
+				h.order = append(h.order, uint32(b))
+			}
+		} else {
+			h.order = StaggeredOrder(make([]uint32, 0, n), rank, p, n, s.window)
+		}
+		h.wakeFn = h.wake
+		s.hosts = append(s.hosts, h)
+	}
+	return nil
+}
+
+func (s *sim) close() {
+	s.unit.Close()
+	s.dense.Close()
+	s.dense.Config().Quota.Release()
+}
+
+// run starts every host at its first random gap after cycle 0 and runs the
+// unit until the last result; then it checks the results.
+func (s *sim) run() error {
+	for _, h := range s.hosts {
+		h.plan = h.gap()
+		if err := s.unit.At(int64(h.plan), h.wakeFn); err != nil {
+			return err
+		}
+	}
+	if err := s.unit.Run(); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	if len(s.problems) > 0 {
+		return fmt.Errorf("sim: %s: %s", DesignName(s.cfg.Algo, s.cfg.Buffers), s.problems[0])
+	}
+	st := &s.dense.Stats
+	if d, nb, inv := st.Duplicate.Load(), st.NoBuffer.Load(), st.Invalid.Load(); d+nb+inv != 0 {
+		return fmt.Errorf("sim: the handler refused packets (duplicate %d, no buffer %d, invalid %d): %s", d, nb, inv, statsLine(st))
+	}
+	for b, at := range s.emitted {
+		if at < 0 {
+			return fmt.Errorf("sim: block %d of %d never completed: %s", b, s.nblocks, statsLine(st))
+		}
+	}
+	if err := Check(s.cfg.DType, s.cfg.Op, s.inputs, s.out); err != nil {
+		return fmt.Errorf("sim: %s %s %s on %d hosts, %d bytes: result differs from the reference: %w",
+			DesignName(s.cfg.Algo, s.cfg.Buffers), s.cfg.DType, s.cfg.Op, s.cfg.Hosts, s.cfg.Bytes, err)
+	}
+	return nil
+}
+
+// result turns the unit's statistics into a row.
+func (s *sim) result() SimResult {
+	cfg := s.cfg
+	st := s.unit.Stats()
+	tot := st.Total()
+	packets := int64(cfg.Hosts) * int64(s.nblocks)
+	r := SimResult{
+		Algo: DesignName(cfg.Algo, cfg.Buffers), Bytes: cfg.Bytes, Hosts: cfg.Hosts, DType: cfg.DType.String(),
+		Blocks: s.nblocks, Window: s.window, MeanInterArrival: cfg.MeanInterArrival,
+		TauCycles: st.TauCycles(), MemoryBuffers: st.BuffersMean, MemoryBuffersMax: st.BuffersMax,
+		MemoryBytes:    st.BuffersMean * float64(cfg.HPU.BufferBytes),
+		QueueOccupancy: st.QueueMean(), QueueOccupancyMax: st.QueueMax,
+		Packets: packets, Cycles: st.Now, ContendedAcquisitions: tot.Contended,
+	}
+	if n := tot.Packets + tot.Rejected; n > 0 {
+		r.LockWaitCycles = float64(tot.LockWaitCycles) / float64(n)
+	}
+	if st.Arrivals > 0 {
+		r.IngressWaitCycles = float64(st.IngressWaitCycles) / float64(st.Arrivals)
+	}
+	if st.Now > 0 {
+		r.BandwidthPktsPerCycle = float64(packets) / float64(st.Now)
+		secs := float64(st.Now) / cfg.HPU.Cost.ClockHz
+		r.BandwidthGbps = float64(cfg.Hosts) * float64(cfg.Bytes) * 8 / secs / 1e9
+	}
+	var lat int64
+	for b, at := range s.emitted {
+		lat += at - s.firstIn[b]
+	}
+	r.LatencyCycles = float64(lat) / float64(s.nblocks)
+	return r
+}
+
+// simInputs draws each host's vector: random bits for integers; for floats
+// values in [-1, 1) (near 1 for products, so P factors neither overflow nor
+// vanish).
+func simInputs(r *rand.Rand, dt wire.DType, op wire.Op, hosts, n int) [][]byte {
+	es := dt.Size()
+	in := make([][]byte, hosts)
+	for h := range in {
+		b := make([]byte, n)
+		for i := 0; i+es <= n; i += es {
+			switch {
+			case !dt.IsFloat():
+				specStoreInt(dt, b[i:], int64(r.Uint64()))
+			case op == wire.OpProd:
+				specStoreFloat(dt, b[i:], 0.75+r.Float64()/2)
+			default:
+				specStoreFloat(dt, b[i:], r.Float64()*2-1)
+			}
+		}
+		in[h] = b
+	}
+	return in
+}
