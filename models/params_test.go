@@ -1,0 +1,142 @@
+package models
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/flare-net/flare/wire"
+)
+
+func mustPreset(t testing.TB, name string) Params {
+	t.Helper()
+	p, err := Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPresets(t *testing.T) {
+	ps := mustPreset(t, PresetPsPIN)
+	if ps.Cores() != 32 || ps.CoresPerCluster != 8 || ps.SubsetS != 8 || ps.Hosts != 8 {
+		t.Errorf("pspin: K=%d C=%d S=%d P=%d, want 32, 8, 8, 8", ps.Cores(), ps.CoresPerCluster, ps.SubsetS, ps.Hosts)
+	}
+	fl := mustPreset(t, PresetFlare)
+	// One block per core for 512 KiB of 1 KiB packets.
+	if fl.Cores() != 512 || fl.Clusters != 64 || int64(fl.Cores())*int64(fl.PacketBytes) != 512<<10 {
+		t.Errorf("flare: K=%d (%d clusters), want 512 = 512 KiB / 1 KiB", fl.Cores(), fl.Clusters)
+	}
+	for _, p := range []Params{ps, fl} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("preset does not validate: %v", err)
+		}
+		if p.CyclesPerPacket != 1024 || p.DMACycles != 64 || p.ClockHz != 1e9 || p.PacketBytes != 1024 {
+			t.Errorf("L=%g DMA=%g clock=%g packet=%d, want 1024, 64, 1e9, 1024", p.CyclesPerPacket, p.DMACycles, p.ClockHz, p.PacketBytes)
+		}
+		// δ: P hosts at 100 Gbit/s deliver a 8192-bit packet every 81.92 ns in total / P.
+		if want := 81.92 / float64(p.Hosts); math.Abs(p.InterArrival-want) > 1e-9 {
+			t.Errorf("δ = %g, want %g", p.InterArrival, want)
+		}
+	}
+	if _, err := Preset("tofino"); err == nil || !strings.Contains(err.Error(), "pspin, flare") {
+		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+// TestPacketCycles checks L per dtype against hpu.PsPINCost: one cycle per
+// byte up to 32 bits and for 64-bit types, two per byte for bfloat16.
+func TestPacketCycles(t *testing.T) {
+	want := map[wire.DType]float64{wire.Int8: 1024, wire.Int16: 1024, wire.Int32: 1024, wire.Float32: 1024,
+		wire.Int64: 1024, wire.Float64: 1024, wire.BFloat16: 2048}
+	p := mustPreset(t, PresetFlare)
+	for _, d := range wire.DTypes {
+		p.DType, p.CyclesPerPacket = d, 0
+		if got := p.PacketCycles(); got != want[d] {
+			t.Errorf("%s: L = %g, want %g", d, got, want[d])
+		}
+	}
+	// An explicit L is kept.
+	p.CyclesPerPacket = 500
+	if p.PacketCycles() != 500 {
+		t.Errorf("explicit L overwritten: %g", p.PacketCycles())
+	}
+}
+
+func TestValidateNamesFields(t *testing.T) {
+	cases := []struct {
+		field string
+		mut   func(*Params)
+	}{
+		{"Clusters", func(p *Params) { p.Clusters = 0 }},
+		{"CoresPerCluster", func(p *Params) { p.CoresPerCluster = 1000 }},
+		{"SubsetS", func(p *Params) { p.SubsetS = 9 }},
+		{"ClockHz", func(p *Params) { p.ClockHz = math.NaN() }},
+		{"DType", func(p *Params) { p.DType = 0 }},
+		{"PacketBytes", func(p *Params) { p.PacketBytes = 1023 }},
+		{"CyclesPerPacket", func(p *Params) { p.CyclesPerPacket = -1 }},
+		{"DMACycles", func(p *Params) { p.DMACycles = math.Inf(1) }},
+		{"Hosts", func(p *Params) { p.Hosts = 1 }},
+		{"Bytes", func(p *Params) { p.Bytes = 0 }},
+		{"InterArrival", func(p *Params) { p.InterArrival = -2 }},
+		{"HostGbps", func(p *Params) { p.InterArrival, p.HostGbps = 0, 0 }},
+		{"SameBlockInterArrival", func(p *Params) { p.SameBlockInterArrival = -1 }},
+		{"Window", func(p *Params) { p.Window = -1 }},
+		{"Buffers", func(p *Params) { p.Buffers = 1 }},
+		{"QueueDepth", func(p *Params) { p.QueueDepth = 7 }},
+		{"L1Bytes", func(p *Params) { p.L1Bytes = 10 }},
+		{"Reading", func(p *Params) { p.Reading = 9 }},
+		{"SparsePairsPerBlock", func(p *Params) { p.SparsePairsPerBlock = 0 }},
+		{"SparseBlockElems", func(p *Params) { p.SparseBlockElems = -1 }},
+		{"SparseHashSlots", func(p *Params) { p.SparseHashSlots = -1 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.field, func(t *testing.T) {
+			p := mustPreset(t, PresetFlare)
+			tc.mut(&p)
+			err := p.Validate()
+			if err == nil {
+				t.Fatal("Validate accepted it")
+			}
+			if !strings.Contains(err.Error(), "Params."+tc.field+" ") || !strings.Contains(err.Error(), "must be") {
+				t.Errorf("error %q does not name Params.%s and its range", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestReadingNames(t *testing.T) {
+	for _, r := range []Reading{ReadService, ReadWaitingOnly} {
+		got, err := ParseReading(r.String())
+		if err != nil || got != r {
+			t.Errorf("ParseReading(%q) = %v, %v", r, got, err)
+		}
+	}
+	if _, err := ParseReading("printed"); err == nil {
+		t.Error("ParseReading accepted an unknown name")
+	}
+}
+
+func TestBytesFormat(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		text string
+	}{{512, "512B"}, {4 << 10, "4KiB"}, {1536 << 10, "1.5MiB"}, {100 << 20, "100MiB"}} {
+		if got := FormatBytes(float64(tc.n)); got != tc.text {
+			t.Errorf("FormatBytes(%d) = %q, want %q", tc.n, got, tc.text)
+		}
+		if got, err := ParseBytes(tc.text); err != nil || got != tc.n {
+			t.Errorf("ParseBytes(%q) = %d, %v", tc.text, got, err)
+		}
+	}
+	for _, s := range []string{"4K", "4KB", "4096", " 4 KiB "} {
+		if got, err := ParseBytes(s); err != nil || got != 4096 {
+			t.Errorf("ParseBytes(%q) = %d, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "x", "-1KiB", "2TiB"} {
+		if _, err := ParseBytes(s); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", s)
+		}
+	}
+}
