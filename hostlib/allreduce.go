@@ -31,6 +31,9 @@ func (s *Session) AllReduceBytes(ctx context.Context, buf []byte) error {
 		return fmt.Errorf("hostlib: allreduce: buffer of %d bytes, want %d (%d elements of %v)",
 			len(buf), want, s.opts.Elements, s.opts.DType)
 	}
+	if s.opts.Sparse {
+		return errors.New("hostlib: allreduce: the session joined a sparse job: use SparseAllReduce")
+	}
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	return s.call(ctx, buf)
@@ -43,6 +46,9 @@ func (s *Session) AllReduceBytes(ctx context.Context, buf []byte) error {
 // little-endian machine buf's memory is sent and overwritten as it is, with
 // no copy; elsewhere it is encoded into a buffer of the session first.
 func AllReduce[T Element](ctx context.Context, s *Session, buf []T, op wire.Op) error {
+	if s.opts.Sparse {
+		return errors.New("hostlib: allreduce: the session joined a sparse job: use SparseAllReduce")
+	}
 	if err := checkElement[T](s.opts.DType); err != nil {
 		return err
 	}
@@ -101,6 +107,9 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 	t := &s.trk
 	t.reset()
 	s.start = start
+	if s.opts.Sparse {
+		s.replayEarly()
+	}
 	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
 	s.deadline, s.wakeAt = s.opts.Timeout, never
 	s.arm(0, s.deadline)
@@ -197,6 +206,9 @@ func (s *Session) blockSpan(b uint32) (off, n int) {
 // queue encodes a data packet for block b into the next send datagram,
 // sending the batch when it is full.
 func (s *Session) queue(b uint32, flags wire.Flags) error {
+	if s.opts.Sparse {
+		return s.queueSparse(b, flags)
+	}
 	off, n := s.blockSpan(b)
 	d := &s.tx[s.ntx]
 	h := &s.hdr
@@ -221,6 +233,11 @@ func (s *Session) flush() error {
 	for len(msgs) > 0 {
 		n, err := s.conn.WriteBatch(msgs)
 		s.stats.sent.Add(uint64(n))
+		var bytes int
+		for i := range msgs[:min(n, len(msgs))] {
+			bytes += msgs[i].N
+		}
+		s.stats.sentBytes.Add(uint64(bytes))
 		if err == nil || n >= len(msgs) {
 			return nil
 		}
@@ -247,8 +264,11 @@ func (s *Session) results(b *rxBatch) error {
 		payload, err := h.Unmarshal(d.Buf[:d.N])
 		switch {
 		case err != nil || h.Job != s.opts.Job || h.Token != s.opts.Token:
-		case h.Type == wire.TypeResult:
+		case h.Type == wire.TypeResult && !s.opts.Sparse:
 			s.result(&h, payload)
+			continue
+		case (h.Type == wire.TypeSparse || h.Type == wire.TypeSpill) && s.opts.Sparse:
+			s.sparseResult(&h, payload)
 			continue
 		case h.Type == wire.TypeError:
 			if err := s.failure(&h, payload); err != nil {

@@ -90,6 +90,23 @@ type Options struct {
 	// swtch.DefaultMaxDatagram bytes, header included.
 	PacketElems int
 
+	// Sparse makes the job a sparse allreduce: the session's calls are
+	// SparseAllReduce, with (index, value) pairs, instead of AllReduce.
+	// Op must be sum, min or max (an index a host does not send is no
+	// operand), and Algo auto, single or multi.
+	Sparse bool
+	// Storage is how the switch keeps a sparse block's partial result:
+	// wire.StorageHash (a bounded table; pairs that collide come back to
+	// the hosts unaggregated, "spilled") or wire.StorageArray (a slot per
+	// index). The zero value means hash for a sparse job. Dense jobs leave
+	// it zero.
+	Storage wire.Storage
+	// BlockElems is a sparse job's index range per block; 0 lets the
+	// switch choose (4096). Blocks are fixed ranges, the same for every
+	// host, so with indices spread evenly they carry comparable numbers of
+	// pairs.
+	BlockElems int
+
 	// JoinTimeout bounds Join (DefaultJoinTimeout if zero).
 	JoinTimeout time.Duration
 	// Timeout bounds each AllReduce call (DefaultTimeout if zero); a
@@ -99,6 +116,9 @@ type Options struct {
 
 // withDefaults returns o with every zero field that has a default set to it.
 func (o Options) withDefaults() Options {
+	if o.Sparse && o.Storage == wire.StorageDense {
+		o.Storage = wire.StorageHash
+	}
 	if o.JoinTimeout == 0 {
 		o.JoinTimeout = DefaultJoinTimeout
 	}
@@ -131,6 +151,18 @@ func (o *Options) validate() error {
 		return fmt.Errorf("Buffers = %d: must be in 0..%d", o.Buffers, MaxBuffers)
 	case o.Reproducible && o.Algo != wire.AlgoAuto && o.Algo != wire.AlgoTree:
 		return fmt.Errorf("Algo = %v with Reproducible: only the tree design is reproducible; use auto or tree", o.Algo)
+	case o.Sparse && o.Op != wire.OpSum && o.Op != wire.OpMin && o.Op != wire.OpMax:
+		return fmt.Errorf("Op = %v with Sparse: must be sum, min or max (an index a host does not send is no operand)", o.Op)
+	case o.Sparse && (o.Algo == wire.AlgoTree || o.Reproducible):
+		return fmt.Errorf("Algo = %v, Reproducible = %v with Sparse: sparse jobs use single or multi buffers", o.Algo, o.Reproducible)
+	case o.Sparse && o.Storage != wire.StorageHash && o.Storage != wire.StorageArray && o.Storage != wire.StorageDense:
+		return fmt.Errorf("Storage = %v with Sparse: must be hash or array", o.Storage)
+	case o.Sparse && o.PacketElems != 0:
+		return fmt.Errorf("PacketElems = %d with Sparse: the switch sets pairs per packet; use BlockElems for the block size", o.PacketElems)
+	case o.Sparse && (o.BlockElems < 0 || o.BlockElems > math.MaxUint32):
+		return fmt.Errorf("BlockElems = %d: must be in 0..%d (0 lets the switch choose)", o.BlockElems, uint32(math.MaxUint32))
+	case !o.Sparse && (o.Storage != wire.StorageDense || o.BlockElems != 0):
+		return fmt.Errorf("Storage = %v, BlockElems = %d: only for sparse jobs (set Sparse)", o.Storage, o.BlockElems)
 	case o.JoinTimeout < 0:
 		return fmt.Errorf("JoinTimeout = %v: must not be negative (0 means %v)", o.JoinTimeout, DefaultJoinTimeout)
 	case o.Timeout < 0:

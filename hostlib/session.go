@@ -66,6 +66,7 @@ type Session struct {
 	deadline time.Duration    // the call's Options.Timeout
 	sendErr  error            // the last transient send error of the call
 	scratch  []byte           // the wire encoding on big-endian machines
+	sp       sparseCall       // a sparse session's per-call state
 
 	stats counters
 }
@@ -80,6 +81,7 @@ type rxBatch struct {
 // during a call.
 type counters struct {
 	calls, failed, sent, received, retransmits, duplicates, ignored, partial, sendErrors atomic.Uint64
+	sentBytes, receivedBytes, spilledPairs                                               atomic.Uint64
 	last, total                                                                          atomic.Int64
 }
 
@@ -94,6 +96,9 @@ type Stats struct {
 	Ignored         uint64        // other generations, jobs or tokens, malformed or unexpected packets
 	Partial         uint64        // results the switch released before every rank contributed
 	SendErrors      uint64        // datagrams the socket refused (counted as lost)
+	BytesSent       uint64        // UDP payload bytes of the datagrams sent (headers included)
+	BytesReceived   uint64        // UDP payload bytes of the datagrams received
+	SpilledPairs    uint64        // sparse: pairs the switch sent back unaggregated (hash storage)
 	LastDuration    time.Duration // of the last completed call
 	TotalDuration   time.Duration // of all completed calls
 }
@@ -200,6 +205,11 @@ func (s *Session) read() {
 			continue
 		}
 		s.stats.received.Add(uint64(n))
+		var bytes int
+		for i := range b.msgs[:n] {
+			bytes += b.msgs[i].N
+		}
+		s.stats.receivedBytes.Add(uint64(bytes))
 		b.n = n
 		s.full <- b
 	}
@@ -235,13 +245,16 @@ func (s *Session) join(ctx context.Context) error {
 		World:         uint16(s.opts.World),
 		Algo:          s.opts.Algo,
 		Buffers:       uint8(s.opts.Buffers),
-		Storage:       wire.StorageDense,
+		Storage:       s.opts.Storage,
 		Elements:      uint64(s.opts.Elements),
-		PacketElems:   uint32(s.opts.PacketElems),
+		PacketElems:   uint32(s.opts.PacketElems + s.opts.BlockElems), // a sparse join asks for its block size here
 		TimeoutMillis: uint32(min(s.opts.Timeout.Milliseconds(), math.MaxUint32)),
 	}
 	if s.opts.Reproducible {
 		body.Options |= wire.OptReproducible
+	}
+	if s.opts.Sparse {
+		body.Options |= wire.OptSparse
 	}
 	h := s.hdr
 	d := &s.ctl[0]
@@ -307,6 +320,9 @@ func (s *Session) joinReplies(b *rxBatch) (bool, error) {
 // admit checks the switch's join-ack against the job and sizes the data
 // path for it: the sending order, the window and the send batch.
 func (s *Session) admit(a *wire.JoinAckBody) error {
+	if s.opts.Sparse {
+		return s.admitSparse(a)
+	}
 	n, pe := s.opts.Elements, int(a.PacketElems)
 	maxPE := (maxDatagram - wire.HeaderLen) / s.esize
 	switch {
@@ -382,6 +398,9 @@ func (s *Session) Stats() Stats {
 		Ignored:         c.ignored.Load(),
 		Partial:         c.partial.Load(),
 		SendErrors:      c.sendErrors.Load(),
+		BytesSent:       c.sentBytes.Load(),
+		BytesReceived:   c.receivedBytes.Load(),
+		SpilledPairs:    c.spilledPairs.Load(),
 		LastDuration:    time.Duration(c.last.Load()),
 		TotalDuration:   time.Duration(c.total.Load()),
 	}

@@ -27,7 +27,7 @@ type job struct {
 	admitted bool
 	ackSent  bool
 	ack      wire.JoinAckBody
-	handler  *handlers.Dense
+	handler  jobHandler
 	quota    *hpu.Quota
 	// live is what the packet path reads without a lock: nil until admitted.
 	live atomic.Pointer[liveJob]
@@ -40,9 +40,26 @@ type job struct {
 // liveJob is the immutable part of an admitted job that readers, cores and
 // the writer use concurrently.
 type liveJob struct {
-	handler *handlers.Dense
+	handler jobHandler
+	sparse  bool             // takes Sparse packets, not Data
 	addrs   []netip.AddrPort // member addresses by rank, as admitted
 }
+
+// jobHandler is what the daemon holds of a job's handler, dense or sparse:
+// the HPU runs it, the daemon reads its completed-block count and closes it.
+type jobHandler interface {
+	hpu.Handler
+	Close()
+	completed() int64
+}
+
+type denseJob struct{ *handlers.Dense }
+
+func (d denseJob) completed() int64 { return d.Stats.Completed.Load() }
+
+type sparseJob struct{ *handlers.Sparse }
+
+func (s sparseJob) completed() int64 { return s.Stats.Completed.Load() }
 
 // jobTable maps job ids to jobs. The packet path reads a copy-on-write
 // snapshot with one atomic load; joins, leaves and the reaper take mu.
@@ -143,12 +160,18 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: rank %d: must be below the world size %d", h.Job, h.Child, b.World)
 	case b.Elements < 1 || b.Elements > 1<<32:
 		return refuse(wire.CodeBadRequest, "job %d: %d elements: must be in 1..%d", h.Job, b.Elements, uint64(1)<<32)
-	case b.Options&wire.OptSparse != 0 || b.Storage != wire.StorageDense:
-		return refuse(wire.CodeBadRequest, "job %d: sparse jobs are not supported by this switch yet", h.Job)
+	case b.Options&wire.OptSparse == 0 && b.Storage != wire.StorageDense:
+		return refuse(wire.CodeBadRequest, "job %d: storage %v is for sparse jobs", h.Job, b.Storage)
+	case b.Options&wire.OptSparse != 0 && b.Storage == wire.StorageDense:
+		return refuse(wire.CodeBadRequest, "job %d: a sparse job needs hash or array storage", h.Job)
+	case b.Options&wire.OptSparse != 0 && h.Op != wire.OpSum && h.Op != wire.OpMin && h.Op != wire.OpMax:
+		return refuse(wire.CodeBadRequest, "job %d: sparse jobs reduce with sum, min or max, not %v", h.Job, h.Op)
+	case b.Options&wire.OptSparse != 0 && b.Algo == wire.AlgoTree:
+		return refuse(wire.CodeBadRequest, "job %d: sparse jobs use single or multi buffers, not tree", h.Job)
 	case b.Algo == wire.AlgoMulti && (b.Buffers < 2 || b.Buffers > handlers.MaxBuffers):
 		return refuse(wire.CodeBadRequest, "job %d: multi with %d buffers: must be in 2..%d", h.Job, b.Buffers, handlers.MaxBuffers)
 	}
-	if pe := int(b.PacketElems); pe*h.DType.Size() > s.cfg.PacketBytes {
+	if pe := int(b.PacketElems); b.Options&wire.OptSparse == 0 && pe*h.DType.Size() > s.cfg.PacketBytes {
 		return refuse(wire.CodeBadRequest, "job %d: %d elements per packet of %s = %d bytes: the switch's packets carry at most %d",
 			h.Job, pe, h.DType, pe*h.DType.Size(), s.cfg.PacketBytes)
 	}
@@ -172,6 +195,9 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 // 2W·M buffers fit in the free memory; a job whose W = 1 does not fit is
 // refused with the numbers.
 func (s *Switch) admit(j *job) *joinError {
+	if j.spec.Options&wire.OptSparse != 0 {
+		return s.admitSparse(j)
+	}
 	esize := j.dtype.Size()
 	pe := int(j.spec.PacketElems)
 	if pe == 0 {
@@ -186,6 +212,30 @@ func (s *Switch) admit(j *job) *joinError {
 	dcfg := handlers.DenseConfig{Job: j.id, Token: j.token, Algo: algo, Buffers: b, Children: len(j.members),
 		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true}
 	m := dcfg.MinBuffers()
+	w, q, jerr := s.reserve(j, nblocks, m)
+	if jerr != nil {
+		return jerr
+	}
+	dcfg.Quota = q
+	d, err := handlers.NewDense(dcfg)
+	if err != nil {
+		q.Release()
+		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
+	}
+	j.handler, j.quota, j.admitted = denseJob{d}, q, true
+	j.live.Store(&liveJob{handler: j.handler, addrs: append([]netip.AddrPort(nil), j.members...)})
+	j.ack = wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pe),
+		Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())}
+	s.log.Info("job admitted", "job", j.id, "world", len(j.members), "algo", algo, "buffers", b,
+		"window", w, "quota_buffers", q.Limit(), "blocks", nblocks)
+	return nil
+}
+
+// reserve sizes the window and reserves the job's quota: at most 2W of its
+// nblocks blocks are open at once, each holding m buffers. W starts at the
+// configured target and halves until that fits the free memory; a job for
+// which W = 1 does not fit is refused with the numbers.
+func (s *Switch) reserve(j *job, nblocks, m int) (int, *hpu.Quota, *joinError) {
 	need := func(w int) int { return min(nblocks, 2*w) * m }
 	free := s.unit.Memory().Free()
 	w := min(s.cfg.Window, nblocks)
@@ -194,21 +244,9 @@ func (s *Switch) admit(j *job) *joinError {
 	}
 	q, err := s.unit.Memory().Reserve(need(w))
 	if err != nil {
-		return refuse(wire.CodeRefusedMemory, "job %d %v", j.id, err)
+		return 0, nil, refuse(wire.CodeRefusedMemory, "job %d %v", j.id, err)
 	}
-	dcfg.Quota = q
-	d, err := handlers.NewDense(dcfg)
-	if err != nil {
-		q.Release()
-		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
-	}
-	j.handler, j.quota, j.admitted = d, q, true
-	j.live.Store(&liveJob{handler: d, addrs: append([]netip.AddrPort(nil), j.members...)})
-	j.ack = wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pe),
-		Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())}
-	s.log.Info("job admitted", "job", j.id, "world", len(j.members), "algo", algo, "buffers", b,
-		"window", w, "quota_buffers", q.Limit(), "blocks", nblocks)
-	return nil
+	return w, q, nil
 }
 
 // leave removes a member; the job ends when every member has left.
@@ -231,7 +269,7 @@ func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
 func (s *Switch) endLocked(j *job, why string) {
 	s.jobs.update(func(m map[uint32]*job) { delete(m, j.id) })
 	if j.handler != nil {
-		s.completedEnded.Add(j.handler.Stats.Completed.Load())
+		s.completedEnded.Add(j.handler.completed())
 	}
 	s.log.Info("job ended", "job", j.id, "why", why, "rx_packets", j.rx.Load(), "tx_packets", j.tx.Load())
 	s.wg.Add(1)

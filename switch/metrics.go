@@ -69,7 +69,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.jobRx, float64(j.rx.Load()), id)
 		counter(c.jobTx, float64(j.tx.Load()), id)
 		if live := j.live.Load(); live != nil {
-			completed += live.handler.Stats.Completed.Load()
+			completed += live.handler.completed()
 		}
 	}
 	counter(c.blocks, float64(completed))

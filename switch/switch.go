@@ -221,7 +221,7 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 		return false
 	}
 	switch p.Hdr.Type {
-	case wire.TypeData:
+	case wire.TypeData, wire.TypeSparse:
 	case wire.TypeJoin:
 		s.control(d.Addr, &p.Hdr, payload)
 		return false
@@ -247,6 +247,9 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 		return false
 	case int(p.Hdr.Child) >= len(live.addrs) || live.addrs[p.Hdr.Child] != d.Addr:
 		s.drops.add(dropNotMember)
+		return false
+	case live.sparse != (p.Hdr.Type == wire.TypeSparse):
+		s.drops.add(dropUnexpected)
 		return false
 	}
 	j.lastActive.Store(now)

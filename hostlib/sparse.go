@@ -1,0 +1,210 @@
+package hostlib
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// sparseCall is a sparse session's state: fixed at admission (the packer)
+// and per call (each block's pairs and the switch's stream for it).
+type sparseCall struct {
+	packer handlers.SparsePacker
+	pairs  []byte   // this call's pairs, global indices, sorted
+	blocks [][]byte // sub-slices of pairs, by block
+	asm    []handlers.SparseAssembler
+	merged []byte // the call's result pairs, global indices
+	// Packets of the next generation that arrived during this call: other
+	// hosts may start it (and the switch spill their pairs) while this one
+	// still waits for its last results. Replayed when that call starts.
+	next [][]byte
+}
+
+// admitSparse sizes a sparse session from the join-ack: PacketElems is the
+// pairs per packet, Blocks the block count, and the block's index range is
+// ceil(Elements / Blocks), which the switch makes exact.
+func (s *Session) admitSparse(a *wire.JoinAckBody) error {
+	n, pairs, blocks := s.opts.Elements, int(a.PacketElems), int(a.Blocks)
+	ps := wire.PairSize(s.opts.DType)
+	switch {
+	case a.Window == 0:
+		return errors.New("the switch's join-ack grants a window of 0 blocks")
+	case pairs < 1 || wire.HeaderLen+pairs*ps > maxDatagram:
+		return fmt.Errorf("the switch's join-ack asks for %d pairs per packet, outside 1..%d", pairs, (maxDatagram-wire.HeaderLen)/ps)
+	case blocks < 1 || blocks > wire.MaxSparseBlocks || blocks > n:
+		return fmt.Errorf("the switch's join-ack says %d blocks for %d elements, outside 1..%d", blocks, n, min(n, wire.MaxSparseBlocks))
+	}
+	be := blockCount(n, blocks)
+	if blockCount(n, be) != blocks {
+		return fmt.Errorf("the switch's join-ack says %d blocks, but %d elements in blocks of %d make %d", blocks, n, be, blockCount(n, be))
+	}
+	s.window = int(min(a.Window, math.MaxInt32))
+	s.algo, s.buffers, s.pe, s.blocks = a.Algo, int(a.Buffers), be, blocks
+	s.limit = min(s.window, s.blocks)
+	s.order = handlers.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
+	s.trk.init(s.blocks, s.limit)
+	s.sp.packer = handlers.SparsePacker{DType: s.opts.DType, BlockElems: be, PacketPairs: pairs}
+	s.sp.blocks = make([][]byte, blocks)
+	s.sp.asm = make([]handlers.SparseAssembler, blocks)
+	for i := range s.sp.asm {
+		s.sp.asm[i].DType = s.opts.DType
+	}
+	size := wire.HeaderLen + pairs*ps
+	batch := s.conn.BatchSize()
+	backing := make([]byte, batch*size)
+	s.tx = make([]swtch.Datagram, batch)
+	for i := range s.tx {
+		s.tx[i] = swtch.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
+	}
+	return nil
+}
+
+// SparseAllReduce reduces a sparse vector across every rank of a sparse job
+// (Options.Sparse) and returns the result as (index, value) pairs sorted by
+// index: for each index present on any rank, op over the values of the
+// ranks that have it. idx must be strictly increasing and below the job's
+// Elements, with val holding the value of each index; T must be the Go
+// type of the job's dtype and op the job's op. Bad input is reported
+// before anything is sent.
+//
+// The pairs travel block by block (fixed index ranges of BlockElems), each
+// block as a stream of packets, in this rank's staggered order with at
+// most Window() blocks in flight. The switch aggregates what its table
+// holds and sends back the rest unaggregated (hash storage spills); the
+// host merges both, in an order that depends on the pairs alone, so every
+// rank gets the same bits. Errors are AllReduce's: *TimeoutError with the
+// blocks missing, *SwitchError, ErrClosed.
+func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, val []T, op wire.Op) ([]uint32, []T, error) {
+	if !s.opts.Sparse {
+		return nil, nil, errors.New("hostlib: sparse allreduce: the session joined a dense job: use AllReduce, or Join with Sparse")
+	}
+	if err := checkElement[T](s.opts.DType); err != nil {
+		return nil, nil, err
+	}
+	if op != s.opts.Op {
+		return nil, nil, fmt.Errorf("hostlib: SparseAllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
+			handlers.OpName(op), handlers.OpName(s.opts.Op))
+	}
+	if len(idx) != len(val) {
+		return nil, nil, fmt.Errorf("hostlib: sparse allreduce: %d indices but %d values", len(idx), len(val))
+	}
+	for i, x := range idx {
+		switch {
+		case int64(x) >= int64(s.opts.Elements):
+			return nil, nil, fmt.Errorf("hostlib: sparse allreduce: index %d at position %d is outside the vector of %d elements", x, i, s.opts.Elements)
+		case i > 0 && x <= idx[i-1]:
+			return nil, nil, fmt.Errorf("hostlib: sparse allreduce: index %d at position %d follows %d: indices must be strictly increasing (sort them, and sum duplicates first)", x, i, idx[i-1])
+		}
+	}
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	sp := &s.sp
+	es := s.esize
+	vb := make([]byte, len(val)*es)
+	encodeLE(vb, val)
+	pairs, err := wire.AppendPairs(sp.pairs[:0], s.opts.DType, idx, vb)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hostlib: sparse allreduce: %w", err)
+	}
+	sp.pairs = pairs
+	for b := range sp.blocks {
+		sp.blocks[b] = sp.packer.BlockPairs(pairs, b)
+		sp.asm[b].Reset()
+	}
+	sp.merged = sp.merged[:0]
+	if err := s.call(ctx, nil); err != nil {
+		return nil, nil, err
+	}
+	for b := range sp.asm {
+		if sp.merged, err = sp.asm[b].Merge(sp.merged, op, uint32(b*s.pe)); err != nil {
+			return nil, nil, fmt.Errorf("hostlib: sparse allreduce generation %d, block %d: %w", s.gen, b, err)
+		}
+	}
+	ps := wire.PairSize(s.opts.DType)
+	n := len(sp.merged) / ps
+	outIdx, outVal := make([]uint32, n), make([]T, n)
+	outBytes := make([]byte, n*es)
+	for i := range n {
+		p := sp.merged[i*ps:]
+		outIdx[i] = binary.LittleEndian.Uint32(p)
+		copy(outBytes[i*es:], p[wire.IndexLen:ps])
+	}
+	decodeLE(outVal, outBytes)
+	return outIdx, outVal, nil
+}
+
+// queueSparse queues every packet of block b's stream.
+func (s *Session) queueSparse(b uint32, flags wire.Flags) error {
+	sp := &s.sp
+	bp := sp.blocks[b]
+	h := &s.hdr
+	for seq := range sp.packer.Packets(len(bp) / wire.PairSize(s.opts.DType)) {
+		d := &s.tx[s.ntx]
+		h.Flags = flags
+		payload := sp.packer.Packet(d.Buf[wire.HeaderLen:wire.HeaderLen], h, b, bp, seq)
+		_ = h.MarshalTo(d.Buf) // cannot fail: the buffer holds a header and a packet
+		d.N = wire.HeaderLen + len(payload)
+		s.ntx++
+		if s.ntx == len(s.tx) {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	h.Type, h.Flags = wire.TypeData, 0
+	return nil
+}
+
+// sparseResult takes one packet of the switch's stream for a block: a
+// spill or part of the result. The block is done when its stream is whole.
+func (s *Session) sparseResult(h *wire.Header, payload []byte) {
+	sp := &s.sp
+	b, _ := wire.SplitSparseBlock(h.Block)
+	switch {
+	case h.Generation == s.gen+1 && len(sp.next) < maxEarlyPackets:
+		pkt := make([]byte, 0, wire.HeaderLen+len(payload))
+		sp.next = append(sp.next, wire.AppendPacket(pkt, h, payload))
+		return
+	case h.Generation != s.gen || int(b) >= s.blocks || h.Op != s.opts.Op:
+		s.stats.ignored.Add(1)
+		return
+	}
+	if s.trk.isDone(b) {
+		s.stats.duplicates.Add(1)
+		return
+	}
+	complete, err := sp.asm[b].Add(h, payload)
+	if err != nil {
+		s.stats.ignored.Add(1)
+		return
+	}
+	if h.Type == wire.TypeSpill {
+		s.stats.spilledPairs.Add(uint64(h.Count))
+	}
+	if complete {
+		s.trk.complete(b, time.Since(s.start))
+	}
+}
+
+// maxEarlyPackets bounds what a call keeps of the next generation.
+const maxEarlyPackets = 1 << 16
+
+// replayEarly feeds the packets of this generation that arrived during the
+// previous call. It runs at the start of a sparse call.
+func (s *Session) replayEarly() {
+	early := s.sp.next
+	s.sp.next = nil
+	for _, pkt := range early {
+		var h wire.Header
+		if payload, err := h.Unmarshal(pkt); err == nil {
+			s.sparseResult(&h, payload)
+		}
+	}
+}

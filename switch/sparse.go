@@ -1,0 +1,67 @@
+package swtch
+
+import (
+	"net/netip"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/wire"
+)
+
+// Defaults of a sparse job's shape, when the hosts leave it to the switch.
+const (
+	// DefaultSparseBlockElems is the index range of one sparse block: at 1%
+	// density a host sends about 41 pairs per block, a third of a 1 KiB
+	// float32 packet.
+	DefaultSparseBlockElems = 4096
+	// sparseHashPackets sizes a hash table in packets' worth of pairs: 4 ×
+	// 128 float32 pairs = 512 slots, which holds the union of 8 hosts at
+	// about 1% density and spills more and more above it, as in the paper.
+	sparseHashPackets = 4
+)
+
+// admitSparse sizes a sparse job: blocks of BlockElems indices (the hosts'
+// request in the join's PacketElems, or DefaultSparseBlockElems, at most
+// 65,536 blocks), pairs per packet from the switch's packet size, a hash
+// table of a few packets' worth of pairs, and a quota of 2W blocks as for
+// dense jobs. The ack carries pairs per packet in PacketElems and the block
+// count in Blocks; a host finds the block's range as
+// ceil(Elements / Blocks), which the switch makes exact.
+func (s *Switch) admitSparse(j *job) *joinError {
+	elements := int(j.spec.Elements)
+	be := int(j.spec.PacketElems)
+	if be == 0 {
+		be = DefaultSparseBlockElems
+	}
+	be = min(max(be, (elements+wire.MaxSparseBlocks-1)/wire.MaxSparseBlocks), elements)
+	nblocks := (elements + be - 1) / be
+	be = (elements + nblocks - 1) / nblocks // the range a host computes from the block count
+	nblocks = (elements + be - 1) / be
+	algo, b := j.spec.Algo, int(j.spec.Buffers)
+	if algo != wire.AlgoMulti {
+		algo, b = wire.AlgoSingle, 1
+	}
+	pairs := s.cfg.PacketBytes / wire.PairSize(j.dtype)
+	cfg := handlers.SparseConfig{Job: j.id, Token: j.token, Children: len(j.members), DType: j.dtype, Op: j.op,
+		Storage: j.spec.Storage, Buffers: b, Elements: elements, BlockElems: be, HashSlots: sparseHashPackets * pairs, PacketPairs: pairs}
+	m := cfg.BlockBuffers(s.cfg.PacketBytes)
+	w, q, jerr := s.reserve(j, nblocks, m)
+	if jerr != nil {
+		return jerr
+	}
+	cfg.Quota = q
+	h, err := handlers.NewSparse(cfg)
+	if err != nil {
+		q.Release()
+		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
+	}
+	j.handler, j.quota, j.admitted = sparseJob{h}, q, true
+	j.live.Store(&liveJob{handler: j.handler, sparse: true, addrs: append([]netip.AddrPort(nil), j.members...)})
+	if algo == wire.AlgoSingle {
+		b = 0
+	}
+	j.ack = wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pairs),
+		Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())}
+	s.log.Info("sparse job admitted", "job", j.id, "world", len(j.members), "storage", j.spec.Storage, "buffers", b,
+		"block_elems", be, "hash_slots", cfg.HashSlots, "window", w, "quota_buffers", q.Limit(), "blocks", nblocks)
+	return nil
+}

@@ -1,0 +1,139 @@
+package swtch_test
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/hostlib"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// sparseInput draws a rank's sparse vector: about density × n indices,
+// a share overlap of them from a pool every rank draws from.
+func sparseInput(rng *rand.Rand, n int, density, overlap float64, shared []uint32) []uint32 {
+	seen := map[uint32]bool{}
+	k := max(1, int(density*float64(n)))
+	for len(seen) < k {
+		if rng.Float64() < overlap && len(shared) > 0 {
+			seen[shared[rng.IntN(len(shared))]] = true
+		} else {
+			seen[uint32(rng.IntN(n))] = true
+		}
+	}
+	idx := make([]uint32, 0, k)
+	for i := range uint32(n) {
+		if seen[i] {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// Sparse allreduce through a real switch and hostlib over loopback: hash
+// (with spills) and array storage, single and multi-buffer, several calls
+// per session, checked against the plain sparse reference.
+func TestSparseAllReduceThroughSwitch(t *testing.T) {
+	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, sw)
+	job := uint32(100)
+	for _, tc := range []struct {
+		storage wire.Storage
+		algo    wire.Algo
+		buffers int
+		op      wire.Op
+		density float64
+		world   int
+	}{
+		{wire.StorageHash, wire.AlgoAuto, 0, wire.OpSum, 0.01, 4},
+		{wire.StorageHash, wire.AlgoSingle, 0, wire.OpSum, 0.3, 3}, // spills
+		{wire.StorageArray, wire.AlgoAuto, 0, wire.OpSum, 0.05, 4},
+		{wire.StorageArray, wire.AlgoMulti, 2, wire.OpMax, 0.2, 2},
+		{wire.StorageHash, wire.AlgoMulti, 4, wire.OpMin, 0.1, 5},
+		{wire.StorageHash, wire.AlgoAuto, 0, wire.OpSum, 0.001, 1},
+	} {
+		job++
+		const n = 20_011 // not a multiple of the block
+		ss := make([]*hostlib.Session, tc.world)
+		g, ctx := errgroup.WithContext(context.Background())
+		for r := range tc.world {
+			g.Go(func() error {
+				s, err := hostlib.Join(ctx, hostlib.Options{Switch: sw.Addr().String(), Job: job, Token: 7, Rank: r, World: tc.world,
+					DType: wire.Float32, Op: tc.op, Elements: n, Sparse: true, Storage: tc.storage, Algo: tc.algo, Buffers: tc.buffers,
+					BlockElems: 1000, Timeout: 20 * time.Second})
+				ss[r] = s
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatalf("%+v: join: %v", tc, err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(job), 1))
+		shared := sparseInput(rng, n, tc.density, 0, nil)
+		var spilled uint64
+		for call := range 3 {
+			idx := make([][]uint32, tc.world)
+			val := make([][]float32, tc.world)
+			inputs := make([][]byte, tc.world)
+			for r := range idx {
+				idx[r] = sparseInput(rng, n, tc.density, 0.5, shared)
+				val[r] = make([]float32, len(idx[r]))
+				for i := range val[r] {
+					val[r][i] = float32(rng.IntN(2001)-1000) / 8 // exact in float32 sums
+					if i%17 == 0 {
+						val[r][i] = 0 // a zero is a value
+					}
+					var v [4]byte
+					binary.LittleEndian.PutUint32(v[:], math.Float32bits(val[r][i]))
+					inputs[r] = wire.AppendPair(inputs[r], idx[r][i], v[:])
+				}
+			}
+			outIdx := make([][]uint32, tc.world)
+			outVal := make([][]float32, tc.world)
+			var g errgroup.Group
+			for r, s := range ss {
+				g.Go(func() (err error) {
+					outIdx[r], outVal[r], err = hostlib.SparseAllReduce(context.Background(), s, idx[r], val[r], tc.op)
+					return err
+				})
+			}
+			if err := g.Wait(); err != nil {
+				t.Fatalf("%+v call %d: %v", tc, call, err)
+			}
+			for r := range ss {
+				var got []byte
+				for i := range outIdx[r] {
+					var v [4]byte
+					binary.LittleEndian.PutUint32(v[:], math.Float32bits(outVal[r][i]))
+					got = wire.AppendPair(got, outIdx[r][i], v[:])
+				}
+				if err := handlers.CheckSparse(wire.Float32, tc.op, inputs, got); err != nil {
+					t.Fatalf("%+v call %d rank %d: %v", tc, call, r, err)
+				}
+			}
+		}
+		for _, s := range ss {
+			spilled += s.Stats().SpilledPairs
+			s.Close()
+		}
+		t.Logf("%v %v B=%d %v density %.3f P=%d: %d spilled pairs", tc.storage, tc.algo, tc.buffers, tc.op, tc.density, tc.world, spilled)
+		if tc.storage == wire.StorageArray && spilled != 0 {
+			t.Errorf("array storage spilled %d pairs", spilled)
+		}
+		if tc.density >= 0.3 && spilled == 0 {
+			t.Errorf("hash storage at density %.2f spilled nothing: the table is not bounded", tc.density)
+		}
+	}
+}
