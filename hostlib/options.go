@@ -34,10 +34,14 @@ const (
 
 // Timing of the protocol's host side.
 const (
-	joinResend  = 100 * time.Millisecond // a join is sent again this often until answered
-	rtoInitial  = 20 * time.Millisecond  // a block's first retransmission timeout, every call
-	rtoMax      = time.Second            // the RTO doubles per retransmission up to this
-	leaveCopies = 2                      // Leave is best effort: send it this many times
+	joinResend = 100 * time.Millisecond // a join is sent again this often until answered
+	rtoInitial = 20 * time.Millisecond  // a block's first retransmission timeout, every call
+	rtoMax     = time.Second            // the RTO doubles per retransmission up to this
+	// rtoSparse is a sparse block's smallest RTO: retransmitting one costs
+	// its whole stream, and the switch does not answer it with the result
+	// (it only drops the copies), so an early timeout is all cost.
+	rtoSparse   = 100 * time.Millisecond
+	leaveCopies = 2 // Leave is best effort: send it this many times
 )
 
 // maxDatagram is the largest packet a session sends or receives: the size

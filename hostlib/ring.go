@@ -676,7 +676,7 @@ func RunLocalRing(ctx context.Context, bufs [][]byte, dt wire.DType, op wire.Op,
 	if _, err := handlers.KernelFor(dt, op); err != nil {
 		return fmt.Errorf("hostlib: RunLocalRing: %w", err)
 	}
-	rings, err := newLocalRings(ctx, len(bufs), order)
+	rings, err := NewLocalRings(ctx, len(bufs), order)
 	if err != nil {
 		return err
 	}
@@ -688,9 +688,11 @@ func RunLocalRing(ctx context.Context, bufs [][]byte, dt wire.DType, op wire.Op,
 	return g.Wait()
 }
 
-// newLocalRings builds a ring of p ranks on 127.0.0.1: it binds every port
-// first, so each rank knows all addresses, then builds the ranks concurrently.
-func newLocalRings(ctx context.Context, p int, order []int) ([]*Ring, error) {
+// NewLocalRings builds a ring of p ranks inside this process on 127.0.0.1
+// (ring order as in RingConfig.Order, nil for rank order): it binds every
+// port first, so each rank knows all addresses, then builds the ranks
+// concurrently. The caller closes each ring.
+func NewLocalRings(ctx context.Context, p int, order []int) ([]*Ring, error) {
 	lns := make([]net.Listener, p)
 	peers := make([]string, p)
 	for i := range lns {

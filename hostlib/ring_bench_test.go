@@ -16,7 +16,7 @@ import (
 // collective libraries report.
 func BenchmarkRing(b *testing.B) {
 	const p, size = 8, 1 << 20
-	rings, err := newLocalRings(context.Background(), p, nil)
+	rings, err := NewLocalRings(context.Background(), p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

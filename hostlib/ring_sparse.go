@@ -112,9 +112,9 @@ func (r *Ring) receiveSparse(s int, dt wire.DType, op wire.Op) ([]byte, error) {
 
 // RunLocalSparseRing runs the sparse baseline with one ring rank per list
 // in this process, over loopback TCP, and returns each rank's result and
-// the bytes each rank sent.
-func RunLocalSparseRing(ctx context.Context, lists [][]byte, dt wire.DType, op wire.Op) (results [][]byte, sent []uint64, err error) {
-	rings, err := newLocalRings(ctx, len(lists), nil)
+// its ring's traffic.
+func RunLocalSparseRing(ctx context.Context, lists [][]byte, dt wire.DType, op wire.Op) (results [][]byte, stats []RingStats, err error) {
+	rings, err := NewLocalRings(ctx, len(lists), nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,9 +130,9 @@ func RunLocalSparseRing(ctx context.Context, lists [][]byte, dt wire.DType, op w
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	sent = make([]uint64, len(rings))
+	stats = make([]RingStats, len(rings))
 	for i, r := range rings {
-		sent[i] = r.Stats().BytesSent
+		stats[i] = r.Stats()
 	}
-	return results, sent, nil
+	return results, stats, nil
 }

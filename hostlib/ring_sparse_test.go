@@ -40,8 +40,8 @@ func TestRingSparseAllReduce(t *testing.T) {
 				t.Fatalf("P=%d: rank %d's result differs from rank 0's", p, r)
 			}
 			// Rank r forwards every list but its successor's, each once.
-			if want := total - len(lists[(r+1)%p]) + (p-1)*ringHeaderLen; p > 1 && sent[r] != uint64(want) {
-				t.Errorf("P=%d rank %d sent %d bytes, want %d", p, r, sent[r], want)
+			if want := total - len(lists[(r+1)%p]) + (p-1)*ringHeaderLen; p > 1 && sent[r].BytesSent != uint64(want) {
+				t.Errorf("P=%d rank %d sent %d bytes, want %d", p, r, sent[r].BytesSent, want)
 			}
 		}
 	}

@@ -137,7 +137,7 @@ func TestRingBackToBack(t *testing.T) {
 func TestRingCancel(t *testing.T) {
 	base := runtime.NumGoroutine()
 	const p = 3
-	rings, err := newLocalRings(t.Context(), p, nil)
+	rings, err := NewLocalRings(t.Context(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestRingOrderDisagreement(t *testing.T) {
 // localRings builds a ring of p ranks on loopback, closed when t ends.
 func localRings(t testing.TB, p int, order []int) []*Ring {
 	t.Helper()
-	rings, err := newLocalRings(t.Context(), p, order)
+	rings, err := NewLocalRings(t.Context(), p, order)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ type sparseCall struct {
 	pairs  []byte   // this call's pairs, global indices, sorted
 	blocks [][]byte // sub-slices of pairs, by block
 	asm    []handlers.SparseAssembler
-	merged []byte // the call's result pairs, global indices
 	// Packets of the next generation that arrived during this call: other
 	// hosts may start it (and the switch spill their pairs) while this one
 	// still waits for its last results. Replayed when that call starts.
@@ -50,6 +49,7 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 	s.limit = min(s.window, s.blocks)
 	s.order = handlers.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
 	s.trk.init(s.blocks, s.limit)
+	s.trk.floor = rtoSparse
 	s.sp.packer = handlers.SparsePacker{DType: s.opts.DType, BlockElems: be, PacketPairs: pairs}
 	s.sp.blocks = make([][]byte, blocks)
 	s.sp.asm = make([]handlers.SparseAssembler, blocks)
@@ -82,9 +82,6 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 // rank gets the same bits. Errors are AllReduce's: *TimeoutError with the
 // blocks missing, *SwitchError, ErrClosed.
 func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, val []T, op wire.Op) ([]uint32, []T, error) {
-	if !s.opts.Sparse {
-		return nil, nil, errors.New("hostlib: sparse allreduce: the session joined a dense job: use AllReduce, or Join with Sparse")
-	}
 	if err := checkElement[T](s.opts.DType); err != nil {
 		return nil, nil, err
 	}
@@ -95,49 +92,69 @@ func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, v
 	if len(idx) != len(val) {
 		return nil, nil, fmt.Errorf("hostlib: sparse allreduce: %d indices but %d values", len(idx), len(val))
 	}
-	for i, x := range idx {
-		switch {
-		case int64(x) >= int64(s.opts.Elements):
-			return nil, nil, fmt.Errorf("hostlib: sparse allreduce: index %d at position %d is outside the vector of %d elements", x, i, s.opts.Elements)
-		case i > 0 && x <= idx[i-1]:
-			return nil, nil, fmt.Errorf("hostlib: sparse allreduce: index %d at position %d follows %d: indices must be strictly increasing (sort them, and sum duplicates first)", x, i, idx[i-1])
-		}
-	}
-	s.callMu.Lock()
-	defer s.callMu.Unlock()
-	sp := &s.sp
 	es := s.esize
 	vb := make([]byte, len(val)*es)
 	encodeLE(vb, val)
-	pairs, err := wire.AppendPairs(sp.pairs[:0], s.opts.DType, idx, vb)
+	pairs, err := wire.AppendPairs(nil, s.opts.DType, idx, vb)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hostlib: sparse allreduce: %w", err)
 	}
-	sp.pairs = pairs
-	for b := range sp.blocks {
-		sp.blocks[b] = sp.packer.BlockPairs(pairs, b)
-		sp.asm[b].Reset()
-	}
-	sp.merged = sp.merged[:0]
-	if err := s.call(ctx, nil); err != nil {
+	merged, err := s.SparseAllReduceBytes(ctx, pairs)
+	if err != nil {
 		return nil, nil, err
 	}
-	for b := range sp.asm {
-		if sp.merged, err = sp.asm[b].Merge(sp.merged, op, uint32(b*s.pe)); err != nil {
-			return nil, nil, fmt.Errorf("hostlib: sparse allreduce generation %d, block %d: %w", s.gen, b, err)
-		}
-	}
 	ps := wire.PairSize(s.opts.DType)
-	n := len(sp.merged) / ps
+	n := len(merged) / ps
 	outIdx, outVal := make([]uint32, n), make([]T, n)
 	outBytes := make([]byte, n*es)
 	for i := range n {
-		p := sp.merged[i*ps:]
+		p := merged[i*ps:]
 		outIdx[i] = binary.LittleEndian.Uint32(p)
 		copy(outBytes[i*es:], p[wire.IndexLen:ps])
 	}
 	decodeLE(outVal, outBytes)
 	return outIdx, outVal, nil
+}
+
+// SparseAllReduceBytes is SparseAllReduce on the wire encoding: pairs are
+// (uint32 index, value of the job's dtype), little-endian, sorted by
+// strictly increasing index; the result is in the same form, in a new
+// slice.
+func (s *Session) SparseAllReduceBytes(ctx context.Context, pairs []byte) ([]byte, error) {
+	if !s.opts.Sparse {
+		return nil, errors.New("hostlib: sparse allreduce: the session joined a dense job: use AllReduce, or Join with Sparse")
+	}
+	p, err := wire.PairsOf(pairs, s.opts.DType)
+	if err != nil {
+		return nil, fmt.Errorf("hostlib: sparse allreduce: %d bytes are not whole %v pairs", len(pairs), s.opts.DType)
+	}
+	for i := range p.Len() {
+		x := p.Index(i)
+		switch {
+		case int64(x) >= int64(s.opts.Elements):
+			return nil, fmt.Errorf("hostlib: sparse allreduce: index %d at position %d is outside the vector of %d elements", x, i, s.opts.Elements)
+		case i > 0 && x <= p.Index(i-1):
+			return nil, fmt.Errorf("hostlib: sparse allreduce: index %d at position %d follows %d: indices must be strictly increasing (sort them, and combine duplicates first)", x, i, p.Index(i-1))
+		}
+	}
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	sp := &s.sp
+	sp.pairs = append(sp.pairs[:0], pairs...)
+	for b := range sp.blocks {
+		sp.blocks[b] = sp.packer.BlockPairs(sp.pairs, b)
+		sp.asm[b].Reset()
+	}
+	if err := s.call(ctx, nil); err != nil {
+		return nil, err
+	}
+	var out []byte
+	for b := range sp.asm {
+		if out, err = sp.asm[b].Merge(out, s.opts.Op, uint32(b*s.pe)); err != nil {
+			return nil, fmt.Errorf("hostlib: sparse allreduce generation %d, block %d: %w", s.gen, b, err)
+		}
+	}
+	return out, nil
 }
 
 // queueSparse queues every packet of block b's stream.

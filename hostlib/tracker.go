@@ -20,6 +20,7 @@ type tracker struct {
 	// Round-trip estimate (RFC 6298), kept from call to call: the path's
 	// property, not one call's. Zero srtt means no sample yet.
 	srtt, rttvar time.Duration
+	floor        time.Duration // the smallest RTO: rtoInitial, or rtoSparse
 }
 
 // flight is one block in flight.
@@ -70,10 +71,11 @@ func (t *tracker) launch(b uint32, now time.Duration) time.Duration {
 // slowest rank's lag; on a loaded machine that exceeds any fixed timeout,
 // and retransmitting early only adds load.
 func (t *tracker) rto() time.Duration {
+	floor := max(t.floor, rtoInitial)
 	if t.srtt == 0 {
-		return rtoInitial
+		return floor
 	}
-	return min(max(t.srtt+4*t.rttvar, rtoInitial), rtoMax)
+	return min(max(t.srtt+4*t.rttvar, floor), rtoMax)
 }
 
 // sample folds one round trip into the estimate (RFC 6298, section 2).

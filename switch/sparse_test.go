@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +136,44 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 		if tc.density >= 0.3 && spilled == 0 {
 			t.Errorf("hash storage at density %.2f spilled nothing: the table is not bounded", tc.density)
 		}
+	}
+}
+
+// Bad sparse input is refused before anything is sent, naming the problem.
+func TestSparseAllReduceRejectsBadInput(t *testing.T) {
+	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, sw)
+	s, err := hostlib.Join(context.Background(), hostlib.Options{Switch: sw.Addr().String(), Job: 1, Token: 1, World: 1,
+		DType: wire.Int32, Op: wire.OpSum, Elements: 100, Sparse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		idx  []uint32
+		val  []int32
+		want string
+	}{
+		{[]uint32{3, 2}, []int32{1, 1}, "strictly increasing"},
+		{[]uint32{3, 3}, []int32{1, 1}, "strictly increasing"},
+		{[]uint32{5, 100}, []int32{1, 1}, "outside the vector of 100 elements"},
+		{[]uint32{1}, []int32{1, 2}, "1 indices but 2 values"},
+	} {
+		if _, _, err := hostlib.SparseAllReduce(ctx, s, tc.idx, tc.val, wire.OpSum); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.idx, err, tc.want)
+		}
+	}
+	if st := s.Stats(); st.Calls != 0 || st.PacketsSent > 2 {
+		t.Errorf("bad input reached the wire: %+v", st)
+	}
+	if _, _, err := hostlib.SparseAllReduce(ctx, s, []uint32{1}, []int32{1}, wire.OpMax); err == nil {
+		t.Error("an op other than the job's accepted")
+	}
+	if err := hostlib.AllReduce(ctx, s, make([]int32, 100), wire.OpSum); err == nil {
+		t.Error("a dense AllReduce on a sparse session accepted")
 	}
 }

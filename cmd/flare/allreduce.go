@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,11 @@ type arConfig struct {
 	timeout      time.Duration
 	reproducible bool
 	peers        []string // ring listen addresses by rank, for --algo ring with --rank
+	sparse       bool
+	density      float64      // sparse: fraction of non-zeros per rank
+	overlap      float64      // sparse: fraction of a rank's indices drawn from a set all ranks share
+	storage      wire.Storage // sparse: hash or array
+	blockElems   int          // sparse: indices per block (0 = the switch's choice)
 }
 
 // arResult is one output row (the --json contract).
@@ -49,6 +55,32 @@ type arResult struct {
 	AlgbwGBps   float64 `json:"algbw_GBps"`
 	Verified    bool    `json:"verified"`
 	Retransmits int64   `json:"retransmits"`
+	TxBytes     int64   `json:"tx_bytes"` // UDP (or TCP, for the ring) payload bytes the local ranks sent, per call
+	RxBytes     int64   `json:"rx_bytes"` // and received
+	// Sparse runs only.
+	Density      float64 `json:"density,omitempty"`
+	Storage      string  `json:"storage,omitempty"`
+	SpilledPairs int64   `json:"spilled_pairs,omitempty"` // per call, over the local ranks
+}
+
+// summarise fills the time fields from the measured calls.
+func (r *arResult) summarise(times []float64) {
+	slices.Sort(times)
+	r.MedianS = times[len(times)/2]
+	r.P99S = times[min(len(times)-1, (len(times)*99+99)/100-1)]
+	r.AlgbwGBps = float64(r.Bytes) / r.MedianS / 1e9
+}
+
+// localRanks lists the ranks this process runs, and the world size.
+func (c *arConfig) localRanks() ([]int, int) {
+	if c.ranks > 0 {
+		local := make([]int, c.ranks)
+		for r := range local {
+			local[r] = r
+		}
+		return local, c.ranks
+	}
+	return []int{c.rank}, c.world
 }
 
 func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -75,6 +107,11 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "limit of one allreduce call")
 	fs.BoolVar(&c.reproducible, "reproducible", false, "ask for bit-reproducible float sums (tree)")
 	fs.StringSliceVar(&c.peers, "peers", nil, "with --algo ring and --rank: every rank's TCP listen address HOST:PORT, by rank")
+	fs.BoolVar(&c.sparse, "sparse", false, "sparse allreduce of (index, value) pairs; --bytes is the dense vector's size")
+	fs.Float64Var(&c.density, "density", 0.01, "sparse: fraction of non-zero elements per rank, in (0, 1]")
+	fs.Float64Var(&c.overlap, "overlap", 0.5, "sparse: fraction of a rank's indices drawn from a set all ranks share, in [0, 1]")
+	storage := fs.String("storage", "hash", "sparse: the switch's storage, hash (spills collisions) or array")
+	fs.IntVar(&c.blockElems, "block-elems", 0, "sparse: indices per block (0 = the switch's choice)")
 	asJSON := fs.Bool("json", false, "print one JSON object per configuration")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE (for go tool pprof)")
 	if err := parse(fs, args); err != nil {
@@ -101,10 +138,23 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := c.resolveCount(*bytesFlag); err != nil {
 		return err
 	}
+	switch {
+	case !c.sparse:
+	case *storage == "hash":
+		c.storage = wire.StorageHash
+	case *storage == "array":
+		c.storage = wire.StorageArray
+	default:
+		return fmt.Errorf("--storage %q: want hash or array", *storage)
+	}
 	if err := c.validate(); err != nil {
 		return err
 	}
-	res, err := measure(ctx, c)
+	measureFn := measure
+	if c.sparse {
+		measureFn = measureSparse
+	}
+	res, err := measureFn(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -146,6 +196,16 @@ func (c *arConfig) validate() error {
 		return fmt.Errorf("--rank %d --world %d: world must be in 1..%d and rank in 0..world-1", c.rank, c.world, hostlib.MaxWorld)
 	case c.iters < 1 || c.warmup < 0:
 		return fmt.Errorf("--iters %d --warmup %d: want iters >= 1 and warmup >= 0", c.iters, c.warmup)
+	case c.sparse && !(c.density > 0 && c.density <= 1):
+		return fmt.Errorf("--density %v: must be in (0, 1]", c.density)
+	case c.sparse && !(c.overlap >= 0 && c.overlap <= 1):
+		return fmt.Errorf("--overlap %v: must be in [0, 1]", c.overlap)
+	case c.sparse && c.op != wire.OpSum && c.op != wire.OpMin && c.op != wire.OpMax:
+		return fmt.Errorf("--op %v with --sparse: must be sum, min or max", c.op)
+	case c.sparse && (c.algo == "tree" || c.reproducible):
+		return fmt.Errorf("--algo %s with --sparse: sparse jobs use auto, single, multiB or ring", c.algo)
+	case c.count > math.MaxUint32 && c.sparse:
+		return fmt.Errorf("--count %d with --sparse: indices are 32-bit", c.count)
 	case c.algo == "ring" && c.ranks == 0 && len(c.peers) != c.world:
 		return fmt.Errorf("--algo ring --rank %d --world %d: give --peers with %d addresses (every rank's, by rank), or use --ranks N", c.rank, c.world, c.world)
 	case len(c.peers) > 0 && (c.algo != "ring" || c.ranks != 0):
@@ -177,16 +237,7 @@ func parseAlgo(s string) (wire.Algo, int, error) {
 
 // measure runs warmup + iters calls on every local rank and summarises.
 func measure(ctx context.Context, c arConfig) (*arResult, error) {
-	local := make([]int, 0, max(c.ranks, 1))
-	world := c.world
-	if c.ranks > 0 {
-		world = c.ranks
-		for r := range c.ranks {
-			local = append(local, r)
-		}
-	} else {
-		local = append(local, c.rank)
-	}
+	local, world := c.localRanks()
 	nbytes := c.count * c.dtype.Size()
 	bufs := make([][]byte, len(local))
 	for i := range bufs {
@@ -215,7 +266,10 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 		}
 		closeAll = func() {
 			for _, s := range sessions {
-				res.Retransmits += int64(s.Stats().Retransmits)
+				st := s.Stats()
+				res.Retransmits += int64(st.Retransmits)
+				res.TxBytes += int64(st.BytesSent / uint64(c.warmup+c.iters))
+				res.RxBytes += int64(st.BytesReceived / uint64(c.warmup+c.iters))
 				s.Close()
 			}
 		}
@@ -257,10 +311,7 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 		}
 	}
 	closeAll()
-	slices.Sort(times)
-	res.MedianS = times[len(times)/2]
-	res.P99S = times[min(len(times)-1, (len(times)*99+99)/100-1)]
-	res.AlgbwGBps = float64(nbytes) / res.MedianS / 1e9
+	res.summarise(times)
 	return res, nil
 }
 
@@ -275,6 +326,7 @@ func joinAll(ctx context.Context, c arConfig, local []int, world int) ([]*hostli
 			s, err := hostlib.Join(gctx, hostlib.Options{
 				Switch: c.sw, Job: c.job, Token: c.token, Rank: r, World: world, DType: c.dtype, Op: c.op,
 				Elements: c.count, Algo: algo, Buffers: b, Reproducible: c.reproducible, Timeout: c.timeout,
+				Sparse: c.sparse, Storage: c.storage, BlockElems: c.blockElems,
 			})
 			mu.Lock()
 			sessions[i] = s

@@ -64,8 +64,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&c.timeout, "timeout", 60*time.Second, "limit of one allreduce call")
 	fs.BoolVar(&c.procs, "procs", true, "run each rank as its own process (false: all ranks in this process)")
 	asJSON := fs.Bool("json", false, "print one JSON object per row")
+	sparse := fs.Bool("sparse", false, "compare sparse in-network (hash, array), dense in-network and the host sparse baseline")
+	densities := fs.Float64Slice("densities", []float64{0.001, 0.01, 0.1, 0.2}, "with --sparse: fractions of non-zeros per rank")
+	fs.Float64Var(&c.overlap, "overlap", 0.5, "with --sparse: fraction of a rank's indices drawn from a set all ranks share")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *sparse {
+		for _, d := range *densities {
+			if !(d > 0 && d <= 1) {
+				return fmt.Errorf("--densities %v: each must be in (0, 1]", d)
+			}
+		}
+		if !(c.overlap >= 0 && c.overlap <= 1) {
+			return fmt.Errorf("--overlap %v: must be in [0, 1]", c.overlap)
+		}
+		if !fs.Changed("paths") {
+			*paths = []string{"switch"}
+		}
 	}
 	var err error
 	if c.dtype, err = wire.ParseDType(*dtype); err != nil {
@@ -141,6 +157,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		c.sw = sw.Addr().String()
 	}
 
+	if *sparse {
+		return c.benchSparse(ctx, *ranks, bytesList, *densities, *asJSON, stdout)
+	}
 	var tw *tabwriter.Writer
 	if !*asJSON {
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -249,6 +268,13 @@ func (c *benchConfig) measurePath(ctx context.Context, rc benchConfig) (*arResul
 		if rc.verify {
 			args = append(args, "--verify")
 		}
+		if rc.sparse {
+			args = append(args, "--sparse", "--density", strconv.FormatFloat(rc.density, 'g', -1, 64),
+				"--overlap", strconv.FormatFloat(rc.overlap, 'g', -1, 64))
+			if rc.storage != wire.StorageDense {
+				args = append(args, "--storage", rc.storage.String())
+			}
+		}
 		if rc.algo == "ring" && p == 1 {
 			args = append(args, "--peers", "127.0.0.1:0")
 		} else if peers != nil {
@@ -276,6 +302,9 @@ func (c *benchConfig) measurePath(ctx context.Context, rc benchConfig) (*arResul
 		agg.MedianS = max(agg.MedianS, r.MedianS)
 		agg.P99S = max(agg.P99S, r.P99S)
 		agg.Retransmits += r.Retransmits
+		agg.TxBytes += r.TxBytes
+		agg.RxBytes += r.RxBytes
+		agg.SpilledPairs += r.SpilledPairs
 		agg.Verified = agg.Verified && r.Verified
 	}
 	agg.AlgbwGBps = float64(agg.Bytes) / agg.MedianS / 1e9

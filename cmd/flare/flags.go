@@ -74,3 +74,17 @@ func flagError(flag string, err error) error { return fmt.Errorf("%s: %w", flag,
 func usageError(fs *pflag.FlagSet, format string, args ...any) error {
 	return fmt.Errorf("%s: %s (see 'flare %s --help')", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
 }
+
+// humanBytes prints a byte count with one decimal in the largest binary
+// unit that keeps it at least 1.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
