@@ -20,7 +20,7 @@ const (
 	TypeError   Type = 3 // switch -> host: refused or failed (ErrorBody payload: code + text)
 	TypeData    Type = 4 // host/child switch -> switch: one dense block
 	TypeResult  Type = 5 // switch -> host/child switch: one aggregated dense block
-	TypeSparse  Type = 6 // host -> switch: (index, value) pairs of one block
+	TypeSparse  Type = 6 // host <-> switch: (index, value) pairs of one block (a host's, or the sparse result)
 	TypeSpill   Type = 7 // switch -> host: pairs that collided in the hash table
 	TypeLeave   Type = 8 // host -> switch: leave the job; its buffers return to the pool
 	typeMax          = TypeLeave
