@@ -43,6 +43,10 @@ type SparseConfig struct {
 	HashSlots   int          // hash storage: slots of one table (each holds one pair)
 	PacketPairs int          // pairs in a full packet, in both directions
 	Quota       *hpu.Quota   // the job's share of L1
+	// KeepResults keeps each block's emitted stream (two generations, in
+	// ordinary memory) and sends it again to a host whose retransmitted
+	// stream shows it lost some of it; the daemon sets it.
+	KeepResults bool
 }
 
 // validate names the first field out of range and the allowed range.
@@ -148,6 +152,7 @@ type SparseStats struct {
 	Spilled       atomic.Int64 // pairs sent to the hosts unaggregated (hash storage)
 	SpillPackets  atomic.Int64 // Spill packets emitted
 	ResultPackets atomic.Int64 // Sparse result packets emitted
+	Resent        atomic.Int64 // packets of a flushed block's stream sent again (KeepResults)
 }
 
 // Sparse is the handler for one job's sparse allreduce: hash storage with a
@@ -174,6 +179,8 @@ type Sparse struct {
 
 	freeMu sync.Mutex
 	free   []*sparseWork
+
+	records [2][]sparseRecord // KeepResults: each block's stream, by generation parity
 
 	Stats SparseStats
 }
@@ -252,6 +259,9 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	}
 	s.occWords = (s.cells + 63) / 64
 	s.blocks = make([]sparseBlock, s.nblocks)
+	if cfg.KeepResults {
+		s.records = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
+	}
 	nwork := min(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks)
 	for range nwork {
 		s.free = append(s.free, s.newWork())
@@ -408,9 +418,13 @@ func (s *Sparse) complete(b *sparseBlock, w *sparseWork) bool {
 // state, or nil when the packet is not to be aggregated.
 func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 	h := &t.Pkt.Hdr
+	blk, _ := wire.SplitSparseBlock(h.Block)
 	switch {
 	case h.Generation < b.gen:
 		s.Stats.Stale.Add(1)
+		if h.Generation == b.gen-1 {
+			s.resend(t, h.Generation, blk)
+		}
 		return nil
 	case h.Generation > b.gen:
 		if b.state == blockActive {
@@ -422,6 +436,7 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 	switch b.state {
 	case blockDone:
 		s.Stats.Duplicate.Add(1)
+		s.resend(t, h.Generation, blk)
 		return nil
 	case blockIdle:
 		// Memory is taken before the packet is recorded, so a refused packet

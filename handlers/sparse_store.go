@@ -150,5 +150,6 @@ func (s *Sparse) emit(t *hpu.Task, w *sparseWork, typ wire.Type, flags wire.Flag
 	}
 	w.dseq++
 	t.ChargeCopy(len(payload))
+	s.record(&h, payload)
 	t.Emit(&h, payload)
 }

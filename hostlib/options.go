@@ -111,6 +111,11 @@ type Options struct {
 	// pairs.
 	BlockElems int
 
+	// DisableOffload turns off UDP GSO and GRO on the session's socket, so
+	// every datagram crosses the kernel on its own (to compare, to work
+	// around a driver, or to make per-datagram loss rules exact).
+	DisableOffload bool
+
 	// JoinTimeout bounds Join (DefaultJoinTimeout if zero).
 	JoinTimeout time.Duration
 	// Timeout bounds each AllReduce call (DefaultTimeout if zero); a

@@ -121,7 +121,7 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostlib: join: Switch = %q: %w", o.Switch, err)
 	}
-	conn, err := swtch.ListenUDP(listenAddr(sw), swtch.ConnConfig{})
+	conn, err := swtch.ListenUDP(listenAddr(sw), swtch.ConnConfig{DisableOffload: o.DisableOffload})
 	if err != nil {
 		return nil, fmt.Errorf("hostlib: join: %w", err)
 	}

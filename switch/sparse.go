@@ -42,7 +42,7 @@ func (s *Switch) admitSparse(j *job) *joinError {
 	}
 	pairs := s.cfg.PacketBytes / wire.PairSize(j.dtype)
 	cfg := handlers.SparseConfig{Job: j.id, Token: j.token, Children: len(j.members), DType: j.dtype, Op: j.op,
-		Storage: j.spec.Storage, Buffers: b, Elements: elements, BlockElems: be, HashSlots: sparseHashPackets * pairs, PacketPairs: pairs}
+		Storage: j.spec.Storage, Buffers: b, Elements: elements, BlockElems: be, HashSlots: sparseHashPackets * pairs, PacketPairs: pairs, KeepResults: true}
 	m := cfg.BlockBuffers(s.cfg.PacketBytes)
 	w, q, jerr := s.reserve(j, nblocks, m)
 	if jerr != nil {

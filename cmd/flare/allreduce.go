@@ -40,6 +40,7 @@ type arConfig struct {
 	overlap      float64      // sparse: fraction of a rank's indices drawn from a set all ranks share
 	storage      wire.Storage // sparse: hash or array
 	blockElems   int          // sparse: indices per block (0 = the switch's choice)
+	noOffload    bool
 }
 
 // arResult is one output row (the --json contract).
@@ -112,6 +113,7 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Float64Var(&c.overlap, "overlap", 0.5, "sparse: fraction of a rank's indices drawn from a set all ranks share, in [0, 1]")
 	storage := fs.String("storage", "hash", "sparse: the switch's storage, hash (spills collisions) or array")
 	fs.IntVar(&c.blockElems, "block-elems", 0, "sparse: indices per block (0 = the switch's choice)")
+	fs.BoolVar(&c.noOffload, "no-offload", false, "do not use UDP GSO/GRO (every datagram crosses the kernel alone)")
 	asJSON := fs.Bool("json", false, "print one JSON object per configuration")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE (for go tool pprof)")
 	if err := parse(fs, args); err != nil {
@@ -326,7 +328,7 @@ func joinAll(ctx context.Context, c arConfig, local []int, world int) ([]*hostli
 			s, err := hostlib.Join(gctx, hostlib.Options{
 				Switch: c.sw, Job: c.job, Token: c.token, Rank: r, World: world, DType: c.dtype, Op: c.op,
 				Elements: c.count, Algo: algo, Buffers: b, Reproducible: c.reproducible, Timeout: c.timeout,
-				Sparse: c.sparse, Storage: c.storage, BlockElems: c.blockElems,
+				Sparse: c.sparse, Storage: c.storage, BlockElems: c.blockElems, DisableOffload: c.noOffload,
 			})
 			mu.Lock()
 			sessions[i] = s

@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"sync"
+
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// sparseRecord is what the switch sent of one block's stream in one
+// generation, kept so that a host that lost a spill or result packet gets
+// the stream again: the dense design's KeepResults, for sparse jobs. It
+// lives in the switch's ordinary memory, not in L1, like the dense result
+// store, and holds two generations (the current and the previous one,
+// indexed by generation parity), since a host may still be finishing the
+// previous call when the others have moved on.
+type sparseRecord struct {
+	mu   sync.Mutex
+	gen  uint32
+	pkts []byte  // the stream's packets, header and payload, back to back
+	lens []int32 // each packet's length in pkts
+}
+
+// record appends an emitted packet to its block's record.
+func (s *Sparse) record(h *wire.Header, payload []byte) {
+	if !s.cfg.KeepResults {
+		return
+	}
+	blk, _ := wire.SplitSparseBlock(h.Block)
+	r := &s.records[h.Generation&1][blk]
+	r.mu.Lock()
+	if r.gen != h.Generation {
+		r.gen, r.pkts, r.lens = h.Generation, r.pkts[:0], r.lens[:0]
+	}
+	n := len(r.pkts)
+	r.pkts = wire.AppendPacket(r.pkts, h, payload)
+	r.lens = append(r.lens, int32(len(r.pkts)-n))
+	r.mu.Unlock()
+}
+
+// resend answers the first packet of a child's retransmitted stream for a
+// block the switch has already flushed (in gen, the block's generation, or
+// the one before): the whole recorded stream goes again, to that child
+// only, marked as a retransmission. The host drops what it already has.
+// Only the stream's packet 0 asks, so a retransmitted stream of k packets
+// costs one resend, not k.
+func (s *Sparse) resend(t *hpu.Task, gen, blk uint32) {
+	h0 := &t.Pkt.Hdr
+	if !s.cfg.KeepResults || h0.Flags&wire.FlagRetransmit == 0 {
+		return
+	}
+	if _, seq := wire.SplitSparseBlock(h0.Block); seq != 0 {
+		return
+	}
+	r := &s.records[gen&1][blk]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gen != gen {
+		return
+	}
+	child := h0.Child
+	off := 0
+	for _, n := range r.lens {
+		var h wire.Header
+		payload, err := h.Unmarshal(r.pkts[off : off+int(n)])
+		off += int(n)
+		if err != nil {
+			continue // cannot happen: the record holds what AppendPacket wrote
+		}
+		h.Flags |= wire.FlagRetransmit
+		h.Child = child
+		t.ChargeCopy(len(payload))
+		t.Emit(&h, payload)
+		s.Stats.Resent.Add(1)
+	}
+}
