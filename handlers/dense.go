@@ -264,6 +264,9 @@ func (d *Dense) admit(t *hpu.Task, b *block) bool {
 	word, bit := h.Child/64, uint64(1)<<(h.Child%64)
 	if b.work.bitmap[word]&bit != 0 {
 		d.Stats.Duplicate.Add(1)
+		bm := b.work.bitmap
+		reportWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, d.cfg.Children,
+			func(c int) bool { return bm[c/64]&(1<<(c%64)) == 0 })
 		return false
 	}
 	b.work.bitmap[word] |= bit

@@ -78,6 +78,9 @@ type capture struct {
 }
 
 func (c *capture) Emit(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeError {
+		return // a waiting report (CodeWaiting): no result
+	}
 	if h.Type == wire.TypeData && h.Flags&wire.FlagFromSwitch != 0 {
 		c.up++
 	}
@@ -497,6 +500,9 @@ type resendCapture struct {
 }
 
 func (c *resendCapture) Emit(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeError {
+		return // a waiting report (CodeWaiting): no result
+	}
 	if h.Flags&wire.FlagRetransmit != 0 {
 		c.to = append(c.to, h.Child)
 		c.gens = append(c.gens, h.Generation)

@@ -157,6 +157,9 @@ type harnessEgress struct {
 }
 
 func (e *harnessEgress) Emit(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeError {
+		return // a waiting report (CodeWaiting): no result
+	}
 	if h.Type != wire.TypeResult {
 		return
 	}

@@ -12,6 +12,9 @@ import (
 // (every host receives the same multicast) and opens a window slot at each
 // host.
 func (s *sim) Emit(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeError {
+		return // a waiting report (CodeWaiting): no result
+	}
 	b := int(h.Block)
 	switch {
 	case h.Type != wire.TypeResult || h.Flags&wire.FlagRetransmit != 0:

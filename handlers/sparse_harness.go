@@ -173,6 +173,9 @@ type sparseHarnessEgress struct {
 }
 
 func (e *sparseHarnessEgress) Emit(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeError {
+		return // a waiting report (CodeWaiting): no result
+	}
 	if h.Type != wire.TypeSparse && h.Type != wire.TypeSpill {
 		return
 	}

@@ -130,6 +130,9 @@ func sparsePackets(r *rand.Rand, cfg SparseConfig, inputs [][]byte, gen uint32, 
 type sparseCapture struct{ down []sparseDown }
 
 func (c *sparseCapture) Emit(h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeError {
+		return // a waiting report (CodeWaiting): no result
+	}
 	c.down = append(c.down, sparseDown{hdr: *h, payload: bytes.Clone(payload)})
 }
 

@@ -111,6 +111,7 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		s.replayEarly()
 	}
 	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
+	s.wait = waitNotes{}
 	s.deadline, s.wakeAt = s.opts.Timeout, never
 	s.arm(0, s.deadline)
 	defer s.timer.Stop()
@@ -314,6 +315,11 @@ func (s *Session) failure(h *wire.Header, payload []byte) error {
 		return nil
 	}
 	switch e.Code {
+	case wire.CodeWaiting:
+		if h.Generation == s.gen {
+			s.noteWaiting(e.Message())
+		}
+		return nil
 	case wire.CodeTimeout, wire.CodeUnknownJob, wire.CodeInternal:
 		return fmt.Errorf("hostlib: allreduce generation %d: %w", s.gen, &SwitchError{Code: e.Code, Message: e.Message()})
 	}
@@ -322,6 +328,7 @@ func (s *Session) failure(h *wire.Header, payload []byte) error {
 
 // timeoutError describes the call's missing blocks after running for after.
 func (s *Session) timeoutError(after time.Duration) *TimeoutError {
+
 	return &TimeoutError{
 		Generation: s.gen,
 		Missing:    s.blocks - s.trk.completed,
@@ -331,5 +338,6 @@ func (s *Session) timeoutError(after time.Duration) *TimeoutError {
 		World:      s.opts.World,
 		After:      after,
 		LastSend:   s.sendErr,
+		Waiting:    s.waitingSummary(),
 	}
 }

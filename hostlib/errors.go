@@ -64,6 +64,11 @@ type TimeoutError struct {
 	World      int           // ranks in the job, every one of which must call AllReduce
 	After      time.Duration // how long the call ran
 	LastSend   error         // the last error sending to the switch, if any (why it may be unreachable)
+	// Waiting is the switch's latest answer to this call's retransmissions
+	// of blocks it already had from this rank, naming the ranks it waits
+	// for ("block 12 of allreduce 3 waits for rank 2: nothing from them
+	// yet"); empty when the switch never said.
+	Waiting string
 }
 
 // Error says what is missing and what to check, e.g. "hostlib: allreduce
@@ -87,7 +92,11 @@ func (e *TimeoutError) Error() string {
 		}
 		b.WriteString(")")
 	}
-	fmt.Fprintf(&b, ": is the switch at %s running, and are all %d ranks calling AllReduce?", e.Switch, e.World)
+	if e.Waiting != "" {
+		fmt.Fprintf(&b, ": the switch at %s says %s", e.Switch, e.Waiting)
+	} else {
+		fmt.Fprintf(&b, ": is the switch at %s running, and are all %d ranks calling AllReduce?", e.Switch, e.World)
+	}
 	if e.LastSend != nil {
 		fmt.Fprintf(&b, " (last send error: %v)", e.LastSend)
 	}

@@ -65,6 +65,7 @@ type Session struct {
 	start    time.Time        // of the call running
 	deadline time.Duration    // the call's Options.Timeout
 	sendErr  error            // the last transient send error of the call
+	wait     waitNotes        // the switch's CodeWaiting answers during this call
 	scratch  []byte           // the wire encoding on big-endian machines
 	sp       sparseCall       // a sparse session's per-call state
 

@@ -119,7 +119,7 @@ func TestErrorBody(t *testing.T) {
 		{"text cut", b[:len(b)-1], ErrLength},
 		{"trailing byte", append(bytes.Clone(b), 0), ErrLength},
 		{"code 0", enc(0, "x"), ErrBody},
-		{"code 9", enc(9, "x"), ErrBody},
+		{"code 10", enc(10, "x"), ErrBody},
 		{"not utf-8", enc(uint16(CodeInternal), "a\xffb"), ErrBody},
 		{"text too long", append([]byte{0, 8, 4, 1}, make([]byte, MaxErrorText+1)...), ErrBody},
 	}

@@ -241,11 +241,15 @@ const (
 	CodeTimeout       ErrorCode = 6 // the job or an allreduce timed out
 	CodeUnknownJob    ErrorCode = 7 // no such job (never joined, or already torn down)
 	CodeInternal      ErrorCode = 8 // a bug or resource failure in the switch
-	codeMax                     = CodeInternal
+	// CodeWaiting is no failure: it answers a host's retransmission of a
+	// block the switch already has from it, naming the children it still
+	// waits for, so a host that times out can say which rank is missing.
+	CodeWaiting ErrorCode = 9
+	codeMax               = CodeWaiting
 )
 
 var codeNames = [...]string{"", "refused-memory", "bad-request", "job-mismatch", "job-full",
-	"too-many-jobs", "timeout", "unknown-job", "internal"}
+	"too-many-jobs", "timeout", "unknown-job", "internal", "waiting"}
 
 // Valid reports whether c is a known error code.
 func (c ErrorCode) Valid() bool { return c >= CodeRefusedMemory && c <= codeMax }

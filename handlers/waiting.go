@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// maxWaitingNamed is how many missing children a waiting report lists.
+const maxWaitingNamed = 8
+
+// waitingBufs holds the scratch of waiting reports, so that a report
+// allocates nothing once warm (duplicates are part of the steady state on
+// a lossy network).
+var waitingBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// reportWaiting answers a retransmitted packet of a block the switch
+// already has from its sender, while the block still waits for other
+// children: an Error packet with CodeWaiting, to the sender only, naming
+// the children missing (missing(c) reports whether child c has not
+// contributed): "block 12 of allreduce 3 waits for ranks 0, 2: nothing
+// from them yet". A host that times out can then say which rank held it
+// up, not only which blocks.
+func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, children int, missing func(c int) bool) {
+	h0 := &t.Pkt.Hdr
+	if h0.Flags&wire.FlagRetransmit == 0 {
+		return
+	}
+	n := 0
+	for c := range children {
+		if missing(c) {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	bp := waitingBufs.Get().(*[]byte)
+	text := (*bp)[:0]
+	text = append(text, "block "...)
+	text = strconv.AppendUint(text, uint64(h0.Block&0xffff), 10)
+	text = append(text, " of allreduce "...)
+	text = strconv.AppendUint(text, uint64(h0.Generation), 10)
+	if n == 1 {
+		text = append(text, " waits for rank "...)
+	} else {
+		text = append(text, " waits for ranks "...)
+	}
+	named := 0
+	for c := 0; c < children && named < maxWaitingNamed; c++ {
+		if missing(c) {
+			if named > 0 {
+				text = append(text, ", "...)
+			}
+			text = strconv.AppendInt(text, int64(c), 10)
+			named++
+		}
+	}
+	if n > named {
+		text = append(text, " and "...)
+		text = strconv.AppendInt(text, int64(n-named), 10)
+		text = append(text, " more"...)
+	}
+	text = append(text, ": nothing from them yet"...)
+	body := wire.ErrorBody{Code: wire.CodeWaiting, Text: text}
+	start := len(text)
+	full := body.Append(text)
+	payload := full[start:]
+	h := wire.Header{Version: wire.Version, Type: wire.TypeError, Flags: wire.FlagRetransmit, Job: job, Token: token,
+		Generation: h0.Generation, Block: h0.Block, Child: h0.Child, DType: dt, Op: op}
+	t.Emit(&h, payload)
+	*bp = full[:0]
+	waitingBufs.Put(bp)
+}
