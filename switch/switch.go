@@ -28,6 +28,10 @@ type Switch struct {
 	jobs *jobTable
 
 	joinLimit rateLimit
+	// unknownLimit bounds the answers to data packets of unknown jobs,
+	// which anyone can provoke: a few per second tell a host whose switch
+	// restarted, and cannot turn the switch into an amplifier.
+	unknownLimit rateLimit
 	drops     dropCounters
 	rxPackets atomic.Int64
 	txPackets atomic.Int64
@@ -66,6 +70,7 @@ func New(cfg Config) (*Switch, error) {
 	}
 	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{})}
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
+	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	maxDgram := cfg.Conn.MaxDatagram
 	s.inPool.New = func() any {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
@@ -235,6 +240,7 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	j := s.jobs.get(p.Hdr.Job)
 	if j == nil {
 		s.drops.add(dropUnknownJob)
+		s.answerUnknown(d.Addr, &p.Hdr)
 		return false
 	}
 	live := j.live.Load()
@@ -260,6 +266,25 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	ip.job = j
 	j.inflight.Add(1)
 	return true
+}
+
+// unknownJobReplies is how many unknown-job answers the switch sends per
+// second, all senders together.
+const unknownJobReplies = 20
+
+// answerUnknown tells the sender of a data packet that the switch has no
+// such job: after a restart (or once the job ended) its hosts learn it at
+// their next packet instead of at their timeout, and Join again. The
+// answer echoes the packet's header, so it reaches the call that sent it;
+// it is rate-limited, and no larger than a join.
+func (s *Switch) answerUnknown(to netip.AddrPort, h *wire.Header) {
+	if !s.unknownLimit.allow(time.Now()) {
+		return
+	}
+	reply := *h
+	s.send(to, func(b []byte) []byte {
+		return wire.AppendError(b, &reply, wire.CodeUnknownJob, "no such job here: the switch restarted or the job ended; join again")
+	})
 }
 
 // done is the HPU's hook after a packet's handler: the buffer goes back.

@@ -78,3 +78,49 @@ func TestE2EHostDeath(t *testing.T) {
 	}
 	t.Logf("buffers back to %v, jobs 0, %v after the kill", idle, time.Since(killed).Round(time.Millisecond))
 }
+
+// A switch restarted mid-allreduce: the new daemon answers the hosts'
+// packets of the job it does not know, and the hosts fail at once with
+// that error (not at their timeout); Join again is the remedy.
+func TestE2ESwitchRestart(t *testing.T) {
+	d := startDaemon(t)
+	timeout := 30 * time.Second
+	cmd := exec.Command(flareBin, "allreduce", "--switch", d.data, "--job", "5", "--ranks", "2",
+		"--bytes", "256KiB", "--iters", "1000000", "--warmup", "0", "--timeout", timeout.String())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.Now().Add(10 * time.Second)
+	for d.metric(t, "flare_blocks_completed_total") < 1000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not start\n%s", d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.cmd.Process.Kill()
+	<-d.done
+	d.done <- nil
+	restarted := exec.Command(flareBin, "switch", "--listen", d.data, "--admin", "off")
+	if err := restarted.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restarted.Process.Kill(); restarted.Wait() })
+	start := time.Now()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(stderr.String(), "unknown-job") {
+			t.Fatalf("allreduce after the restart: %v, %s; want the unknown-job error", err, stderr.String())
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("the hosts noticed the restart after %v", took)
+		}
+		t.Logf("after %v: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr.String()))
+	case <-time.After(timeout):
+		t.Fatal("the hosts did not notice the switch's restart before their timeout")
+	}
+}
