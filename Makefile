@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo clean
+.PHONY: all build test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures clean
 
 all: build
 
@@ -54,6 +54,12 @@ bench-smoke:
 
 demo:
 	$(GO) run ./cmd/flare demo
+
+# The model's figures in docs/figures (docs/MODEL.md): bandwidth and memory
+# against size for both presets (Figure 10 and 11 analogues) and elements
+# per second per dtype (Figure 11, right).
+figures:
+	$(GO) test ./models -run '^TestFigures$$' -figures -count=1
 
 clean:
 	rm -rf bin

@@ -38,6 +38,8 @@ func commands() map[string]command {
 		"allreduce": {"allreduce through a switch (or the host ring) and report the speed", runAllReduce},
 		"version":   {"print the version, commit and Go version", runVersion},
 		"decode":    {"print a pcap of Flare packets (flare switch --pcap) as a table", runDecode},
+		"model":     {"the analytic model: choose, sweep, size, collectives, sparse, calibrate", runModel},
+		"sim":       {"allreduces in virtual time on PsPIN cycle costs; --compare against the model", runSim},
 	}
 }
 

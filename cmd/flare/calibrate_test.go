@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// calibrateBound is the documented bound of `flare model calibrate`: the
+// predicted in-process packets/s within 25% of the measured.
+const calibrateBound = 0.25
+
+// The prediction holds within the bound. Each figure is a median over
+// rounds that measure the inputs and the harness in turn, so a change in
+// the machine's load during the test moves both.
+func TestModelCalibrate(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("timing test: the race detector slows handlers and hosts unevenly")
+	}
+	out := runFlare(t, "model", "calibrate", "--format", "json", "--runs", "5", "--run-time", "80ms")
+	var c calibration
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("%s, GOMAXPROCS %d, A = %.2f CPUs: tau %.0f ns, h1 %.0f ns, D %.0f ns per packet; predicted %.0f, measured %.0f (%.0f..%.0f) packets/s, error %+.1f%%; naive %.0f, one-CPU cost %.0f",
+		c.Algo, c.GOMAXPROCS, c.CPUs, c.TauNs, c.HostNs1, c.CostNs, c.Predicted, c.Measured, c.MeasuredMin, c.MeasuredMax,
+		100*c.Error, c.NaivePPS, c.SerialPPS)
+	if c.Algo != "single" || c.Cores != 32 || c.Runs != 5 || !(c.TauNs > 0) || !(c.HostNs1 > 0) || !(c.TauCycles > 0) {
+		t.Fatalf("implausible calibration: %+v", c)
+	}
+	if _, ok := processCPU(); ok && !(c.CostNs > 0) {
+		t.Fatalf("no CPU time per packet D where the process CPU time can be read: %+v", c)
+	}
+	if math.Abs(c.Error) <= calibrateBound {
+		return
+	}
+	// The bound is for CPUs this process has to itself. Where other work
+	// takes some (go test running packages side by side), the harness,
+	// which sleeps and wakes, gets less of what is left than the spinning
+	// that measures A, and the prediction runs high: say so, don't fail.
+	if c.CPUs < 0.9*float64(c.GOMAXPROCS) {
+		t.Skipf("error %+.1f%% with other work holding the CPUs (A = %.2f of %d): the %.0f%% bound is for an otherwise idle machine",
+			100*c.Error, c.CPUs, c.GOMAXPROCS, 100*calibrateBound)
+	}
+	t.Errorf("predicted %.0f packets/s, measured %.0f: %+.1f%%, outside ±%.0f%%", c.Predicted, c.Measured, 100*c.Error, 100*calibrateBound)
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/flare-net/flare/models"
+)
+
+// allDesigns is the --algos default: the four designs of the paper's
+// Figure 10.
+const allDesigns = "single,multi2,multi4,tree"
+
+func runModelSweep(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlags("model sweep", "Evaluate the analytic model for each design at sizes --from, 2x, 4x, ... --to bytes per host:\n"+
+		"service time tau, bandwidth, block latency, input-buffer occupancy and Little's-law working\n"+
+		"memory. json prints one object per row with the field names of 'flare sim --format json', so\n"+
+		"the two join on algo, bytes and hosts. --plot draws bandwidth (with the SwitchML and SHARP\n"+
+		"lines) and memory against size.",
+		"  flare model sweep                                          # flare preset, 4KiB..4MiB, table\n"+
+			"  flare model sweep --preset pspin --format csv > pspin.csv\n"+
+			"  flare model sweep --algos single,tree --hosts 32 --format json\n"+
+			"  flare model sweep --plot flare.svg\n", stdout)
+	pf := addParamFlags(fs, false)
+	from := fs.String("from", "4KiB", "smallest size per host")
+	to := fs.String("to", "4MiB", "largest size per host (sizes double from --from)")
+	algos := fs.String("algos", allDesigns, "designs, comma-separated: single, multi2, multi4, multi<B>, tree, auto")
+	format := fs.String("format", "table", "table, csv or json")
+	plot := fs.String("plot", "", "also draw the sweep into FILE.svg or FILE.png")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkFormat(*format, "table", "csv", "json"); err != nil {
+		return err
+	}
+	ds, err := models.ParseDesigns(*algos)
+	if err != nil {
+		return flagError("--algos", err)
+	}
+	sizes, err := sweepSizes(*from, *to)
+	if err != nil {
+		return err
+	}
+	p, err := pf.params()
+	if err != nil {
+		return err
+	}
+	rows := models.Sweep(p, ds, sizes[0], sizes[len(sizes)-1])
+	if *plot != "" {
+		if err := models.Plot(*plot, rows); err != nil {
+			return flagError("--plot", err)
+		}
+	}
+	return writeModelRows(stdout, p, rows, *format)
+}
+
+// writeModelRows prints model rows as a table (under a line describing
+// the parameters), CSV or JSON lines.
+func writeModelRows(w io.Writer, p models.Params, rows []models.Row, format string) error {
+	switch format {
+	case "csv":
+		return models.WriteCSV(w, rows)
+	case "json":
+		return writeJSONLines(w, rows)
+	}
+	fmt.Fprintf(w, "# %s\n", models.Describe(p))
+	return models.WriteTable(w, rows)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/flare-net/flare/models"
+)
+
+// runFlare runs the command in this process and returns what it printed.
+func runFlare(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("flare %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// jsonLines decodes one JSON object per line into maps.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	dec := json.NewDecoder(strings.NewReader(s))
+	for dec.More() {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("%v in\n%s", err, s)
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// The paper's rule with the flare preset, the reproducible override and
+// the model policy under a budget (docs/MODEL.md, "Choosing the design").
+func TestModelChoose(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bytes", "100KiB"}, "tree"},
+		{[]string{"--bytes", "200KiB"}, "multi2"},
+		{[]string{"--bytes", "300KiB"}, "multi4"},
+		{[]string{"--bytes", "600KiB"}, "single"},
+		{[]string{"--bytes", "600KiB", "--reproducible"}, "tree"},
+		{[]string{"--bytes", "4MiB", "--policy", "model"}, "tree"},
+		{[]string{"--bytes", "512KiB", "--policy", "model", "--budget", "1MiB"}, "single"},
+		{[]string{"--bytes", "64KiB", "--policy", "model", "--budget", "1MiB"}, "multi4"},
+		{[]string{"--bytes", "512KiB", "--policy", "model", "--budget", "1MiB", "--reproducible"}, "tree"},
+	} {
+		args := append([]string{"model", "choose", "--preset", "flare"}, tc.args...)
+		if got := strings.TrimSpace(runFlare(t, args...)); got != tc.want {
+			t.Errorf("flare %s = %q, want %q", strings.Join(args, " "), got, tc.want)
+		}
+	}
+}
+
+// json rows carry the fields the simulator's rows share; csv and table
+// have a row per design and size.
+func TestModelSweepFormats(t *testing.T) {
+	base := []string{"model", "sweep", "--preset", "flare", "--from", "64KiB", "--to", "1MiB"}
+	rows := jsonLines(t, runFlare(t, append(base, "--format", "json")...))
+	if len(rows) != 5*4 {
+		t.Fatalf("%d json rows, want 20", len(rows))
+	}
+	for _, r := range rows {
+		for _, k := range []string{"algo", "bytes", "hosts", "tau_cycles", "bandwidth_gbps", "memory_bytes", "latency_cycles", "queue_occupancy"} {
+			if _, ok := r[k]; !ok {
+				t.Fatalf("json row lacks %q: %v", k, r)
+			}
+		}
+	}
+	if r := rows[len(rows)-1]; r["algo"] != "tree" || r["bytes"] != float64(1<<20) || r["hosts"] != float64(64) {
+		t.Errorf("last row %v, want tree at 1MiB with 64 hosts", r)
+	}
+
+	recs, err := csv.NewReader(strings.NewReader(runFlare(t, append(base, "--format", "csv", "--algos", "single,tree")...))).ReadAll()
+	if err != nil || len(recs) != 1+5*2 || recs[0][0] != "algo" || recs[1][0] != "single" {
+		t.Fatalf("csv: %d records, %v: %v", len(recs), err, recs)
+	}
+
+	table := runFlare(t, append(base, "--hosts", "16", "--dtype", "float32", "--subset", "2")...)
+	for _, want := range []string{"S=2", "P=16 hosts", "float32", "design", "multi4    1MiB"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestModelSweepPlot(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "flare.svg")
+	runFlare(t, "model", "sweep", "--plot", f, "--format", "csv")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("SHARP")) || !bytes.Contains(b, []byte("SwitchML")) {
+		t.Fatalf("%s (%d bytes) is not an SVG with the reference lines", f, len(b))
+	}
+}
+
+// size prints Little's-law memory as models.JobMemory computes it.
+func TestModelSize(t *testing.T) {
+	rows := jsonLines(t, runFlare(t, "model", "size", "--bytes", "1MiB", "--hosts", "32", "--algo", "auto,tree", "--format", "json"))
+	if len(rows) != 2 || rows[0]["algo"] != "single" || rows[1]["algo"] != "tree" {
+		t.Fatalf("rows %v", rows)
+	}
+	p, _ := models.Preset("flare")
+	p.Hosts, p.InterArrival, p.Bytes = 32, 0, 1<<20
+	buffers, bytes := models.JobMemory(p, models.Tree)
+	if rows[1]["memory_buffers"] != float64(buffers) || rows[1]["memory_bytes"] != float64(bytes) {
+		t.Errorf("tree: %v, want %d buffers, %d bytes", rows[1], buffers, bytes)
+	}
+	if out := runFlare(t, "model", "size", "--preset", "pspin"); !strings.Contains(out, "buffers") || !strings.Contains(out, "single") {
+		t.Errorf("table:\n%s", out)
+	}
+}
+
+// The defaults are the Figure 15 setting and print the paper's comparisons.
+func TestModelCollectives(t *testing.T) {
+	out := runFlare(t, "model", "collectives")
+	for _, want := range []string{"in-network-dense", "halving-doubling", "fattree: in-network-dense vs ring: 2.00x faster, 1.97x less traffic"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	rows := jsonLines(t, runFlare(t, "model", "collectives", "--topology", "both", "--density", "0", "--format", "json"))
+	if len(rows) != 10 || rows[0]["topology"] != "single" || rows[9]["topology"] != "fattree" {
+		t.Fatalf("%d rows: %v", len(rows), rows)
+	}
+}
+
+func TestModelSparse(t *testing.T) {
+	out := runFlare(t, "model", "sparse", "--density", "0.01,0.2")
+	if strings.Count(out, "\n") != 6 || !strings.Contains(out, "hash") || !strings.Contains(out, "array") {
+		t.Errorf("want a line, a header and 4 rows:\n%s", out)
+	}
+	rows := jsonLines(t, runFlare(t, "model", "sparse", "--storage", "array", "--format", "json"))
+	if len(rows) != len(models.SparseDensities()) || rows[0]["storage"] != "array" {
+		t.Errorf("rows %v", rows)
+	}
+}
+
+// Bad flags name the flag.
+func TestModelSimFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"model", "choose"}, "--bytes is required"},
+		{[]string{"model", "choose", "--bytes", "lots"}, "--bytes: size \"lots\""},
+		{[]string{"model", "choose", "--bytes", "1MiB", "--policy", "best"}, "--policy: \"best\""},
+		{[]string{"model", "choose", "--bytes", "1MiB", "--budget", "1MiB"}, "--budget: only the model policy"},
+		{[]string{"model", "sweep", "--format", "xml"}, "--format: \"xml\": want table, csv, json"},
+		{[]string{"model", "sweep", "--algos", "single,multi1"}, "--algos: models: design \"multi1\""},
+		{[]string{"model", "sweep", "--from", "1MiB", "--to", "4KiB"}, "--to: 4KiB is below --from 1MiB"},
+		{[]string{"model", "sweep", "--hosts", "1"}, "--hosts: models: Params.Hosts = 1"},
+		{[]string{"model", "sweep", "--subset", "9"}, "--subset: models: Params.SubsetS = 9"},
+		{[]string{"model", "sweep", "--clusters", "0"}, "--clusters: models: Params.Clusters = 0"},
+		{[]string{"model", "sweep", "--host-gbps", "-1"}, "--host-gbps:"},
+		{[]string{"model", "sweep", "--preset", "tofino"}, "--preset: models: unknown preset"},
+		{[]string{"model", "sweep", "--dtype", "int128"}, "--dtype: unknown dtype"},
+		{[]string{"model", "sweep", "--reading", "both"}, "--reading:"},
+		{[]string{"model", "sweep", "--plot", "x.pdf"}, "--plot: models: plot x.pdf"},
+		{[]string{"model", "sweep", "--hostz", "3"}, "did you mean --hosts?"},
+		{[]string{"model", "size", "--algo", "ring"}, "--algo: models: unknown design \"ring\""},
+		{[]string{"model", "collectives", "--ports", "7"}, "--ports: models: CollectiveParams.SwitchPorts = 7"},
+		{[]string{"model", "collectives", "--density", "2"}, "--density: models: CollectiveParams.Density = 2"},
+		{[]string{"model", "collectives", "--topology", "torus"}, "--topology:"},
+		{[]string{"model", "sparse", "--storage", "tree"}, "--storage: \"tree\""},
+		{[]string{"model", "sparse", "--density", "0"}, "--density: \"0\""},
+		{[]string{"model", "calibrate", "--runs", "0"}, "--runs: 0"},
+		{[]string{"model", "calibrate", "--algo", "ring"}, "--algo: models: unknown design"},
+		{[]string{"model", "calibrate", "--bytes", "1023"}, "--bytes: 1023"},
+		{[]string{"model", "nosuch"}, "unknown subcommand \"nosuch\""},
+		{[]string{"model", "chose"}, "did you mean \"choose\""},
+		{[]string{"sim", "--to", "128MiB"}, "--to: 128MiB"},
+		{[]string{"sim", "--format", "yaml"}, "--format:"},
+		{[]string{"sim", "--algos", "ring"}, "--algos:"},
+		{[]string{"sim", "--window", "-1"}, "--window: models: Params.Window = -1"},
+		{[]string{"sim", "--sead", "1"}, "did you mean --seed?"},
+		{[]string{"sim", "--from", "1002", "--to", "2004"}, "--from: 1002: must be a multiple of the int32 size (4)"},
+	} {
+		err := run(context.Background(), tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("flare %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+// Every model subcommand has --help with its flags and examples.
+func TestModelHelp(t *testing.T) {
+	for name := range modelCommands() {
+		var out strings.Builder
+		if err := run(context.Background(), []string{"model", name, "--help"}, &out, io.Discard); err != nil && !errors.Is(err, pflag.ErrHelp) {
+			t.Errorf("flare model %s --help: %v", name, err)
+		}
+		if s := out.String(); !strings.Contains(s, "usage: flare model "+name) || !strings.Contains(s, "examples:\n  flare model "+name) {
+			t.Errorf("flare model %s --help lacks its usage or examples:\n%s", name, s)
+		}
+	}
+}

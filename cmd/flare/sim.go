@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"text/tabwriter"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/wire"
+)
+
+func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlags("sim", "Run allreduces in virtual time: the real handlers and the hpu scheduler on PsPIN's cycle\n"+
+		"costs, for each design and each size --from, 2x, ... --to, on the switch of --preset. Hosts\n"+
+		"send 1KiB packets with exponential gaps at their line rate, staggered. A --seed gives one\n"+
+		"result. json prints one object per row with the field names of 'flare model sweep --format\n"+
+		"json'. --compare prints the model next to the run: bandwidth and memory with their relative\n"+
+		"error, and whether the designs rank the same by bandwidth at each size (docs/MODEL.md).",
+		"  flare sim                                   # flare preset, 4 designs x 4KiB..4MiB, table\n"+
+			"  flare sim --compare                         # model vs simulation\n"+
+			"  flare sim --preset pspin --algos tree --from 64KiB --to 1MiB --format json\n"+
+			"  flare sim --subset 1 --compare --copies=false\n", stdout)
+	pf := addParamFlags(fs, true)
+	from := fs.String("from", "4KiB", "smallest size per host")
+	to := fs.String("to", "4MiB", "largest size per host (sizes double from --from)")
+	algos := fs.String("algos", allDesigns, "designs, comma-separated: single, multi2, multi4, multi<B>, tree, auto")
+	seed := fs.Uint64("seed", 1, "seed of the inputs and the arrival times")
+	format := fs.String("format", "table", "table, csv or json")
+	compare := fs.Bool("compare", false, "print the model (with --copies, as the simulator charges them) next to each run")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkFormat(*format, "table", "csv", "json"); err != nil {
+		return err
+	}
+	ds, err := models.ParseDesigns(*algos)
+	if err != nil {
+		return flagError("--algos", err)
+	}
+	sizes, err := sweepSizes(*from, *to)
+	if err != nil {
+		return err
+	}
+	p, err := pf.params()
+	if err != nil {
+		return err
+	}
+	if sizes[len(sizes)-1] > maxSimBytes {
+		return flagError("--to", fmt.Errorf("%s: the simulator runs at most %s per host", *to, formatSize(maxSimBytes)))
+	}
+	if es := int64(p.DType.Size()); sizes[0]%es != 0 {
+		return flagError("--from", fmt.Errorf("%s: must be a multiple of the %s size (%d)", *from, p.DType, es))
+	}
+	rows, err := simSweep(ctx, p, ds, sizes, *seed)
+	if err != nil {
+		return err
+	}
+	if *compare {
+		return writeComparison(stdout, p, compareRows(p, rows), *format)
+	}
+	return writeSimRows(stdout, p, rows, *format)
+}
+
+// maxSimBytes bounds a simulated vector: the simulator holds every host's
+// input in memory.
+const maxSimBytes = 64 << 20
+
+// simConfig is one simulated run on the switch p describes, so that the
+// run and models.Evaluate(p, d) see the same switch and arrivals.
+func simConfig(p models.Params, d models.Design, bytes int64, seed uint64) handlers.SimConfig {
+	return handlers.SimConfig{
+		HPU: hpu.Config{
+			Clusters: p.Clusters, CoresPerCluster: p.CoresPerCluster, SubsetS: p.SubsetS,
+			QueueDepth: p.QueueDepth, L1Bytes: p.L1Bytes, BufferBytes: p.PacketBytes,
+		},
+		Hosts: p.Hosts, Bytes: int(bytes), DType: p.DType, Algo: d.Algo, Buffers: d.Buffers, Seed: seed,
+		// The model's δ is the inter-arrival at the switch, all hosts
+		// together; the simulator's is each host's.
+		MeanInterArrival: p.Delta() * float64(p.Hosts),
+		Window:           p.Window, PacketBytes: p.PacketBytes,
+	}
+}
+
+// simSweep simulates every design at every size, GOMAXPROCS runs at a
+// time, and returns the results size by size in the order of ds.
+func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, seed uint64) ([]handlers.SimResult, error) {
+	out := make([]handlers.SimResult, len(sizes)*len(ds))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, z := range sizes {
+		for j, d := range ds {
+			if d.Algo == wire.AlgoMulti && d.Buffers == 0 {
+				d.Buffers = p.Buffers
+			}
+			g.Go(func() error {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				r, err := handlers.Simulate(simConfig(p, d, z, seed))
+				if err != nil {
+					return err
+				}
+				out[i*len(ds)+j] = r
+				return nil
+			})
+		}
+	}
+	return out, g.Wait()
+}
+
+// writeSimRows prints simulated runs as a table, CSV (columns named by
+// the JSON fields) or JSON lines.
+func writeSimRows(w io.Writer, p models.Params, rows []handlers.SimResult, format string) error {
+	switch format {
+	case "json":
+		return writeJSONLines(w, rows)
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"algo", "bytes", "hosts", "dtype", "blocks", "window", "inter_arrival_cycles", "tau_cycles",
+			"lock_wait_cycles", "bandwidth_pkts_per_cycle", "bandwidth_gbps", "latency_cycles", "memory_buffers",
+			"memory_bytes", "memory_buffers_max", "queue_occupancy", "queue_occupancy_max", "ingress_wait_cycles",
+			"packets", "cycles", "contended_lock_acquisitions"})
+		g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+		i := strconv.Itoa
+		for _, r := range rows {
+			cw.Write([]string{r.Algo, i(r.Bytes), i(r.Hosts), r.DType, i(r.Blocks), i(r.Window), g(r.MeanInterArrival),
+				g(r.TauCycles), g(r.LockWaitCycles), g(r.BandwidthPktsPerCycle), g(r.BandwidthGbps), g(r.LatencyCycles),
+				g(r.MemoryBuffers), g(r.MemoryBytes), i(r.MemoryBuffersMax), g(r.QueueOccupancy),
+				strconv.FormatInt(r.QueueOccupancyMax, 10), g(r.IngressWaitCycles), strconv.FormatInt(r.Packets, 10),
+				strconv.FormatInt(r.Cycles, 10), strconv.FormatInt(r.ContendedAcquisitions, 10)})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	fmt.Fprintf(w, "# simulated: K=%d cores (%d clusters x %d), S=%d, Q=%d per cluster, %s L1 per cluster; P=%d hosts at %g Gbit/s, %s\n",
+		p.Cores(), p.Clusters, p.CoresPerCluster, p.SubsetS, p.QueueDepth, models.FormatBytes(float64(p.L1Bytes)),
+		p.Hosts, p.HostGbps, p.DType)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "design\tsize\twindow\ttau\tlock wait\tGbit/s\tlatency\tbuffers\tmax\tmemory\toccupancy\tmax\tcycles\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%d\t%s\t%.2f\t%d\t%d\t\n",
+			r.Algo, models.FormatBytes(float64(r.Bytes)), r.Window, r.TauCycles, r.LockWaitCycles, r.BandwidthGbps,
+			r.LatencyCycles, r.MemoryBuffers, r.MemoryBuffersMax, models.FormatBytes(r.MemoryBytes),
+			r.QueueOccupancy, r.QueueOccupancyMax, r.Cycles)
+	}
+	return tw.Flush()
+}
