@@ -41,6 +41,12 @@ type DenseConfig struct {
 	// costs one round trip. The store is the switch's packet memory (DRAM
 	// in a real switch, like SwitchML's shadow copies), not L1.
 	KeepResults bool
+	// Deadline, when positive, is bounded-time mode (single design only):
+	// a block whose contributions are not all in Deadline after its first
+	// packet arrived is released as it is, a partial aggregate marked
+	// FlagPartial with the contributor count in Child. Times are the
+	// packets' Arrival clock (ns in the daemon); Expire does the releasing.
+	Deadline int64
 }
 
 // Uplink is where a non-root switch sends its aggregates.
@@ -59,6 +65,8 @@ type DenseStats struct {
 	NoBuffer  atomic.Int64 // packets dropped because the quota was exhausted
 	Abandoned atomic.Int64 // unfinished blocks dropped when a newer generation started
 	Resent    atomic.Int64 // stored results sent again to a child that retransmitted
+	Partial   atomic.Int64 // blocks released at their deadline without every child (bounded mode)
+	Missed    atomic.Int64 // contributions left out of partial results (children absent at the deadline)
 }
 
 // Dense is the handler for one job's dense allreduce: the paper's single
@@ -79,6 +87,9 @@ type Dense struct {
 	// each block's slot with generation+1 (0: nothing stored).
 	results   [2][]byte
 	resultGen [2][]uint32
+	// resultCount[g&1][b] is the contributor count of a partial result
+	// (bounded mode), 0 for a complete one, for resending it as it was.
+	resultCount [2][]uint16
 
 	Stats DenseStats
 }
@@ -100,6 +111,10 @@ type block struct {
 	count    int32 // contributions admitted
 	finished int32 // contributions folded (multi: the last to finish folds the B buffers)
 	work     *work
+	// expires is when bounded mode releases the active block (the first
+	// packet's arrival plus the deadline), 0 otherwise. Written under the
+	// lock, read without it by Expire's scan.
+	expires atomic.Int64
 }
 
 // work is the state of a block while it is being aggregated. A job has a
@@ -136,6 +151,9 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 		for i := range d.results {
 			d.results[i] = make([]byte, cfg.Elements*d.esize)
 			d.resultGen[i] = make([]uint32, d.nblocks)
+			if cfg.Deadline > 0 {
+				d.resultCount[i] = make([]uint16, d.nblocks)
+			}
 		}
 	}
 	nwork := min(cfg.Quota.Limit(), d.nblocks)
@@ -166,6 +184,8 @@ func (c *DenseConfig) validate() error {
 		return fmt.Errorf("dense: elements per packet = %d: must be >= 1", c.PacketElems)
 	case c.Quota == nil:
 		return errors.New("dense: no memory quota")
+	case c.Deadline < 0 || (c.Deadline > 0 && c.Algo != wire.AlgoSingle):
+		return fmt.Errorf("dense: deadline %d: bounded time needs the single design, whose buffer is the partial aggregate", c.Deadline)
 	case c.PacketElems*c.DType.Size() > c.Quota.BufferBytes():
 		return fmt.Errorf("dense: %d elements of %s per packet = %d bytes: must fit a %d-byte buffer",
 			c.PacketElems, c.DType, c.PacketElems*c.DType.Size(), c.Quota.BufferBytes())
@@ -260,6 +280,9 @@ func (d *Dense) admit(t *hpu.Task, b *block) bool {
 			return false
 		}
 		b.work, b.state = w, blockActive
+		if d.cfg.Deadline > 0 {
+			b.expires.Store(t.Pkt.Arrival + d.cfg.Deadline)
+		}
 	}
 	word, bit := h.Child/64, uint64(1)<<(h.Child%64)
 	if b.work.bitmap[word]&bit != 0 {
@@ -285,6 +308,7 @@ func (d *Dense) unadmit(b *block, child uint16) {
 	if b.count == 0 {
 		d.releaseWork(b.work)
 		b.work, b.state = nil, blockIdle
+		b.expires.Store(0)
 	}
 }
 
@@ -317,6 +341,7 @@ func (d *Dense) single(t *hpu.Task) {
 	last := int(b.count) == d.cfg.Children
 	if last {
 		b.state, b.work = blockDone, nil
+		b.expires.Store(0)
 	}
 	t.Unlock(&b.lock)
 	if last {
@@ -487,6 +512,9 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 		slot := p.Hdr.Generation & 1
 		copy(d.results[slot][int(p.Hdr.Block)*d.cfg.PacketElems*d.esize:], payload)
 		d.resultGen[slot][p.Hdr.Block] = p.Hdr.Generation + 1
+		if d.resultCount[0] != nil {
+			d.resultCount[slot][p.Hdr.Block] = 0
+		}
 		t.Unlock(&b.lock)
 		t.ChargeCopy(len(payload))
 	}
@@ -510,6 +538,11 @@ func (d *Dense) resend(t *hpu.Task) {
 	h := wire.Header{
 		Version: wire.Version, Type: wire.TypeResult, Flags: wire.FlagRetransmit, Job: d.cfg.Job, Token: d.cfg.Token,
 		Generation: p.Hdr.Generation, Block: p.Hdr.Block, Child: p.Hdr.Child, DType: d.cfg.DType, Op: d.cfg.Op, Count: p.Hdr.Count,
+	}
+	if d.resultCount[0] != nil && d.resultCount[slot][p.Hdr.Block] != 0 {
+		// A partial result goes out as it was: the count, not the child.
+		h.Flags |= wire.FlagPartial
+		h.Child = d.resultCount[slot][p.Hdr.Block]
 	}
 	off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
 	payload := d.results[slot][off : off+int(p.Hdr.Count)*d.esize]
@@ -565,4 +598,5 @@ func (d *Dense) Close() {
 // caller may hold).
 func (b *block) reset(gen uint32, state uint8) {
 	b.gen, b.state, b.count, b.finished, b.work = gen, state, 0, 0, nil
+	b.expires.Store(0)
 }

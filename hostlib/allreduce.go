@@ -106,6 +106,11 @@ func (s *Session) call(ctx context.Context, buf []byte) error {
 func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 	t := &s.trk
 	t.reset()
+	if s.contrib != nil {
+		for i := range s.contrib {
+			s.contrib[i] = uint16(min(s.opts.World, 1<<16-1))
+		}
+	}
 	s.start = start
 	if s.opts.Sparse {
 		s.replayEarly()
@@ -300,6 +305,7 @@ func (s *Session) result(h *wire.Header, payload []byte) {
 	copy(s.buf[off*s.esize:], payload)
 	s.trk.complete(b, time.Since(s.start))
 	if h.Flags&wire.FlagPartial != 0 {
+		s.contrib[b] = uint16(min(int(h.Child), s.opts.World))
 		s.stats.partial.Add(1)
 	}
 }

@@ -111,6 +111,14 @@ type Options struct {
 	// pairs.
 	BlockElems int
 
+	// BlockDeadline, when positive, makes the job bounded-time (tail
+	// tolerant, as OptiReduce): the switch releases each block's partial
+	// aggregate this long after the block's first packet reached it,
+	// without the ranks that had not sent it yet, and Contributors() says
+	// how many ranks each block holds. 1 ms..65.535 s, whole milliseconds;
+	// dense jobs with the single-buffer design only (Algo auto or single).
+	BlockDeadline time.Duration
+
 	// DisableOffload turns off UDP GSO and GRO on the session's socket, so
 	// every datagram crosses the kernel on its own (to compare, to work
 	// around a driver, or to make per-datagram loss rules exact).
@@ -172,6 +180,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("BlockElems = %d: must be in 0..%d (0 lets the switch choose)", o.BlockElems, uint32(math.MaxUint32))
 	case !o.Sparse && (o.Storage != wire.StorageDense || o.BlockElems != 0):
 		return fmt.Errorf("Storage = %v, BlockElems = %d: only for sparse jobs (set Sparse)", o.Storage, o.BlockElems)
+	case o.BlockDeadline < 0 || o.BlockDeadline > 65535*time.Millisecond || (o.BlockDeadline > 0 && o.BlockDeadline%time.Millisecond != 0) || (o.BlockDeadline > 0 && o.BlockDeadline < time.Millisecond):
+		return fmt.Errorf("BlockDeadline = %v: must be 0 (exact) or whole milliseconds in 1ms..1m5.535s", o.BlockDeadline)
+	case o.BlockDeadline > 0 && (o.Sparse || o.Reproducible || (o.Algo != wire.AlgoAuto && o.Algo != wire.AlgoSingle)):
+		return fmt.Errorf("BlockDeadline with Sparse = %v, Reproducible = %v, Algo = %v: bounded time works with the dense single-buffer design only", o.Sparse, o.Reproducible, o.Algo)
 	case o.JoinTimeout < 0:
 		return fmt.Errorf("JoinTimeout = %v: must not be negative (0 means %v)", o.JoinTimeout, DefaultJoinTimeout)
 	case o.Timeout < 0:

@@ -66,6 +66,7 @@ type Session struct {
 	deadline time.Duration    // the call's Options.Timeout
 	sendErr  error            // the last transient send error of the call
 	wait     waitNotes        // the switch's CodeWaiting answers during this call
+	contrib  []uint16         // bounded time: contributors of each block of the last call
 	scratch  []byte           // the wire encoding on big-endian machines
 	sp       sparseCall       // a sparse session's per-call state
 
@@ -257,6 +258,10 @@ func (s *Session) join(ctx context.Context) error {
 	if s.opts.Sparse {
 		body.Options |= wire.OptSparse
 	}
+	if s.opts.BlockDeadline > 0 {
+		body.Options |= wire.OptBounded
+		body.DeadlineMillis = uint16(s.opts.BlockDeadline / time.Millisecond)
+	}
 	h := s.hdr
 	d := &s.ctl[0]
 	d.N = len(wire.AppendJoin(d.Buf[:0], &h, &body))
@@ -340,6 +345,9 @@ func (s *Session) admit(a *wire.JoinAckBody) error {
 	s.limit = min(s.window, s.blocks)
 	s.order = handlers.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
 	s.trk.init(s.blocks, s.limit)
+	if s.opts.BlockDeadline > 0 {
+		s.contrib = make([]uint16, s.blocks)
+	}
 
 	size := wire.HeaderLen + pe*s.esize
 	batch := min(s.conn.BatchSize(), s.limit+s.limit) // room for a window of sends and of retransmissions
@@ -377,6 +385,14 @@ func (s *Session) Algo() wire.Algo { return s.algo }
 
 // Buffers returns B, the aggregation buffers per block when Algo is multi.
 func (s *Session) Buffers() int { return s.buffers }
+
+// Contributors returns, for a bounded-time session (Options.BlockDeadline),
+// how many ranks contributed to each block of the last completed call: the
+// world size where the block was complete, fewer where the switch released
+// it at its deadline. A caller that averages divides each block by its
+// count. It returns nil for other sessions; the slice is the session's and
+// changes with the next call.
+func (s *Session) Contributors() []uint16 { return s.contrib }
 
 // Blocks returns the number of blocks (packets per host) of one allreduce.
 func (s *Session) Blocks() int { return s.blocks }

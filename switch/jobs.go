@@ -42,6 +42,7 @@ type job struct {
 type liveJob struct {
 	handler jobHandler
 	sparse  bool             // takes Sparse packets, not Data
+	expire  hpu.Handler      // bounded-time jobs: the handler's deadline tick
 	addrs   []netip.AddrPort // member addresses by rank, as admitted
 }
 
@@ -166,6 +167,8 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: a sparse job needs hash or array storage", h.Job)
 	case b.Options&wire.OptSparse != 0 && h.Op != wire.OpSum && h.Op != wire.OpMin && h.Op != wire.OpMax:
 		return refuse(wire.CodeBadRequest, "job %d: sparse jobs reduce with sum, min or max, not %v", h.Job, h.Op)
+	case b.Options&wire.OptBounded != 0 && (b.Options&(wire.OptSparse|wire.OptReproducible) != 0 || (b.Algo != wire.AlgoAuto && b.Algo != wire.AlgoSingle)):
+		return refuse(wire.CodeBadRequest, "job %d: bounded time works with the dense single-buffer design only (not sparse, tree, multi or reproducible)", h.Job)
 	case b.Options&wire.OptSparse != 0 && b.Algo == wire.AlgoTree:
 		return refuse(wire.CodeBadRequest, "job %d: sparse jobs use single or multi buffers, not tree", h.Job)
 	case b.Algo == wire.AlgoMulti && (b.Buffers < 2 || b.Buffers > handlers.MaxBuffers):
@@ -209,8 +212,13 @@ func (s *Switch) admit(j *job) *joinError {
 	if algo == wire.AlgoAuto {
 		algo, b = handlers.Choose(elements*esize, j.spec.Options&wire.OptReproducible != 0)
 	}
+	bounded := j.spec.Options&wire.OptBounded != 0
+	if bounded {
+		algo, b = wire.AlgoSingle, 0 // its buffer is the partial aggregate at any moment
+	}
 	dcfg := handlers.DenseConfig{Job: j.id, Token: j.token, Algo: algo, Buffers: b, Children: len(j.members),
-		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true}
+		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true,
+		Deadline: int64(j.spec.DeadlineMillis) * int64(time.Millisecond)}
 	m := dcfg.MinBuffers()
 	w, q, jerr := s.reserve(j, nblocks, m)
 	if jerr != nil {
@@ -223,7 +231,16 @@ func (s *Switch) admit(j *job) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
 	}
 	j.handler, j.quota, j.admitted = denseJob{d}, q, true
-	j.live.Store(&liveJob{handler: j.handler, addrs: append([]netip.AddrPort(nil), j.members...)})
+	live := &liveJob{handler: j.handler, addrs: append([]netip.AddrPort(nil), j.members...)}
+	if bounded {
+		live.expire = hpu.HandlerFunc(d.Expire)
+		s.boundedJobs.Add(1)
+		select {
+		case s.boundedWake <- struct{}{}:
+		default:
+		}
+	}
+	j.live.Store(live)
 	j.ack = wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pe),
 		Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())}
 	s.log.Info("job admitted", "job", j.id, "world", len(j.members), "algo", algo, "buffers", b,
@@ -254,7 +271,15 @@ func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
 	j := s.jobs.get(h.Job)
-	if j == nil || h.Token != j.token || int(h.Child) >= len(j.members) || j.members[h.Child] != from {
+	switch {
+	case j == nil: // a stray, or the second copy of the leave that ended the job
+		s.drops.add(dropUnknownJob)
+		return
+	case h.Token != j.token:
+		s.drops.add(dropToken)
+		return
+	case int(h.Child) >= len(j.members) || j.members[h.Child] != from:
+		s.drops.add(dropNotMember)
 		return
 	}
 	j.members[h.Child] = netip.AddrPort{}
@@ -270,6 +295,9 @@ func (s *Switch) endLocked(j *job, why string) {
 	s.jobs.update(func(m map[uint32]*job) { delete(m, j.id) })
 	if j.handler != nil {
 		s.completedEnded.Add(j.handler.completed())
+	}
+	if live := j.live.Load(); live != nil && live.expire != nil {
+		s.boundedJobs.Add(-1)
 	}
 	s.log.Info("job ended", "job", j.id, "why", why, "rx_packets", j.rx.Load(), "tx_packets", j.tx.Load())
 	s.wg.Add(1)

@@ -32,9 +32,13 @@ type Switch struct {
 	// which anyone can provoke: a few per second tell a host whose switch
 	// restarted, and cannot turn the switch into an amplifier.
 	unknownLimit rateLimit
-	drops     dropCounters
-	rxPackets atomic.Int64
-	txPackets atomic.Int64
+	// Bounded-time jobs get a deadline tick; the ticker sleeps while there
+	// are none.
+	boundedJobs atomic.Int32
+	boundedWake chan struct{}
+	drops       dropCounters
+	rxPackets   atomic.Int64
+	txPackets   atomic.Int64
 	// blocks completed by jobs that have ended (live jobs are read at scrape)
 	completedEnded atomic.Int64
 
@@ -68,7 +72,7 @@ func New(cfg Config) (*Switch, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{})}
+	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1)}
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	maxDgram := cfg.Conn.MaxDatagram
@@ -131,6 +135,7 @@ func (s *Switch) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.reader(gctx) })
 	g.Go(func() error { s.reaper(gctx); return nil })
+	g.Go(func() error { s.expirer(gctx); return nil })
 	g.Go(func() error {
 		<-gctx.Done()
 		return conn.Close() // unblocks the reader
@@ -165,6 +170,54 @@ func (s *Switch) reaper(ctx context.Context) {
 			return
 		case now := <-t.C:
 			s.reap(now)
+		}
+	}
+}
+
+// expireEvery is the period of bounded-time jobs' deadline tick: a block
+// is released at most this late after its deadline.
+const expireEvery = time.Millisecond
+
+// expirer submits each bounded-time job's Expire handler to the processing
+// unit every expireEvery, with the time in the packet's Arrival, so that the
+// releasing runs on a core like every handler. It sleeps while no such job
+// exists. A tick that finds the unit full is skipped; the next comes soon.
+func (s *Switch) expirer(ctx context.Context) {
+	var t *time.Ticker
+	for {
+		if s.boundedJobs.Load() == 0 {
+			if t != nil {
+				t.Stop()
+				t = nil
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.boundedWake:
+			}
+			continue
+		}
+		if t == nil {
+			t = time.NewTicker(expireEvery)
+		}
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case now := <-t.C:
+			for _, j := range s.jobs.all() {
+				live := j.live.Load()
+				if live == nil || live.expire == nil {
+					continue
+				}
+				ip := s.inPool.Get().(*inPacket)
+				ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
+				ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job = live.expire, now.UnixNano(), nil, j
+				j.inflight.Add(1)
+				if s.unit.Submit(&ip.pkt) != nil {
+					s.done(&ip.pkt)
+				}
+			}
 		}
 	}
 }

@@ -15,7 +15,7 @@ const (
 	joinOffBuffers  = 3  // 1 byte
 	joinOffOptions  = 4  // 1 byte
 	joinOffStorage  = 5  // 1 byte
-	joinOffReserved = 6  // 2 bytes, zero
+	joinOffDeadline = 6  // 2 bytes
 	joinOffElements = 8  // 8 bytes
 	joinOffPacket   = 16 // 4 bytes
 	joinOffTimeout  = 20 // 4 bytes
@@ -30,7 +30,7 @@ const (
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|             World             |      Algo     |    Buffers    |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|    Options    |    Storage    |        Reserved (zero)        |
+//	|    Options    |    Storage    |         DeadlineMillis        |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                                                               |
 //	+                            Elements                           +
@@ -41,24 +41,28 @@ const (
 //	|                         TimeoutMillis                         |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
-// Unmarshal checks the encoding only (known codes, zero reserved bytes).
+// Unmarshal checks the encoding only (known codes, and DeadlineMillis zero
+// unless OptBounded is set).
 // Whether the request can be served (rank < World, Elements > 0, enough
 // memory) is the switch's decision, answered with an Error rather than a
 // silent drop.
 type JoinBody struct {
-	World         uint16      // number of children (hosts or child switches) in the job
-	Algo          Algo        // dense design asked for; AlgoAuto lets the switch choose
-	Buffers       uint8       // B for AlgoMulti; 0 = switch default
-	Options       JoinOptions // OptReproducible, OptSparse
-	Storage       Storage     // StorageDense, or StorageHash/StorageArray for sparse jobs
-	Elements      uint64      // vector length in elements
-	PacketElems   uint32      // elements per packet the host wants; 0 = switch default
-	TimeoutMillis uint32      // per-allreduce timeout in ms; 0 = switch default
+	World   uint16      // number of children (hosts or child switches) in the job
+	Algo    Algo        // dense design asked for; AlgoAuto lets the switch choose
+	Buffers uint8       // B for AlgoMulti; 0 = switch default
+	Options JoinOptions // OptReproducible, OptSparse
+	Storage Storage     // StorageDense, or StorageHash/StorageArray for sparse jobs
+	// DeadlineMillis is, with OptBounded, how long after a block's first
+	// packet the switch releases its partial aggregate (1..65535 ms).
+	DeadlineMillis uint16
+	Elements       uint64 // vector length in elements
+	PacketElems    uint32 // elements per packet the host wants; 0 = switch default
+	TimeoutMillis  uint32 // per-allreduce timeout in ms; 0 = switch default
 }
 
 // Unmarshal decodes a JoinBody from b, which must be exactly JoinBodyLen
 // bytes (ErrLength otherwise). An unknown algo, option bit or storage kind,
-// or a non-zero reserved byte, gives ErrBody. It never allocates.
+// or a deadline without OptBounded, gives ErrBody. It never allocates.
 func (j *JoinBody) Unmarshal(b []byte) error {
 	if len(b) != JoinBodyLen {
 		return ErrLength
@@ -69,17 +73,18 @@ func (j *JoinBody) Unmarshal(b []byte) error {
 	j.Buffers = b[joinOffBuffers]
 	j.Options = JoinOptions(b[joinOffOptions])
 	j.Storage = Storage(b[joinOffStorage])
+	j.DeadlineMillis = binary.BigEndian.Uint16(b[joinOffDeadline:])
 	j.Elements = binary.BigEndian.Uint64(b[joinOffElements:])
 	j.PacketElems = binary.BigEndian.Uint32(b[joinOffPacket:])
 	j.TimeoutMillis = binary.BigEndian.Uint32(b[joinOffTimeout:])
 	if !j.Algo.Valid() || !j.Options.Known() || !j.Storage.Valid() ||
-		binary.BigEndian.Uint16(b[joinOffReserved:]) != 0 {
+		(j.DeadlineMillis != 0) != (j.Options&OptBounded != 0) {
 		return ErrBody
 	}
 	return nil
 }
 
-// MarshalTo writes the body into b[:JoinBodyLen], reserved bytes zero. It
+// MarshalTo writes the body into b[:JoinBodyLen]. It
 // returns ErrShort if b is too small and does not check the field values.
 func (j *JoinBody) MarshalTo(b []byte) error {
 	if len(b) < JoinBodyLen {
@@ -91,7 +96,7 @@ func (j *JoinBody) MarshalTo(b []byte) error {
 	b[joinOffBuffers] = j.Buffers
 	b[joinOffOptions] = byte(j.Options)
 	b[joinOffStorage] = byte(j.Storage)
-	binary.BigEndian.PutUint16(b[joinOffReserved:], 0)
+	binary.BigEndian.PutUint16(b[joinOffDeadline:], j.DeadlineMillis)
 	binary.BigEndian.PutUint64(b[joinOffElements:], j.Elements)
 	binary.BigEndian.PutUint32(b[joinOffPacket:], j.PacketElems)
 	binary.BigEndian.PutUint32(b[joinOffTimeout:], j.TimeoutMillis)

@@ -34,9 +34,10 @@ func TestJoinBody(t *testing.T) {
 		{"short", b[:JoinBodyLen-1], ErrLength},
 		{"long", append(bytes.Clone(b), 0), ErrLength},
 		{"algo 4", set(joinOffAlgo, 4), ErrBody},
-		{"options bit 2", set(joinOffOptions, 4), ErrBody},
+		{"options bit 3", set(joinOffOptions, 8), ErrBody},
+		{"bounded without a deadline", set(joinOffOptions, byte(OptBounded)), ErrBody},
 		{"storage 3", set(joinOffStorage, 3), ErrBody},
-		{"reserved", set(joinOffReserved+1, 1), ErrBody},
+		{"deadline without bounded", set(joinOffDeadline+1, 1), ErrBody},
 	}
 	for _, tt := range bad {
 		if err := new(JoinBody).Unmarshal(tt.b); err != tt.want {

@@ -196,8 +196,13 @@ const (
 	OptReproducible JoinOptions = 1 << 0
 	// OptSparse announces a sparse allreduce: hosts send Sparse packets and
 	// JoinBody.Storage says how the switch keeps the partial sums.
-	OptSparse    JoinOptions = 1 << 1
-	optionsKnown             = OptReproducible | OptSparse
+	OptSparse JoinOptions = 1 << 1
+	// OptBounded asks for bounded-time (tail-tolerant) aggregation: the
+	// switch releases a block's partial aggregate DeadlineMillis after the
+	// block's first packet, marked FlagPartial with the number of
+	// contributors in Child, instead of waiting for every child.
+	OptBounded   JoinOptions = 1 << 2
+	optionsKnown             = OptReproducible | OptSparse | OptBounded
 )
 
 // Known reports whether only defined option bits are set.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +42,9 @@ type arConfig struct {
 	storage      wire.Storage // sparse: hash or array
 	blockElems   int          // sparse: indices per block (0 = the switch's choice)
 	noOffload    bool
+	deadline     time.Duration // bounded time: the switch's per-block deadline (0 = exact)
+	tailMedian   time.Duration // injected straggling: each rank waits a random delay before each call
+	tailRatio    float64       // its p99/p50 (lognormal); 0 = no injection
 }
 
 // arResult is one output row (the --json contract).
@@ -56,8 +60,13 @@ type arResult struct {
 	AlgbwGBps   float64 `json:"algbw_GBps"`
 	Verified    bool    `json:"verified"`
 	Retransmits int64   `json:"retransmits"`
-	TxBytes     int64   `json:"tx_bytes"` // UDP (or TCP, for the ring) payload bytes the local ranks sent, per call
-	RxBytes     int64   `json:"rx_bytes"` // and received
+	// Bounded-time runs (--deadline) and injected tails (--tail-ratio).
+	DeadlineMS      float64 `json:"deadline_ms,omitempty"`
+	TailRatio       float64 `json:"tail_ratio,omitempty"`
+	DroppedFraction float64 `json:"dropped_fraction,omitempty"` // contributions left out of partial results
+	PartialBlocks   int64   `json:"partial_blocks,omitempty"`   // per call, over the local ranks
+	TxBytes         int64   `json:"tx_bytes"`                   // UDP (or TCP, for the ring) payload bytes the local ranks sent, per call
+	RxBytes         int64   `json:"rx_bytes"`                   // and received
 	// Sparse runs only.
 	Density      float64 `json:"density,omitempty"`
 	Storage      string  `json:"storage,omitempty"`
@@ -114,6 +123,9 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	storage := fs.String("storage", "hash", "sparse: the switch's storage, hash (spills collisions) or array")
 	fs.IntVar(&c.blockElems, "block-elems", 0, "sparse: indices per block (0 = the switch's choice)")
 	fs.BoolVar(&c.noOffload, "no-offload", false, "do not use UDP GSO/GRO (every datagram crosses the kernel alone)")
+	fs.DurationVar(&c.deadline, "deadline", 0, "bounded time: the switch releases each block's partial sum this long after its first packet (e.g. 5ms)")
+	fs.DurationVar(&c.tailMedian, "tail-median", 2*time.Millisecond, "with --tail-ratio: median of the injected delay before each call")
+	fs.Float64Var(&c.tailRatio, "tail-ratio", 0, "inject a lognormal delay before each rank's call with this p99/p50 (e.g. 1.5 or 3; 0 = none);\ntimes are then the longest any rank waited from its own delayed start")
 	asJSON := fs.Bool("json", false, "print one JSON object per configuration")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE (for go tool pprof)")
 	if err := parse(fs, args); err != nil {
@@ -198,6 +210,12 @@ func (c *arConfig) validate() error {
 		return fmt.Errorf("--rank %d --world %d: world must be in 1..%d and rank in 0..world-1", c.rank, c.world, hostlib.MaxWorld)
 	case c.iters < 1 || c.warmup < 0:
 		return fmt.Errorf("--iters %d --warmup %d: want iters >= 1 and warmup >= 0", c.iters, c.warmup)
+	case c.deadline != 0 && (c.deadline < time.Millisecond || c.deadline > 65535*time.Millisecond || c.deadline%time.Millisecond != 0):
+		return fmt.Errorf("--deadline %v: must be whole milliseconds in 1ms..65.535s", c.deadline)
+	case c.deadline != 0 && (c.sparse || c.algo == "ring" || (c.algo != "auto" && c.algo != "single")):
+		return fmt.Errorf("--deadline with --algo %s: bounded time works with the dense single-buffer design (auto or single)", c.algo)
+	case c.tailRatio != 0 && (c.tailRatio < 1 || c.tailRatio > 100 || c.tailMedian <= 0):
+		return fmt.Errorf("--tail-ratio %v --tail-median %v: want a ratio in 1..100 and a positive median", c.tailRatio, c.tailMedian)
 	case c.sparse && !(c.density > 0 && c.density <= 1):
 		return fmt.Errorf("--density %v: must be in (0, 1]", c.density)
 	case c.sparse && !(c.overlap >= 0 && c.overlap <= 1):
@@ -246,8 +264,12 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 		bufs[i] = make([]byte, nbytes)
 	}
 	res := &arResult{Ranks: world, Bytes: int64(nbytes), DType: c.dtype.String(), Op: c.op.String(), Iters: c.iters, Verified: c.verify}
-	var call func(ctx context.Context) error
+	var call func(ctx context.Context, it int) error
 	var closeAll func()
+	var sessions []*hostlib.Session
+	// With an injected tail, a call's time is the longest any rank waited
+	// from its own (delayed) start: what a straggler costs the others.
+	waited := make([]time.Duration, len(local))
 	switch {
 	case c.algo == "ring" && c.ranks == 0:
 		res.Algo = "ring"
@@ -255,15 +277,18 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		call = func(ctx context.Context) error { return ring.AllReduce(ctx, bufs[0], c.dtype, c.op) }
+		call = func(ctx context.Context, it int) error {
+			c.straggle(c.rank, it)
+			return ring.AllReduce(ctx, bufs[0], c.dtype, c.op)
+		}
 		closeAll = func() { ring.Close() }
 	case c.algo == "ring":
 		res.Algo = "ring"
-		call = func(ctx context.Context) error { return hostlib.RunLocalRing(ctx, bufs, c.dtype, c.op, nil) }
+		call = func(ctx context.Context, it int) error { return hostlib.RunLocalRing(ctx, bufs, c.dtype, c.op, nil) }
 		closeAll = func() {}
 	default:
-		sessions, err := joinAll(ctx, c, local, world)
-		if err != nil {
+		var err error
+		if sessions, err = joinAll(ctx, c, local, world); err != nil {
 			return nil, err
 		}
 		closeAll = func() {
@@ -276,15 +301,22 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 			}
 		}
 		res.Algo = algoName(sessions[0].Algo(), sessions[0].Buffers())
-		call = func(ctx context.Context) error {
+		call = func(ctx context.Context, it int) error {
 			g, gctx := errgroup.WithContext(ctx)
 			for i, s := range sessions {
-				g.Go(func() error { return s.AllReduceBytes(gctx, bufs[i]) })
+				g.Go(func() error {
+					c.straggle(local[i], it)
+					start := time.Now()
+					err := s.AllReduceBytes(gctx, bufs[i])
+					waited[i] = time.Since(start)
+					return err
+				})
 			}
 			return g.Wait()
 		}
 	}
 	var times []float64
+	dropped := 0
 	for it := 0; it < c.warmup+c.iters; it++ {
 		if c.verify {
 			for i, r := range local {
@@ -293,8 +325,11 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, c.timeout)
 		start := time.Now()
-		err := call(cctx)
+		err := call(cctx, it)
 		el := time.Since(start)
+		if c.tailRatio > 0 && len(sessions) > 0 {
+			el = slices.Max(waited)
+		}
 		cancel()
 		if err != nil {
 			closeAll()
@@ -303,15 +338,32 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 		if it >= c.warmup {
 			times = append(times, el.Seconds())
 		}
-		if c.verify {
-			for i, r := range local {
-				if err := verifyPattern(c.dtype, c.op, world, it, bufs[i]); err != nil {
-					closeAll()
-					return nil, fmt.Errorf("verify: rank %d, call %d: %w", r, it, err)
-				}
+		partial := 0
+		for i, r := range local {
+			var contrib []uint16
+			if c.deadline > 0 {
+				contrib = sessions[i].Contributors()
+			}
+			n, missed, err := c.verifyCall(world, it, bufs[i], contrib, sessionPE(sessions, i))
+			if it >= c.warmup {
+				partial += n
+				dropped += missed
+			}
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("verify: rank %d, call %d: %w", r, it, err)
 			}
 		}
+		if it >= c.warmup {
+			res.PartialBlocks += int64(partial)
+		}
 	}
+	if c.deadline > 0 {
+		res.DeadlineMS = float64(c.deadline) / float64(time.Millisecond)
+		res.PartialBlocks /= int64(c.iters)
+		res.DroppedFraction = float64(dropped) / float64(c.iters*len(local)*world*blockCountOf(sessions, c.count))
+	}
+	res.TailRatio = c.tailRatio
 	closeAll()
 	res.summarise(times)
 	return res, nil
@@ -328,7 +380,7 @@ func joinAll(ctx context.Context, c arConfig, local []int, world int) ([]*hostli
 			s, err := hostlib.Join(gctx, hostlib.Options{
 				Switch: c.sw, Job: c.job, Token: c.token, Rank: r, World: world, DType: c.dtype, Op: c.op,
 				Elements: c.count, Algo: algo, Buffers: b, Reproducible: c.reproducible, Timeout: c.timeout,
-				Sparse: c.sparse, Storage: c.storage, BlockElems: c.blockElems, DisableOffload: c.noOffload,
+				Sparse: c.sparse, Storage: c.storage, BlockElems: c.blockElems, DisableOffload: c.noOffload, BlockDeadline: c.deadline,
 			})
 			mu.Lock()
 			sessions[i] = s
@@ -382,6 +434,12 @@ func fillPattern(dt wire.DType, op wire.Op, rank, it int, buf []byte) {
 // verifyPattern checks buf against the plain reference of every rank's
 // pattern, a chunk of elements at a time.
 func verifyPattern(dt wire.DType, op wire.Op, world, it int, buf []byte) error {
+	return verifyPatternFrom(dt, op, world, it, buf, 0)
+}
+
+// verifyPatternFrom is verifyPattern for buf holding the elements from
+// first on.
+func verifyPatternFrom(dt wire.DType, op wire.Op, world, it int, buf []byte, first int) error {
 	sz := dt.Size()
 	const chunk = 4096
 	inputs := make([][]byte, world)
@@ -393,12 +451,69 @@ func verifyPattern(dt wire.DType, op wire.Op, world, it int, buf []byte) error {
 			}
 			inputs[r] = inputs[r][:n*sz]
 			for i := 0; i < n; i++ {
-				putValue(dt, inputs[r][i*sz:], patternValue(op, r, lo+i, it))
+				putValue(dt, inputs[r][i*sz:], patternValue(op, r, first+lo+i, it))
 			}
 		}
 		if err := handlers.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
-			return fmt.Errorf("at element offset %d: %w", lo, err)
+			return fmt.Errorf("at element offset %d: %w", first+lo, err)
 		}
 	}
 	return nil
+}
+
+// verifyCall checks one call's result on one rank. Without a deadline the
+// whole vector is checked (with --verify). In bounded time, contrib gives
+// each block's contributors: complete blocks are checked, partial ones
+// (fewer contributions by design) are counted, with the contributions
+// they miss.
+func (c *arConfig) verifyCall(world, it int, buf []byte, contrib []uint16, pe int) (partial, missed int, err error) {
+	if contrib == nil {
+		if c.verify {
+			err = verifyPattern(c.dtype, c.op, world, it, buf)
+		}
+		return 0, 0, err
+	}
+	sz := c.dtype.Size()
+	for b, n := range contrib {
+		if int(n) < world {
+			partial++
+			missed += world - int(n)
+			continue
+		}
+		if c.verify {
+			lo, hi := b*pe, min((b+1)*pe, c.count)
+			if err := verifyPatternFrom(c.dtype, c.op, world, it, buf[lo*sz:hi*sz], lo); err != nil {
+				return partial, missed, fmt.Errorf("block %d: %w", b, err)
+			}
+		}
+	}
+	return partial, missed, nil
+}
+
+// sessionPE is session i's elements per block, 0 without sessions.
+func sessionPE(sessions []*hostlib.Session, i int) int {
+	if i < len(sessions) {
+		return sessions[i].PacketElems()
+	}
+	return 0
+}
+
+// blockCountOf is the blocks per call of the sessions' job.
+func blockCountOf(sessions []*hostlib.Session, count int) int {
+	if len(sessions) > 0 {
+		return sessions[0].Blocks()
+	}
+	return max(1, count)
+}
+
+// straggle waits, before rank's call it, a delay drawn (deterministically
+// for the rank and call) from a lognormal with median tailMedian and
+// p99/p50 = tailRatio: the injected tail of a bounded-time evaluation.
+func (c *arConfig) straggle(rank, it int) {
+	if c.tailRatio == 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(uint64(rank)+1, uint64(it)))
+	sigma := math.Log(c.tailRatio) / 2.326 // the 99th percentile of N(0,1)
+	time.Sleep(time.Duration(float64(c.tailMedian) * math.Exp(sigma*rng.NormFloat64())))
 }
