@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/gopacket"
 )
 
-// fuzzCorpus is where go test keeps FuzzDecode's committed seed corpus.
-var fuzzCorpus = filepath.Join("testdata", "fuzz", "FuzzDecode")
+// fuzzCorpus is where go test keeps a fuzz target's committed seed corpus.
+func fuzzCorpus(target string) string { return filepath.Join("testdata", "fuzz", target) }
 
 // FuzzDecode checks the decoder on arbitrary datagrams: it never panics,
 // every error is a sentinel with a drop reason, Header.Unmarshal and
@@ -29,6 +30,10 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(checkDecode)
 }
 
+// sentinels are the errors a decoder may return; anything else (a wrapped
+// or ad hoc error) would reach the drop counters as "other".
+var sentinels = []error{ErrShort, ErrVersion, ErrType, ErrFlags, ErrDType, ErrOp, ErrLength, ErrBody}
+
 // udpPayloadOff is where the UDP payload starts in the golden frames:
 // Ethernet (14) + IPv4 without options (20) + UDP (8).
 const udpPayloadOff = 14 + 20 + 8
@@ -45,10 +50,16 @@ func checkDecode(t *testing.T, data []byte) {
 		t.Fatal("decoding modified its input")
 	}
 	if err != nil {
-		if DropReason(err) == ReasonOther {
-			t.Fatalf("error %v has no drop reason", err)
+		if !slices.Contains(sentinels, err) || DropReason(err) == ReasonOther {
+			t.Fatalf("error %v is not a sentinel with a drop reason", err)
 		}
 		return
+	}
+	// The payload is the rest of the datagram, capped so that appending to
+	// it cannot write past it.
+	if len(payload) != len(data)-HeaderLen || cap(payload) != len(payload) ||
+		(len(payload) > 0 && &payload[0] != &data[HeaderLen]) {
+		t.Fatalf("payload of %d bytes (cap %d) is not data[%d:]", len(payload), cap(payload), HeaderLen)
 	}
 	if fl.Header != h || !bytes.Equal(fl.Payload, payload) || !bytes.Equal(fl.Contents, data[:HeaderLen]) {
 		t.Fatalf("Flare layer %+v disagrees with header %+v", fl.Header, h)
@@ -100,15 +111,79 @@ func checkBody(t *testing.T, h *Header, payload, data []byte) {
 	}
 }
 
-// TestFuzzCorpus keeps the committed seed corpus in step with seedPackets;
-// go test also runs every file there through FuzzDecode. Regenerate with
+// seedFile is one file of a fuzz target's committed seed corpus: the
+// target's arguments, in order.
+type seedFile struct {
+	target, name string
+	args         []any
+}
+
+// fuzzSeeds lists the committed corpus of every fuzz target in the package:
+// every seed packet for FuzzDecode, and the bodies and pair payloads of the
+// seed packets, valid and broken, for the body and pairs targets.
+func fuzzSeeds() []seedFile {
+	var out []seedFile
+	add := func(target, name string, args ...any) { out = append(out, seedFile{target, name, args}) }
+	set := func(b []byte, off int, v ...byte) []byte { c := bytes.Clone(b); copy(c[off:], v); return c }
+	var join []byte
+	for _, s := range seedPackets() {
+		add("FuzzDecode", s.name, s.pkt)
+		switch s.h.Type {
+		case TypeJoin:
+			add("FuzzJoinBody", s.name, s.payload)
+			join = s.payload
+		case TypeJoinAck:
+			add("FuzzJoinAckBody", s.name, s.payload)
+			add("FuzzJoinAckBody", s.name+"-algo-auto", set(s.payload, ackOffAlgo, byte(AlgoAuto)))
+		case TypeError:
+			add("FuzzErrorBody", s.name, s.payload)
+		case TypeSparse, TypeSpill:
+			add("FuzzPairs", s.name, s.payload, byte(s.h.DType), s.h.Count)
+		}
+	}
+	add("FuzzJoinBody", "deadline-without-bounded", set(join, joinOffDeadline+1, 1))
+	add("FuzzJoinBody", "storage-3", set(join, joinOffStorage, 3))
+	bounded := JoinBody{World: 4, Algo: AlgoSingle, Options: OptBounded, DeadlineMillis: 5, Elements: 1000}
+	add("FuzzJoinBody", "bounded", bounded.Append(nil))
+	add("FuzzJoinBody", "short", join[:JoinBodyLen-1])
+	add("FuzzErrorBody", "not-utf8", appendErrorBody(nil, CodeInternal, "a\xffb"))
+	add("FuzzErrorBody", "code-0", appendErrorBody(nil, 0, "x"))
+	add("FuzzErrorBody", "text-too-long", append([]byte{0, 8, 4, 1}, make([]byte, MaxErrorText+1)...))
+	pairs := pairsF64([]uint32{1, 2, 3}, []float64{1, 2, 3})
+	add("FuzzPairs", "unknown-dtype", pairs, byte(0), uint32(3))
+	add("FuzzPairs", "count-too-large", pairs, byte(Float64), uint32(4))
+	add("FuzzPairs", "huge-count", pairs, byte(Int32), uint32(1<<32-1))
+	return out
+}
+
+// corpusFile encodes args the way go test writes a corpus file.
+func corpusFile(args ...any) []byte {
+	b := []byte("go test fuzz v1\n")
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			b = fmt.Appendf(b, "[]byte(%q)\n", v)
+		case byte:
+			b = fmt.Appendf(b, "byte(%q)\n", v)
+		case uint32:
+			b = fmt.Appendf(b, "uint32(%d)\n", v)
+		default:
+			panic(fmt.Sprintf("corpusFile: no encoding for %T", a))
+		}
+	}
+	return b
+}
+
+// TestFuzzCorpus keeps the committed seed corpora in step with fuzzSeeds;
+// go test also runs every file there through its target. Regenerate with
 // go test ./wire -run FuzzCorpus -update.
 func TestFuzzCorpus(t *testing.T) {
-	for _, s := range seedPackets() {
-		path := filepath.Join(fuzzCorpus, s.name)
-		want := fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", s.pkt)
+	for _, s := range fuzzSeeds() {
+		dir := fuzzCorpus(s.target)
+		path := filepath.Join(dir, s.name)
+		want := corpusFile(s.args...)
 		if *update {
-			if err := os.MkdirAll(fuzzCorpus, 0o755); err != nil {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(path, want, 0o644); err != nil {

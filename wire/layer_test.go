@@ -15,7 +15,7 @@ import (
 	"github.com/google/gopacket/layers"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/wire/seeds.pcap and the FuzzDecode seed corpus")
+var update = flag.Bool("update", false, "rewrite testdata/wire/seeds.pcap and the fuzz seed corpora")
 
 // goldenPcap holds every seed packet in an Ethernet/IPv4/UDP frame.
 var goldenPcap = filepath.Join("..", "testdata", "wire", "seeds.pcap")

@@ -1,0 +1,391 @@
+package swtch
+
+import (
+	"encoding/binary"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+// FuzzHandle feeds arbitrary datagrams, from members of an admitted job and
+// from strangers, into handle(), the reader's per-datagram entry point, on
+// a Switch built by New (no sockets). Each input is a short sequence of
+// datagrams (see fuzzRecords) for one of the job designs (fuzzVariants), on
+// a fresh switch, so that a failure reproduces from its input alone. For
+// every datagram it checks that handle does not panic and that the datagram
+//
+//   - is accepted for the processing unit, comes from the member address of
+//     the rank it names and carries the job's token, and counts no drop; or
+//   - is a join or leave, answered or recorded, or counted under one reason; or
+//   - is counted under exactly one drop reason, the one its decode error
+//     maps to if it does not decode, and makes the switch send nothing but,
+//     for an unknown job, an Error saying so to the sender.
+//
+// Replies go to the join's sender only, and results and resends to members
+// only; everything the switch sends decodes. When the input is done every
+// job ends, and the processing unit's memory must be whole again: no
+// buffer or quota leaks, whatever came in.
+//
+// An accepted packet runs its job's handler at once, on a virtual-time
+// hpu.Task in the fuzzing goroutine, and is then given back through the
+// switch's done hook, as a core would. Running the unit's core goroutines
+// instead makes coverage differ between runs of one input (who sleeps,
+// who wakes), and the fuzzer then spends its time minimizing inputs that
+// are "interesting" only by chance.
+func FuzzHandle(f *testing.F) {
+	for _, s := range handleSeeds() {
+		f.Add(s.variant, s.data)
+	}
+	f.Fuzz(func(t *testing.T, variant byte, data []byte) {
+		fx := newHandleFixture(t, fuzzVariants[int(variant)%len(fuzzVariants)])
+		defer fx.close(t)
+		for _, r := range fuzzRecords(data) {
+			fx.feed(t, r)
+		}
+	})
+}
+
+// The fixture job: two ranks at fixed member addresses.
+const (
+	fzJob   = 7
+	fzToken = 0x5eed_f1a2_e000_0001
+)
+
+var (
+	fzRank0    = netip.MustParseAddrPort("10.0.0.1:5000")
+	fzRank1    = netip.MustParseAddrPort("10.0.0.2:5000")
+	fzStranger = netip.MustParseAddrPort("10.0.0.3:5000")
+	fzOtherPrt = netip.MustParseAddrPort("10.0.0.1:5001") // rank 0's host, another socket
+	fzSources  = [4]netip.AddrPort{fzRank0, fzRank1, fzStranger, fzOtherPrt}
+)
+
+// fuzzVariant is the fixture job's shape: a dense design or a sparse storage.
+type fuzzVariant struct {
+	name    string
+	algo    wire.Algo
+	buffers uint8
+	sparse  bool
+	storage wire.Storage
+}
+
+var fuzzVariants = []fuzzVariant{
+	{name: "single", algo: wire.AlgoSingle},
+	{name: "multi", algo: wire.AlgoMulti, buffers: 2},
+	{name: "tree", algo: wire.AlgoTree},
+	{name: "sparse-hash", sparse: true, storage: wire.StorageHash},
+	{name: "sparse-array", sparse: true, storage: wire.StorageArray},
+}
+
+// Sizes of the fixture job. Packets are small (fzPacketBytes of payload)
+// so that inputs stay short and a block completes with one packet per rank.
+const (
+	fzPacketBytes = 64
+	fzElements    = 37 // dense: 5 blocks of 8 float32, the last of 5
+	fzPacketElems = 8
+	fzSparseElems = 100 // sparse: 5 blocks of 20 indices, 8 pairs a packet
+	fzSparseBlock = 20
+	fzMaxRecords  = 16
+)
+
+// fuzzRecord is one datagram of a FuzzHandle input.
+type fuzzRecord struct {
+	from  netip.AddrPort
+	stamp bool // overwrite the header's job and token with the fixture's
+	pkt   []byte
+}
+
+// fuzzRecords splits a FuzzHandle input into datagrams. Each record is
+//
+//	sel (1 byte) | length (2 bytes, big-endian) | datagram (length bytes)
+//
+// where the datagram is cut short at the end of the input. sel's low two
+// bits pick the source (fzSources: rank 0, rank 1, a stranger, rank 0's
+// host on another port); bit 7 stamps the fixture job's id and token into
+// the header, so that the fuzzer reaches the handlers without having to
+// guess a 64-bit token (unstamped records still try every token it finds).
+func fuzzRecords(data []byte) []fuzzRecord {
+	var out []fuzzRecord
+	for len(data) >= 3 && len(out) < fzMaxRecords {
+		sel, n := data[0], int(binary.BigEndian.Uint16(data[1:]))
+		data = data[3:]
+		n = min(n, len(data))
+		out = append(out, fuzzRecord{from: fzSources[sel&3], stamp: sel&0x80 != 0, pkt: data[:n]})
+		data = data[n:]
+	}
+	return out
+}
+
+// record encodes one fuzzRecord for a seed.
+func record(sel byte, pkt []byte) []byte {
+	b := []byte{sel, 0, 0}
+	binary.BigEndian.PutUint16(b[1:], uint16(len(pkt)))
+	return append(b, pkt...)
+}
+
+// handleFixture is a Switch with the fixture job admitted through handle()
+// and its processing unit running.
+type handleFixture struct {
+	s      *Switch
+	v      fuzzVariant
+	task   *hpu.Task // runs accepted packets' handlers
+	clock  int64     // the arrival time handed to handle
+	before []int64   // drop counts before the current datagram
+}
+
+func newHandleFixture(t *testing.T, v fuzzVariant) *handleFixture {
+	cfg := Config{Listen: "127.0.0.1:0", Admin: "off", PacketBytes: fzPacketBytes, MaxJobs: 4,
+		HPU:    hpu.Config{Clusters: 1, CoresPerCluster: 1, L1Bytes: hpu.MinL1Bytes},
+		Logger: slog.New(slog.DiscardHandler)}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := s.unit.Config().Cost
+	fx := &handleFixture{s: s, v: v, task: hpu.NewVirtualTask(&cost, s, nil, 0, 0, 0)}
+	for rank, from := range []netip.AddrPort{fzRank0, fzRank1} {
+		fx.feed(t, fuzzRecord{from: from, pkt: fixtureJoin(v, rank, fzToken)})
+	}
+	if j := s.jobs.get(fzJob); j == nil || j.live.Load() == nil {
+		t.Fatalf("%s: the fixture job was not admitted", v.name)
+	}
+	return fx
+}
+
+// fixtureJoin is rank's join of the fixture job.
+func fixtureJoin(v fuzzVariant, rank int, token uint64) []byte {
+	h := wire.Header{Job: fzJob, Token: token, Child: uint16(rank), DType: wire.Float32, Op: wire.OpSum}
+	body := wire.JoinBody{World: 2, Algo: v.algo, Buffers: v.buffers, Elements: fzElements, PacketElems: fzPacketElems}
+	if v.sparse {
+		body = wire.JoinBody{World: 2, Options: wire.OptSparse, Storage: v.storage, Elements: fzSparseElems, PacketElems: fzSparseBlock}
+	}
+	return wire.AppendJoin(nil, &h, &body)
+}
+
+// feed runs one datagram through handle the way the reader does, runs the
+// job's handler on it if handle accepted it and gives the buffer back, and
+// checks what became of it.
+func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
+	t.Helper()
+	s := fx.s
+	ip := s.inPool.Get().(*inPacket)
+	n := copy(ip.buf, r.pkt) // a longer datagram never gets here: the Conn drops it
+	if r.stamp && n >= wire.OffToken+8 {
+		binary.BigEndian.PutUint32(ip.buf[wire.OffJob:], fzJob)
+		binary.BigEndian.PutUint64(ip.buf[wire.OffToken:], fzToken)
+	}
+	pkt := append([]byte(nil), ip.buf[:n]...)
+	var h wire.Header
+	_, decErr := h.Unmarshal(pkt)
+	jobBefore := fx.jobState(h.Job)
+	fx.before = fx.dropCounts(fx.before[:0])
+
+	d := Datagram{Buf: ip.buf, N: n, Addr: r.from}
+	fx.clock += int64(time.Millisecond)
+	accepted := s.handle(&d, ip, fx.clock)
+	if accepted {
+		fx.task.Restart(&ip.pkt, 0, 0, fx.clock)
+		fx.task.Run()
+		s.done(&ip.pkt)
+	} else {
+		s.inPool.Put(ip)
+	}
+	out := fx.drain(t)
+	dropped := fx.dropped(t)
+
+	switch {
+	case decErr != nil:
+		if accepted || dropped != wire.DropReason(decErr) {
+			t.Fatalf("undecodable datagram (%v): accepted %v, dropped as %q", decErr, accepted, dropped)
+		}
+	case accepted:
+		if dropped != "" {
+			t.Fatalf("accepted datagram also counted as dropped (%q)", dropped)
+		}
+		j := s.jobs.get(h.Job)
+		live := j.live.Load()
+		if h.Type != wire.TypeData && h.Type != wire.TypeSparse || h.Token != j.token || live.addrs[h.Child] != r.from {
+			t.Fatalf("accepted %v of job %d rank %d from %v (token ok %v, members %v)",
+				h.Type, h.Job, h.Child, r.from, h.Token == j.token, live.addrs)
+		}
+		for _, o := range out {
+			if o.multicast != live && !(o.multicast == nil && o.to == r.from) {
+				t.Fatalf("a data packet from %v made the switch send to %v (multicast %v)", r.from, o.to, o.multicast != nil)
+			}
+		}
+	case h.Type == wire.TypeJoin:
+		fx.checkJoin(t, r.from, &h, dropped, out)
+	case h.Type == wire.TypeLeave:
+		if len(out) > 0 {
+			t.Fatalf("a leave made the switch send %d packets", len(out))
+		}
+		if dropped == "" && !jobBefore.member(h.Child, r.from) {
+			t.Fatalf("a leave of job %d rank %d from %v, not a member, counted no drop", h.Job, h.Child, r.from)
+		}
+		if dropped != "" && jobBefore.member(h.Child, r.from) && h.Token == jobBefore.token {
+			t.Fatalf("a member's leave was dropped as %q", dropped)
+		}
+	default:
+		if dropped == "" {
+			t.Fatalf("%v datagram from %v neither accepted nor dropped", h.Type, r.from)
+		}
+		if !slices.Contains(switchReasons, dropped) {
+			t.Fatalf("decoded %v datagram dropped as %q, a wire reason", h.Type, dropped)
+		}
+	}
+	if dropped != "" && len(out) > 0 {
+		checkDropAnswer(t, r.from, dropped, out)
+	}
+}
+
+// checkDropAnswer checks what the switch sent for a dropped datagram: at
+// most an Error naming the unknown job, to the sender alone (a host whose
+// switch restarted learns it at once), never anything else.
+func checkDropAnswer(t *testing.T, from netip.AddrPort, dropped string, out []sent) {
+	t.Helper()
+	var h wire.Header
+	var e wire.ErrorBody
+	if dropped == dropUnknownJob && len(out) == 1 && out[0].to == from && out[0].multicast == nil {
+		if payload, err := h.Unmarshal(out[0].pkt); err == nil && h.Type == wire.TypeError &&
+			e.Unmarshal(payload) == nil && e.Code == wire.CodeUnknownJob {
+			return
+		}
+	}
+	t.Fatalf("a datagram from %v dropped as %q made the switch send %d packets, the first %d bytes to %v",
+		from, dropped, len(out), len(out[0].pkt), out[0].to)
+}
+
+// checkJoin checks what became of a join that decoded: dropped (a bad body,
+// or a wrong token for an existing job) with no answer; or answered, errors
+// to the sender alone and acks to the job's members; or recorded in a
+// pending job with no answer yet.
+func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.Header, dropped string, out []sent) {
+	t.Helper()
+	switch dropped {
+	case "", wire.ReasonBody, wire.ReasonLength, dropToken:
+	default:
+		t.Fatalf("join dropped as %q", dropped)
+	}
+	for _, o := range out {
+		var rh wire.Header
+		payload, err := rh.Unmarshal(o.pkt)
+		if err != nil || o.multicast != nil {
+			t.Fatalf("join reply does not decode (%v) or is a multicast", err)
+		}
+		switch rh.Type {
+		case wire.TypeError:
+			if o.to != from || len(o.pkt) > wire.HeaderLen+wire.MaxErrorBodyLen {
+				t.Fatalf("error reply of %d bytes to %v for a join from %v", len(o.pkt), o.to, from)
+			}
+			var e wire.ErrorBody
+			if err := e.Unmarshal(payload); err != nil {
+				t.Fatalf("error reply body: %v", err)
+			}
+		case wire.TypeJoinAck:
+			if !fx.jobState(rh.Job).member(rh.Child, o.to) {
+				t.Fatalf("join ack for job %d rank %d to %v, not that member", rh.Job, rh.Child, o.to)
+			}
+		default:
+			t.Fatalf("a join was answered with a %v", rh.Type)
+		}
+	}
+	if dropped == "" && len(out) == 0 && !fx.jobState(h.Job).member(h.Child, from) {
+		t.Fatalf("join of job %d rank %d from %v neither dropped, answered nor recorded", h.Job, h.Child, from)
+	}
+}
+
+// jobSnapshot is what feed needs of a job before and after a datagram.
+type jobSnapshot struct {
+	token   uint64
+	members []netip.AddrPort
+}
+
+func (j jobSnapshot) member(rank uint16, a netip.AddrPort) bool {
+	return int(rank) < len(j.members) && j.members[rank] == a
+}
+
+func (fx *handleFixture) jobState(id uint32) jobSnapshot {
+	s := fx.s
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	j := s.jobs.get(id)
+	if j == nil {
+		return jobSnapshot{}
+	}
+	return jobSnapshot{token: j.token, members: slices.Clone(j.members)}
+}
+
+// sent is one packet the switch queued for the writer.
+type sent struct {
+	pkt       []byte
+	to        netip.AddrPort
+	multicast *liveJob
+}
+
+// drain takes what the switch queued for the writer, and checks that every
+// packet it sends decodes.
+func (fx *handleFixture) drain(t *testing.T) []sent {
+	var out []sent
+	for {
+		select {
+		case op := <-fx.s.out:
+			var h wire.Header
+			if _, err := h.Unmarshal(op.buf); err != nil {
+				t.Fatalf("the switch sends a packet that does not decode: %v", err)
+			}
+			out = append(out, sent{pkt: append([]byte(nil), op.buf...), to: op.to, multicast: op.job})
+			op.job = nil
+			fx.s.outPool.Put(op)
+		default:
+			return out
+		}
+	}
+}
+
+func (fx *handleFixture) dropCounts(dst []int64) []int64 {
+	for i := range fx.s.drops.counts {
+		dst = append(dst, fx.s.drops.counts[i].Load())
+	}
+	return dst
+}
+
+// dropped returns the reason the last datagram was counted under, "" if
+// none, and fails if it was counted more than once.
+func (fx *handleFixture) dropped(t *testing.T) string {
+	t.Helper()
+	reason := ""
+	for i, n := range fx.dropCounts(nil) {
+		switch d := n - fx.before[i]; {
+		case d == 0:
+		case d == 1 && reason == "":
+			reason = fx.s.drops.reasons[i]
+		default:
+			t.Fatalf("one datagram counted %d more drops as %q (and %q)", d, fx.s.drops.reasons[i], reason)
+		}
+	}
+	return reason
+}
+
+// close ends every job and checks that all of the unit's memory came back.
+func (fx *handleFixture) close(t *testing.T) {
+	s := fx.s
+	s.jobs.mu.Lock()
+	for _, j := range s.jobs.all() {
+		if n := j.inflight.Load(); n != 0 {
+			t.Fatalf("job %d: %d packets accepted and never given back", j.id, n)
+		}
+		s.endLocked(j, "test")
+	}
+	s.jobs.mu.Unlock()
+	s.wg.Wait()
+	if m := s.unit.Memory(); m.InUse() != 0 || m.Free() != m.Total() {
+		t.Fatalf("after every job ended: %d buffers in use, %d of %d free", m.InUse(), m.Free(), m.Total())
+	}
+	if n := len(s.out); n != 0 {
+		t.Fatalf("%d packets left queued for the writer", n)
+	}
+}

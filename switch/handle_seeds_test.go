@@ -1,0 +1,162 @@
+package swtch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/flare-net/flare/wire"
+)
+
+var update = flag.Bool("update", false, "rewrite the FuzzHandle seed corpus in testdata/fuzz")
+
+// handleSeed is one committed FuzzHandle input.
+type handleSeed struct {
+	name    string
+	variant byte
+	data    []byte
+}
+
+// Record selectors (see fuzzRecords).
+const (
+	selRank0    = 0
+	selRank1    = 1
+	selStranger = 2
+	selOtherPrt = 3
+	selStamp    = 0x80
+)
+
+// denseData is rank's data packet for block b of generation gen of the
+// fixture's dense job.
+func denseData(rank int, b, gen uint32, token uint64) []byte {
+	n := fzPacketElems
+	if last := fzElements / fzPacketElems; int(b) == last {
+		n = fzElements - last*fzPacketElems
+	}
+	payload := make([]byte, 0, 4*n)
+	for i := range n {
+		payload = binary.LittleEndian.AppendUint32(payload, math.Float32bits(float32(rank*100+i)))
+	}
+	h := wire.Header{Type: wire.TypeData, Job: fzJob, Token: token, Generation: gen, Block: b, Child: uint16(rank),
+		DType: wire.Float32, Op: wire.OpSum, Count: uint32(n)}
+	return wire.AppendPacket(nil, &h, payload)
+}
+
+// sparseData is rank's last (and only) Sparse packet for block b of the
+// fixture's sparse job, with pairs at the given indices within the block.
+func sparseData(rank int, b, gen uint32, idx ...uint32) []byte {
+	var payload []byte
+	for _, i := range idx {
+		payload = wire.AppendPair(payload, i, binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(rank+1))))
+	}
+	h := wire.Header{Type: wire.TypeSparse, Flags: wire.FlagLast, Job: fzJob, Token: fzToken, Generation: gen,
+		Block: wire.SparseBlockField(b, 0), Child: uint16(rank), DType: wire.Float32, Op: wire.OpSum, Count: uint32(len(idx))}
+	return wire.AppendPacket(nil, &h, payload)
+}
+
+func leavePacket(rank int, token uint64) []byte {
+	h := wire.Header{Type: wire.TypeLeave, Job: fzJob, Token: token, Child: uint16(rank)}
+	return wire.AppendPacket(nil, &h, nil)
+}
+
+// handleSeeds are inputs that reach each outcome of handle: blocks that
+// complete, resends, stale and duplicate packets, wrong tokens, unknown
+// jobs, strangers, joins answered, refused and recorded, leaves, and
+// garbage.
+func handleSeeds() []handleSeed {
+	var out []handleSeed
+	add := func(name string, variant byte, recs ...[]byte) {
+		out = append(out, handleSeed{name, variant, bytes.Join(recs, nil)})
+	}
+	const bad = 0xbad
+	for v, fv := range fuzzVariants {
+		v := byte(v)
+		if fv.sparse {
+			add(fv.name+"-block", v,
+				record(selRank0, sparseData(0, 1, 0, 0, 3, 19)),
+				record(selRank1, sparseData(1, 1, 0, 3, 4)),
+				record(selRank0, sparseData(0, 1, 0, 0, 3, 19)), // a duplicate after the result
+				record(selRank0, sparseData(0, 2, 0, 20)))       // an index outside the block
+			add(fv.name+"-two-generations", v,
+				record(selRank0, sparseData(0, 0, 0, 1)), record(selRank1, sparseData(1, 0, 0, 1)),
+				record(selRank0|selStamp, sparseData(0, 0, 1, 2)), record(selRank1, sparseData(1, 0, 1, 2)),
+				record(selRank0, sparseData(0, 0, 0, 1)))
+			continue
+		}
+		add(fv.name+"-block", v,
+			record(selRank0, denseData(0, 0, 0, fzToken)),
+			record(selRank1, denseData(1, 0, 0, fzToken)),
+			record(selRank0, denseData(0, 0, 0, fzToken)), // a retransmission: the stored result is resent
+			record(selRank1, denseData(1, 4, 0, fzToken)), // the short last block
+			record(selRank0, denseData(0, 4, 0, fzToken)))
+		add(fv.name+"-generations", v,
+			record(selRank0, denseData(0, 2, 0, fzToken)), record(selRank1, denseData(1, 2, 0, fzToken)),
+			record(selRank0, denseData(0, 2, 1, fzToken)), record(selRank1, denseData(1, 2, 1, fzToken)),
+			record(selRank1, denseData(1, 2, 0, fzToken)), // stale: the previous generation's result is resent
+			record(selRank0, denseData(0, 3, 5, fzToken)), record(selRank0, denseData(0, 3, 6, fzToken)))
+	}
+	add("strangers", 0,
+		record(selStranger, denseData(0, 0, 0, fzToken)), // right token, not a member's address
+		record(selOtherPrt, denseData(0, 0, 0, fzToken)), // a member's host, another port
+		record(selRank1, denseData(0, 0, 0, fzToken)),    // a member claiming another rank
+		record(selRank0, denseData(0, 0, 0, bad)),        // wrong token
+		record(selStranger|selStamp, denseData(1, 1, 0, bad)))
+	other := denseData(0, 0, 0, fzToken)
+	binary.BigEndian.PutUint32(other[wire.OffJob:], fzJob+1)
+	add("unknown-job", 0, record(selRank0, other))
+	sparseOnDense := sparseData(0, 0, 0, 1)
+	add("wrong-kind", 0, record(selRank0, sparseOnDense))
+	add("wrong-kind-sparse", 3, record(selRank0, denseData(0, 0, 0, fzToken)))
+	add("joins", 1,
+		record(selStranger, fixtureJoin(fuzzVariants[1], 0, fzToken)), // rank 0 taken: refused
+		record(selRank0, fixtureJoin(fuzzVariants[1], 0, fzToken)),    // a resent join: acked again
+		record(selRank0, fixtureJoin(fuzzVariants[0], 0, fzToken)),    // another design: refused
+		record(selStranger, fixtureJoin(fuzzVariants[1], 1, bad)),     // wrong token: dropped
+		record(selRank1, fixtureJoin(fuzzVariants[1], 5, fzToken)))    // rank beyond the world: refused
+	newJob := fixtureJoin(fuzzVariants[0], 0, 99)
+	binary.BigEndian.PutUint32(newJob[wire.OffJob:], 1234)
+	badBody := fixtureJoin(fuzzVariants[0], 0, fzToken)
+	badBody[wire.HeaderLen+4] = 0x80 // an unknown option bit
+	add("join-new-job", 0, record(selStranger, newJob), record(selStranger, newJob), record(selRank0, badBody))
+	add("leaves", 2,
+		record(selStranger, leavePacket(0, fzToken)), record(selRank0, leavePacket(0, bad)), record(selRank0, leavePacket(0, fzToken)),
+		record(selRank0, leavePacket(0, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)),
+		record(selRank1, leavePacket(1, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)))
+	add("garbage", 0,
+		record(selRank0, []byte("not a flare packet")), record(selRank1, nil),
+		record(selRank0|selStamp, make([]byte, wire.HeaderLen)),
+		record(selRank0, denseData(0, 0, 0, fzToken)[:40]))
+	return out
+}
+
+// TestFuzzHandleCorpus keeps testdata/fuzz/FuzzHandle in step with
+// handleSeeds; go test runs every file there through FuzzHandle.
+// Regenerate with go test ./switch -run FuzzHandleCorpus -update.
+func TestFuzzHandleCorpus(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzHandle")
+	for _, s := range handleSeeds() {
+		path := filepath.Join(dir, s.name)
+		want := fmt.Appendf(nil, "go test fuzz v1\nbyte(%q)\n[]byte(%q)\n", s.variant, s.data)
+		if *update {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale (run with -update)", path)
+		}
+	}
+}
