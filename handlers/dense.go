@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
@@ -49,6 +50,13 @@ type DenseConfig struct {
 	Deadline int64
 }
 
+// UplinkResendGap is the least time (in the packets' Arrival clock, ns)
+// between two re-sends of one block's partial up: every child of a switch
+// whose partial or result was lost retransmits, and one copy up per round
+// of retransmissions recovers the block. It is half the hosts' smallest
+// retransmission timeout (20 ms).
+const UplinkResendGap = int64(10 * time.Millisecond)
+
 // Uplink is where a non-root switch sends its aggregates.
 type Uplink struct {
 	Child uint16 // this switch's child index at its parent
@@ -67,6 +75,8 @@ type DenseStats struct {
 	Resent    atomic.Int64 // stored results sent again to a child that retransmitted
 	Partial   atomic.Int64 // blocks released at their deadline without every child (bounded mode)
 	Missed    atomic.Int64 // contributions left out of partial results (children absent at the deadline)
+	ResentUp  atomic.Int64 // non-root: stored partials sent up again for a child's retransmission
+	Down      atomic.Int64 // non-root: parent results stored and multicast to the children
 }
 
 // Dense is the handler for one job's dense allreduce: the paper's single
@@ -90,6 +100,13 @@ type Dense struct {
 	// resultCount[g&1][b] is the contributor count of a partial result
 	// (bounded mode), 0 for a complete one, for resending it as it was.
 	resultCount [2][]uint16
+	// final[g&1][b] (non-root switches only) says the stored block is the
+	// parent's final result, not this switch's own partial aggregate.
+	final [2][]bool
+	// upAt[g&1][b] is the Arrival time of the retransmission that last sent
+	// the block's partial up again (non-root switches), to send it once
+	// per round of its children's retransmissions, not once per child.
+	upAt [2][]int64
 
 	Stats DenseStats
 }
@@ -154,6 +171,10 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 			if cfg.Deadline > 0 {
 				d.resultCount[i] = make([]uint16, d.nblocks)
 			}
+			if cfg.Uplink != nil {
+				d.final[i] = make([]bool, d.nblocks)
+				d.upAt[i] = make([]int64, d.nblocks)
+			}
 		}
 	}
 	nwork := min(cfg.Quota.Limit(), d.nblocks)
@@ -189,6 +210,8 @@ func (c *DenseConfig) validate() error {
 	case c.PacketElems*c.DType.Size() > c.Quota.BufferBytes():
 		return fmt.Errorf("dense: %d elements of %s per packet = %d bytes: must fit a %d-byte buffer",
 			c.PacketElems, c.DType, c.PacketElems*c.DType.Size(), c.Quota.BufferBytes())
+	case c.Uplink != nil && (c.Deadline > 0 || !c.KeepResults):
+		return errors.New("dense: a non-root switch (Uplink) needs KeepResults and no deadline: its stored partial is what it re-sends up")
 	case c.Quota.Limit() < c.MinBuffers():
 		return fmt.Errorf("dense: quota of %d buffers: %s needs at least %d for one block",
 			c.Quota.Limit(), c.Algo, c.MinBuffers())
@@ -223,11 +246,13 @@ func (d *Dense) blockElems(b int) int {
 }
 
 // Header checks that the packet belongs to this job's shape. The job id and
-// token were matched by the daemon.
+// token were matched by the daemon. A non-root switch also takes its
+// parent's Results (the daemon checked that the parent sent them).
 func (d *Dense) Header(t *hpu.Task) bool {
 	h := &t.Pkt.Hdr
-	if h.Type != wire.TypeData || h.DType != d.cfg.DType || h.Op != d.cfg.Op ||
-		int(h.Child) >= d.cfg.Children || int64(h.Block) >= int64(d.nblocks) ||
+	down := h.Type == wire.TypeResult && d.cfg.Uplink != nil
+	if (h.Type != wire.TypeData && !down) || h.DType != d.cfg.DType || h.Op != d.cfg.Op ||
+		(!down && int(h.Child) >= d.cfg.Children) || int64(h.Block) >= int64(d.nblocks) ||
 		int(h.Count) != d.blockElems(int(h.Block)) || len(t.Pkt.Payload) != int(h.Count)*d.esize {
 		d.Stats.Invalid.Add(1)
 		return false
@@ -237,6 +262,10 @@ func (d *Dense) Header(t *hpu.Task) bool {
 
 // Payload aggregates one contribution with the job's design.
 func (d *Dense) Payload(t *hpu.Task) {
+	if t.Pkt.Hdr.Type == wire.TypeResult {
+		d.down(t)
+		return
+	}
 	switch d.cfg.Algo {
 	case wire.AlgoSingle:
 		d.single(t)
@@ -515,6 +544,10 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 		if d.resultCount[0] != nil {
 			d.resultCount[slot][p.Hdr.Block] = 0
 		}
+		if d.final[0] != nil {
+			d.final[slot][p.Hdr.Block] = false
+			d.upAt[slot][p.Hdr.Block] = 0
+		}
 		t.Unlock(&b.lock)
 		t.ChargeCopy(len(payload))
 	}
@@ -529,10 +562,34 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 // resend answers a retransmitted packet of a finished block with the
 // stored result, sent to that child alone (FlagRetransmit, Child = the
 // child). It runs under the block's lock.
+//
+// A non-root switch stores its own partial until its parent's result
+// replaces it (down): until then the retransmission reaches through the
+// tree, the partial going up again (FlagRetransmit); the parent counts it
+// once, by this switch's bit, and answers with its stored result if it
+// has finished the block.
 func (d *Dense) resend(t *hpu.Task) {
 	p := t.Pkt
 	slot := p.Hdr.Generation & 1
-	if d.results[0] == nil || d.resultGen[slot][p.Hdr.Block] != p.Hdr.Generation+1 || d.cfg.Uplink != nil {
+	if d.results[0] == nil || d.resultGen[slot][p.Hdr.Block] != p.Hdr.Generation+1 {
+		return
+	}
+	if d.cfg.Uplink != nil && (d.final[0] == nil || !d.final[slot][p.Hdr.Block]) {
+		if d.final[0] == nil {
+			return
+		}
+		if at := d.upAt[slot][p.Hdr.Block]; at != 0 && p.Arrival-at < UplinkResendGap {
+			return // sent up for a sibling's retransmission moments ago
+		}
+		d.upAt[slot][p.Hdr.Block] = p.Arrival
+		h := wire.Header{
+			Version: wire.Version, Type: wire.TypeData, Flags: wire.FlagFromSwitch | wire.FlagRetransmit, Job: d.cfg.Job, Token: d.cfg.Token,
+			Generation: p.Hdr.Generation, Block: p.Hdr.Block, Child: d.cfg.Uplink.Child, DType: d.cfg.DType, Op: d.cfg.Op, Count: p.Hdr.Count,
+		}
+		off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
+		t.ChargeCopy(int(p.Hdr.Count) * d.esize)
+		t.Emit(&h, d.results[slot][off:off+int(p.Hdr.Count)*d.esize])
+		d.Stats.ResentUp.Add(1)
 		return
 	}
 	h := wire.Header{
@@ -549,6 +606,38 @@ func (d *Dense) resend(t *hpu.Task) {
 	t.ChargeCopy(len(payload))
 	t.Emit(&h, payload)
 	d.Stats.Resent.Add(1)
+}
+
+// down takes the parent's result for a block this switch finished (sent
+// its partial up) and multicasts it to the children. The result replaces
+// the stored partial, so a child's later retransmission is answered here
+// without crossing the parent link again. A result for a generation this
+// switch no longer holds (or has not finished) is stale and dropped; a
+// repeat (the parent answering a retransmission) goes down again, since
+// some child lost it.
+func (d *Dense) down(t *hpu.Task) {
+	p := t.Pkt
+	b := &d.blocks[p.Hdr.Block]
+	slot := p.Hdr.Generation & 1
+	if d.final[0] == nil {
+		d.Stats.Invalid.Add(1) // not built as a non-root switch that keeps results
+		return
+	}
+	t.Lock(&b.lock)
+	if d.resultGen[slot][p.Hdr.Block] != p.Hdr.Generation+1 {
+		t.Unlock(&b.lock)
+		d.Stats.Stale.Add(1)
+		return
+	}
+	off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
+	copy(d.results[slot][off:off+len(p.Payload)], p.Payload)
+	d.final[slot][p.Hdr.Block] = true
+	t.Unlock(&b.lock)
+	t.ChargeCopy(len(p.Payload))
+	h := p.Hdr
+	h.Flags, h.Child = 0, 0
+	t.Emit(&h, p.Payload)
+	d.Stats.Down.Add(1)
 }
 
 // freeBufs returns every buffer a work holds.

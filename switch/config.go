@@ -36,7 +36,17 @@ type Config struct {
 	Conn        ConnConfig    // socket batch size and offload
 	PcapPath    string        // capture every datagram in and out to this pcap file; "" = off
 	PcapMax     int64         // size bound of the capture file in bytes (0 = DefaultPcapMax)
-	Logger      *slog.Logger
+	// Parent, when set (HOST:PORT), makes this switch a child in a tree of
+	// switches: once a job's members have joined here, the switch joins the
+	// job at Parent as child ChildIndex and sends each finished block up
+	// instead of multicasting it; the parent's results come back down.
+	Parent     string
+	ChildIndex int // this switch's index among its parent's children (0..Children-1 there)
+	// Children, when positive, makes this switch an inner switch or the
+	// root: every job's members are this many child switches (which join
+	// with FlagFromSwitch), not hosts.
+	Children int
+	Logger   *slog.Logger
 }
 
 // WithDefaults fills zero fields.
@@ -100,6 +110,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--join-rate %d: must be in 1..1000000 per second", c.JoinRate)
 	case c.PcapMax < 1<<10 || c.PcapMax > 1<<40:
 		return fmt.Errorf("--pcap-max %d: must be in 1KiB..1TiB", c.PcapMax)
+	}
+	if c.Parent != "" {
+		if _, err := netip.ParseAddrPort(c.Parent); err != nil {
+			return fmt.Errorf("--parent %q: want the parent switch's data address HOST:PORT with a numeric IP, such as 10.0.0.1:7470", c.Parent)
+		}
+	}
+	switch {
+	case c.ChildIndex < 0 || c.ChildIndex >= handlers.MaxChildren:
+		return fmt.Errorf("--child-index %d: must be in 0..%d", c.ChildIndex, handlers.MaxChildren-1)
+	case c.ChildIndex > 0 && c.Parent == "":
+		return fmt.Errorf("--child-index %d without --parent: the index is this switch's place at its parent", c.ChildIndex)
+	case c.Children < 0 || c.Children > handlers.MaxChildren:
+		return fmt.Errorf("--children %d: must be in 0..%d (0: this switch's members are hosts)", c.Children, handlers.MaxChildren)
 	}
 	if err := c.HPU.Validate(); err != nil {
 		return hpuFlagError(err, c.HPU)

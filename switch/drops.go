@@ -16,9 +16,12 @@ const (
 	dropUnexpected  = "unexpected-type"
 	dropShutdown    = "shutdown"
 	dropSendError   = "send-error"
+	// dropRefusedJoin counts refused joins past the answer limit: they get
+	// no answer (a flood of bad joins is not answered one by one).
+	dropRefusedJoin = "refused-join"
 )
 
-var switchReasons = []string{dropUnknownJob, dropToken, dropNotAdmitted, dropNotMember, dropUnexpected, dropShutdown, dropSendError}
+var switchReasons = []string{dropUnknownJob, dropToken, dropNotAdmitted, dropNotMember, dropUnexpected, dropShutdown, dropSendError, dropRefusedJoin}
 
 // dropCounters counts dropped packets by reason: one atomic per reason,
 // looked up by a small linear scan of interned strings.

@@ -20,8 +20,14 @@ type job struct {
 	dtype   wire.DType
 	op      wire.Op
 	members []netip.AddrPort // by rank; zero until joined
+	subtree []int            // hosts under each member: 1 for a host, a child switch's join World
 	joined  int
 	left    int
+	hosts   int // hosts under this switch in the job, set at admission
+
+	// A child switch in a tree (Config.Parent): upAsked once it has joined
+	// the job at its parent, upAcked once the parent acked.
+	upAsked, upAcked bool
 
 	// Set at admission, under the table lock.
 	admitted bool
@@ -105,7 +111,7 @@ func refuse(code wire.ErrorCode, format string, args ...any) *joinError {
 
 // join records a member. It returns the job when the member is in (the
 // caller answers with the ack if the job is admitted), or a refusal.
-func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody) (*job, *joinError) {
+func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, hosts int) (*job, *joinError) {
 	if err := s.checkJoin(h, body); err != nil {
 		return nil, err
 	}
@@ -116,7 +122,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody) 
 		if len(s.jobs.all()) >= s.cfg.MaxJobs {
 			return nil, refuse(wire.CodeTooManyJobs, "job %d: the switch runs %d jobs, its limit (--max-jobs)", h.Job, s.cfg.MaxJobs)
 		}
-		j = &job{id: h.Job, token: h.Token, spec: *body, dtype: h.DType, op: h.Op, members: make([]netip.AddrPort, body.World)}
+		j = &job{id: h.Job, token: h.Token, spec: *body, dtype: h.DType, op: h.Op, members: make([]netip.AddrPort, body.World), subtree: make([]int, body.World)}
 		j.spec.TimeoutMillis = 0
 		j.lastActive.Store(time.Now().UnixNano())
 		s.jobs.update(func(m map[uint32]*job) { m[h.Job] = j })
@@ -143,12 +149,17 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody) 
 		j.members[rank] = from
 		j.joined++
 	}
+	j.subtree[rank] = hosts
 	j.lastActive.Store(time.Now().UnixNano())
 	if !j.admitted && j.joined == len(j.members) {
 		if err := s.admit(j); err != nil {
 			s.endLocked(j, "refused")
 			return nil, err
 		}
+		for _, n := range j.subtree {
+			j.hosts += n
+		}
+		s.links.ref(linkChild, j.members...)
 	}
 	return j, nil
 }
@@ -198,6 +209,9 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 // 2W·M buffers fit in the free memory; a job whose W = 1 does not fit is
 // refused with the numbers.
 func (s *Switch) admit(j *job) *joinError {
+	if s.hasParent() && j.spec.Options&(wire.OptSparse|wire.OptBounded) != 0 {
+		return refuse(wire.CodeBadRequest, "job %d: this switch has a parent (--parent): trees of switches run dense, exact jobs only (not sparse or bounded time)", j.id)
+	}
 	if j.spec.Options&wire.OptSparse != 0 {
 		return s.admitSparse(j)
 	}
@@ -219,6 +233,9 @@ func (s *Switch) admit(j *job) *joinError {
 	dcfg := handlers.DenseConfig{Job: j.id, Token: j.token, Algo: algo, Buffers: b, Children: len(j.members),
 		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true,
 		Deadline: int64(j.spec.DeadlineMillis) * int64(time.Millisecond)}
+	if s.hasParent() {
+		dcfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}
+	}
 	m := dcfg.MinBuffers()
 	w, q, jerr := s.reserve(j, nblocks, m)
 	if jerr != nil {
@@ -296,8 +313,14 @@ func (s *Switch) endLocked(j *job, why string) {
 	if j.handler != nil {
 		s.completedEnded.Add(j.handler.completed())
 	}
-	if live := j.live.Load(); live != nil && live.expire != nil {
-		s.boundedJobs.Add(-1)
+	if live := j.live.Load(); live != nil {
+		if live.expire != nil {
+			s.boundedJobs.Add(-1)
+		}
+		s.links.unref(live.addrs...)
+		if s.hasParent() && j.upAsked {
+			s.leaveParent(j)
+		}
 	}
 	s.log.Info("job ended", "job", j.id, "why", why, "rx_packets", j.rx.Load(), "tx_packets", j.tx.Load())
 	s.wg.Add(1)

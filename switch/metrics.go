@@ -14,6 +14,7 @@ type collector struct {
 	s                                                              *Switch
 	rx, tx, drops, jobs, bufs, bufsTotal, blocks, handler, queue   *prometheus.Desc
 	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC *prometheus.Desc
+	linkBytes, linkPackets                                         *prometheus.Desc
 }
 
 func newCollector(s *Switch) *collector {
@@ -38,12 +39,14 @@ func newCollector(s *Switch) *collector {
 		jobRx:       d("flare_job_rx_packets_total", "Data packets accepted for a job.", "job"),
 		jobTx:       d("flare_job_tx_packets_total", "Packets a job's handler emitted (before multicast).", "job"),
 		tauC:        d("flare_tau_cycles", "Mean handler service time in PsPIN cycles (the paper's tau)."),
+		linkBytes:   d("flare_link_bytes_total", "UDP payload bytes (Flare header included) exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
+		linkPackets: d("flare_link_packets_total", "Datagrams exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.handler, c.queue,
-		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC} {
+		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC, c.linkBytes, c.linkPackets} {
 		ch <- d
 	}
 }
@@ -73,6 +76,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	counter(c.blocks, float64(completed))
+	for peer, l := range s.links.load() {
+		p := peer.String()
+		counter(c.linkBytes, float64(l.rxBytes.Load()), p, l.role, "rx")
+		counter(c.linkBytes, float64(l.txBytes.Load()), p, l.role, "tx")
+		counter(c.linkPackets, float64(l.rxPackets.Load()), p, l.role, "rx")
+		counter(c.linkPackets, float64(l.txPackets.Load()), p, l.role, "tx")
+	}
 	mem := s.unit.Memory()
 	gauge(c.bufs, float64(mem.InUse()))
 	gauge(c.bufsTotal, float64(mem.Total()))

@@ -32,6 +32,8 @@ type Switch struct {
 	// which anyone can provoke: a few per second tell a host whose switch
 	// restarted, and cannot turn the switch into an amplifier.
 	unknownLimit rateLimit
+	// refusalLimit bounds the answers (and log lines) to refused joins.
+	refusalLimit rateLimit
 	// Bounded-time jobs get a deadline tick; the ticker sleeps while there
 	// are none.
 	boundedJobs atomic.Int32
@@ -49,6 +51,9 @@ type Switch struct {
 	ready   chan struct{}
 	admin   net.Addr
 	cap     *capture // nil unless --pcap
+
+	parent netip.AddrPort // Config.Parent; invalid at the root or a lone switch
+	links  linkTable      // per-peer traffic counters
 }
 
 // inPacket is a receive buffer that becomes an HPU packet without a copy:
@@ -75,6 +80,7 @@ func New(cfg Config) (*Switch, error) {
 	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1)}
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
+	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
 	maxDgram := cfg.Conn.MaxDatagram
 	s.inPool.New = func() any {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
@@ -87,6 +93,10 @@ func New(cfg Config) (*Switch, error) {
 		return nil, err
 	}
 	s.unit = unit
+	if cfg.Parent != "" {
+		s.parent = netip.MustParseAddrPort(cfg.Parent) // Validate parsed it
+		s.links.ref(linkParent, s.parent)
+	}
 	return s, nil
 }
 
@@ -136,6 +146,9 @@ func (s *Switch) Run(ctx context.Context) error {
 	g.Go(func() error { return s.reader(gctx) })
 	g.Go(func() error { s.reaper(gctx); return nil })
 	g.Go(func() error { s.expirer(gctx); return nil })
+	if s.hasParent() {
+		g.Go(func() error { s.uplinker(gctx); return nil })
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		return conn.Close() // unblocks the reader
@@ -246,6 +259,7 @@ func (s *Switch) reader(ctx context.Context) error {
 			return fmt.Errorf("read: %w", err)
 		}
 		s.rxPackets.Add(int64(k))
+		s.links.countRx(msgs[:k])
 		if s.cap != nil {
 			s.cap.record(msgs[:k], true)
 		}
@@ -280,6 +294,18 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	}
 	switch p.Hdr.Type {
 	case wire.TypeData, wire.TypeSparse:
+	case wire.TypeResult: // a parent's result, for this switch's members
+		if !s.hasParent() || d.Addr != s.parent {
+			s.drops.add(dropUnexpected)
+			return false
+		}
+	case wire.TypeJoinAck, wire.TypeError:
+		if !s.hasParent() || d.Addr != s.parent {
+			s.drops.add(dropUnexpected)
+			return false
+		}
+		s.fromParent(&p.Hdr, payload)
+		return false
 	case wire.TypeJoin:
 		s.control(d.Addr, &p.Hdr, payload)
 		return false
@@ -304,6 +330,11 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	case live == nil:
 		s.drops.add(dropNotAdmitted)
 		return false
+	case p.Hdr.Type == wire.TypeResult: // from the parent, checked above
+		if live.sparse {
+			s.drops.add(dropUnexpected)
+			return false
+		}
 	case int(p.Hdr.Child) >= len(live.addrs) || live.addrs[p.Hdr.Child] != d.Addr:
 		s.drops.add(dropNotMember)
 		return false
@@ -322,14 +353,19 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 }
 
 // unknownJobReplies is how many unknown-job answers the switch sends per
-// second, all senders together.
-const unknownJobReplies = 20
+// second, all senders together; refusalReplies the same for refused joins
+// (a job's ranks refused together all hear why; a flood does not).
+const (
+	unknownJobReplies = 20
+	refusalReplies    = 200
+)
 
 // answerUnknown tells the sender of a data packet that the switch has no
 // such job: after a restart (or once the job ended) its hosts learn it at
 // their next packet instead of at their timeout, and Join again. The
 // answer echoes the packet's header, so it reaches the call that sent it;
-// it is rate-limited, and no larger than a join.
+// it is about 100 bytes and rate-limited, so a stranger gains nothing by
+// provoking it.
 func (s *Switch) answerUnknown(to netip.AddrPort, h *wire.Header) {
 	if !s.unknownLimit.allow(time.Now()) {
 		return
@@ -357,8 +393,26 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.drops.addWire(err)
 		return
 	}
-	j, jerr := s.join(from, h, &body)
+	// A child switch's join counts as one member; its World is the number
+	// of hosts under it. This switch's fan-in is its --children.
+	hosts, jerr := 1, (*joinError)(nil)
+	switch fromSwitch := h.Flags&wire.FlagFromSwitch != 0; {
+	case fromSwitch && s.cfg.Children == 0:
+		jerr = refuse(wire.CodeBadRequest, "job %d: child switch %d joined, but this switch takes hosts: start it with --children N (its number of child switches)", h.Job, h.Child)
+	case !fromSwitch && s.cfg.Children > 0:
+		jerr = refuse(wire.CodeBadRequest, "job %d: rank %d joined as a host, but this switch aggregates %d child switches (--children): join your leaf switch", h.Job, h.Child, s.cfg.Children)
+	case fromSwitch:
+		hosts, body.World = int(body.World), uint16(s.cfg.Children)
+	}
+	var j *job
+	if jerr == nil {
+		j, jerr = s.join(from, h, &body, hosts)
+	}
 	if jerr != nil {
+		if !s.refusalLimit.allow(time.Now()) {
+			s.drops.add(dropRefusedJoin) // a flood of bad joins gets neither answers nor log lines
+			return
+		}
 		s.log.Warn("join refused", "job", h.Job, "rank", h.Child, "from", from, "error", jerr.msg)
 		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: h.Job, Token: h.Token, Child: h.Child}
 		s.send(from, func(b []byte) []byte { return wire.AppendError(b, &reply, jerr.code, jerr.msg) })
@@ -368,8 +422,18 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		return
 	}
 	// The first time, everybody is told; later (a join resent because the
-	// ack was lost) only the one asking.
+	// ack was lost) only the one asking. A child switch tells its members
+	// once its parent has acked it (parentAck), and joins there first.
 	s.jobs.mu.Lock()
+	if s.hasParent() && !j.upAcked {
+		first := !j.upAsked
+		j.upAsked = true
+		s.jobs.mu.Unlock()
+		if first {
+			s.joinParent(j)
+		}
+		return
+	}
 	members := append([]netip.AddrPort(nil), j.members...)
 	first := j.joined == len(j.members) && !j.ackSent
 	j.ackSent = true
@@ -378,8 +442,7 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		if !first && addr != from {
 			continue
 		}
-		reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: j.id, Token: j.token, Child: uint16(rank), DType: j.dtype, Op: j.op}
-		s.send(addr, func(b []byte) []byte { return wire.AppendJoinAck(b, &reply, &j.ack) })
+		s.ackMember(j, rank, addr)
 	}
 }
 
@@ -396,14 +459,17 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 // (a result), to one member (a resent result) or up to the parent.
 func (s *Switch) Emit(h *wire.Header, payload []byte) {
 	j := s.jobs.get(h.Job)
-	if j == nil {
-		return // the job ended while its last packets ran
+	if j == nil || j.token != h.Token {
+		return // the job ended while its last packets ran (and its id may be another job's now)
 	}
 	live := j.live.Load()
 	op := s.outPool.Get().(*outPacket)
 	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
 	op.job, op.to = live, netip.AddrPort{}
-	if h.Flags&wire.FlagRetransmit != 0 && int(h.Child) < len(live.addrs) {
+	switch {
+	case h.Type == wire.TypeData: // a non-root switch's aggregate, up
+		op.to = s.parent
+	case h.Flags&wire.FlagRetransmit != 0 && int(h.Child) < len(live.addrs):
 		op.to = live.addrs[h.Child]
 	}
 	j.tx.Add(1)
@@ -441,6 +507,7 @@ func (s *Switch) writer() {
 		if s.cap != nil {
 			s.cap.record(msgs, false)
 		}
+		s.links.countTx(msgs)
 		for sent := 0; sent < len(msgs); {
 			k, err := s.conn.WriteBatch(msgs[sent:])
 			if err != nil {

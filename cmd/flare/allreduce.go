@@ -98,9 +98,10 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		"  flare allreduce --switch 127.0.0.1:7470 --ranks 8 --bytes 16MiB --verify\n"+
 			"  flare allreduce --rank 0 --world 4 --bytes 1MiB --dtype int32 --json   # one process per host\n"+
 			"  flare allreduce --ranks 8 --bytes 1MiB --algo ring                     # host ring baseline\n"+
-			"  flare allreduce --algo ring --rank 0 --world 2 --peers 127.0.0.1:9001,127.0.0.1:9002\n", stdout)
+			"  flare allreduce --algo ring --rank 0 --world 2 --peers 127.0.0.1:9001,127.0.0.1:9002\n"+
+			"  flare allreduce --switch 10.0.1.1:7470,10.0.2.1:7470 --rank 5 --world 8   # tree: rank 5 is local rank 1 of leaf 1\n", stdout)
 	var c arConfig
-	fs.StringVar(&c.sw, "switch", "127.0.0.1:7470", "switch data address HOST:PORT")
+	fs.StringVar(&c.sw, "switch", "127.0.0.1:7470", "switch data address HOST:PORT; in a tree of switches, the leaf switches' addresses\nHOST:PORT,HOST:PORT,...: ranks are spread over them in equal contiguous blocks\n(leaf i holds ranks i*N/L .. (i+1)*N/L-1), each joining its leaf as a local rank")
 	job := fs.Uint32("job", 1, "job id")
 	fs.Uint64Var(&c.token, "token", 0x466c617265, "job token (a shared secret of the job's hosts)")
 	fs.IntVar(&c.ranks, "ranks", 0, "run this many ranks in this process")
@@ -230,6 +231,15 @@ func (c *arConfig) validate() error {
 		return fmt.Errorf("--algo ring --rank %d --world %d: give --peers with %d addresses (every rank's, by rank), or use --ranks N", c.rank, c.world, c.world)
 	case len(c.peers) > 0 && (c.algo != "ring" || c.ranks != 0):
 		return fmt.Errorf("--peers: only with --algo ring and --rank R --world N")
+	}
+	if n := len(c.leaves()); n > 1 {
+		world := max(c.ranks, c.world)
+		if n > world {
+			return fmt.Errorf("--switch with %d leaf switches and %d ranks: every leaf needs at least one rank", n, world)
+		}
+		if c.sparse || c.deadline != 0 {
+			return fmt.Errorf("--switch with %d leaf switches: trees of switches run dense, exact allreduce (not --sparse or --deadline)", n)
+		}
 	}
 	if _, _, err := parseAlgo(c.algo); err != nil {
 		return err
@@ -377,8 +387,9 @@ func joinAll(ctx context.Context, c arConfig, local []int, world int) ([]*hostli
 	g, gctx := errgroup.WithContext(ctx)
 	for i, r := range local {
 		g.Go(func() error {
+			sw, lr, lw := c.place(r, world)
 			s, err := hostlib.Join(gctx, hostlib.Options{
-				Switch: c.sw, Job: c.job, Token: c.token, Rank: r, World: world, DType: c.dtype, Op: c.op,
+				Switch: sw, Job: c.job, Token: c.token, Rank: lr, World: lw, DType: c.dtype, Op: c.op,
 				Elements: c.count, Algo: algo, Buffers: b, Reproducible: c.reproducible, Timeout: c.timeout,
 				Sparse: c.sparse, Storage: c.storage, BlockElems: c.blockElems, DisableOffload: c.noOffload, BlockDeadline: c.deadline,
 			})
@@ -397,6 +408,28 @@ func joinAll(ctx context.Context, c arConfig, local []int, world int) ([]*hostli
 		return nil, err
 	}
 	return sessions, nil
+}
+
+// leaves lists the switch addresses of --switch: one, or a tree's leaves.
+func (c *arConfig) leaves() []string { return strings.Split(c.sw, ",") }
+
+// place is where global rank r of world joins: with L leaf switches, leaf
+// i holds the contiguous ranks i*world/L .. (i+1)*world/L-1, and r joins it
+// as its local rank among them. With one switch it is (switch, r, world).
+// Contiguous blocks keep a reproducible (tree) result the same as one
+// switch's when the blocks are powers of two: the leaves' trees are the
+// subtrees of the flat one.
+func (c *arConfig) place(r, world int) (sw string, rank, localWorld int) {
+	l := c.leaves()
+	i := r * len(l) / world
+	for i*world/len(l) > r { // integer division: find the leaf whose block holds r
+		i--
+	}
+	for (i+1)*world/len(l) <= r {
+		i++
+	}
+	lo, hi := i*world/len(l), (i+1)*world/len(l)
+	return strings.TrimSpace(l[i]), r - lo, hi - lo
 }
 
 func algoName(a wire.Algo, b int) string {

@@ -1,0 +1,129 @@
+package swtch_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hostlib"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// newTreeSwitch runs one switch of a tree on loopback.
+func newTreeSwitch(t *testing.T, cfg swtch.Config) *swtch.Switch {
+	t.Helper()
+	cfg.Listen, cfg.Admin = "127.0.0.1:0", "off"
+	cfg.HPU.Clusters, cfg.HPU.CoresPerCluster, cfg.HPU.L1Bytes = 2, 2, 1<<20
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	sw, err := swtch.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, sw)
+	return sw
+}
+
+// treeAllReduce runs calls allreduces of in (one vector per rank) over
+// leaves × perLeaf hosts under one root (leaves = 0: one switch holds every
+// rank) and returns rank 0's results, one per call.
+func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducible bool, in [][]float32, calls int) [][]float32 {
+	t.Helper()
+	var addrs []string
+	if leaves == 0 {
+		addrs = []string{newTreeSwitch(t, swtch.Config{}).Addr().String()}
+		perLeaf = len(in)
+	} else {
+		root := newTreeSwitch(t, swtch.Config{Children: leaves})
+		for i := range leaves {
+			addrs = append(addrs, newTreeSwitch(t, swtch.Config{Parent: root.Addr().String(), ChildIndex: i}).Addr().String())
+		}
+	}
+	world := len(in)
+	ss := make([]*hostlib.Session, world)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	for r := range world {
+		g.Go(func() error {
+			s, err := hostlib.Join(gctx, hostlib.Options{Switch: addrs[r/perLeaf], Job: 3, Token: 9, Rank: r % perLeaf, World: perLeaf,
+				DType: wire.Float32, Op: wire.OpSum, Elements: len(in[0]), Algo: algo, Reproducible: reproducible, Timeout: 20 * time.Second})
+			ss[r] = s
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, s := range ss {
+			s.Close()
+		}
+	}()
+	var out [][]float32
+	for range calls {
+		bufs := make([][]float32, world)
+		g, gctx := errgroup.WithContext(ctx)
+		for r, s := range ss {
+			bufs[r] = slices.Clone(in[r])
+			g.Go(func() error { return hostlib.AllReduce(gctx, s, bufs[r], wire.OpSum) })
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for r := 1; r < world; r++ {
+			if !slices.Equal(bufs[r], bufs[0]) {
+				t.Fatalf("rank %d's result differs from rank 0's", r)
+			}
+		}
+		out = append(out, bufs[0])
+	}
+	return out
+}
+
+// A tree of switches gives one sum to every host, and in reproducible mode
+// the same bits on every call and every run: each level pairs its children
+// by index. With power-of-two leaves holding contiguous ranks, the bits are
+// those of one switch's tree over all ranks.
+func TestTreeReproducible(t *testing.T) {
+	const leaves, perLeaf, n = 2, 4, 3000
+	r := rand.New(rand.NewPCG(7, 7))
+	in := make([][]float32, leaves*perLeaf)
+	for i := range in {
+		in[i] = make([]float32, n)
+		for k := range in[i] {
+			in[i][k] = float32(r.NormFloat64() * float64(1+k%1000) * 1e3)
+		}
+	}
+	flat := treeAllReduce(t, 0, 0, wire.AlgoAuto, true, in, 1)[0]
+	first := treeAllReduce(t, leaves, perLeaf, wire.AlgoAuto, true, in, 3)
+	again := treeAllReduce(t, leaves, perLeaf, wire.AlgoAuto, true, in, 1)
+	for i, res := range append(first, again...) {
+		if !slices.Equal(res, flat) {
+			t.Fatalf("run %d: the tree's reproducible sum differs from one switch's", i)
+		}
+	}
+	// Every design sums right (to float tolerance) through the tree.
+	// (multi is covered end to end, in cmd/flare.)
+	for _, algo := range []wire.Algo{wire.AlgoSingle, wire.AlgoTree} {
+		res := treeAllReduce(t, leaves, perLeaf, algo, false, in, 1)[0]
+		for k := range res {
+			if d := res[k] - flat[k]; d > 1e-3*(1+abs(flat[k])) || -d > 1e-3*(1+abs(flat[k])) {
+				t.Fatalf("%s: element %d = %v, want about %v", algo, k, res[k], flat[k])
+			}
+		}
+	}
+}
+
+func abs(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
