@@ -33,6 +33,9 @@ func TestE2ESparse(t *testing.T) {
 		{1, false, []string{"--storage", "hash", "--density", "0.05", "--dtype", "int64", "--op", "sum"}},
 	} {
 		job++
+		if raceEnabled && tc.world > 4 || raceEnabled && tc.args[3] == "0.2" {
+			continue // the race pass takes the small cases; the plain pass all of them
+		}
 		args := append([]string{"--sparse", "--bytes", "200000"}, tc.args...)
 		rows, err := allreduce(ctx, t, d, job, tc.world, tc.perRank, args...)
 		if err != nil {

@@ -95,6 +95,13 @@ func TestE2ETree4x4(t *testing.T) {
 		{"--count", "33333", "--dtype", "float64", "--algo", "tree"},
 		{"--count", "1", "--dtype", "int8", "--op", "xor"},
 	}
+	if raceEnabled {
+		// Five race-built daemons and 16 ranks on 2 cores are slow enough
+		// that hosts time out spuriously and resend; the race pass checks
+		// the paths on small vectors, the plain pass every case and the
+		// traffic per link.
+		cases = [][]string{{"--bytes", "64KiB", "--algo", "single"}, {"--count", "1", "--dtype", "int8", "--op", "xor"}}
+	}
 	up0 := linkBytes(t, leaves[0], "parent", "tx")
 	for i, args := range cases {
 		start := time.Now()
@@ -111,10 +118,10 @@ func TestE2ETree4x4(t *testing.T) {
 	// 3 MiB; over all cases each block goes up once per call, plus resends.
 	up := linkBytes(t, leaves[0], "parent", "tx") - up0
 	down := linkBytes(t, leaves[0], "parent", "rx")
-	if want := float64(4 * 3 << 20); up < want || up > 2*want {
+	if want := float64(4 * 3 << 20); !raceEnabled && (up < want || up > 2*want) {
 		t.Errorf("leaf 0 sent %.0f bytes up, want about %.0f (one partial per block per call, headers and resends aside)", up, want)
 	}
-	if down < float64(4*3<<20) {
+	if !raceEnabled && down < float64(4*3<<20) {
 		t.Errorf("leaf 0 got %.0f bytes of results from the root, want at least %d", down, 4*3<<20)
 	}
 	t.Logf("leaf 0 → root %.1f MB, root → leaf 0 %.1f MB", up/1e6, down/1e6)
@@ -215,6 +222,9 @@ func (ns *lossNS) startSwitchAt(t *testing.T, addr string, extra ...string) {
 // directions, nftables in a network namespace): every design completes,
 // verified; the table of drops and retransmissions is logged.
 func TestE2ETreeKernelLoss(t *testing.T) {
+	if raceEnabled {
+		t.Skip("five race-built daemons under loss on 2 cores exceed the hosts' timeouts; this runs in the plain pass of make test")
+	}
 	ns := newLossNS(t, 0)
 	const root, leaves = "127.0.0.1:7470", 4
 	ns.startSwitchAt(t, root, append([]string{"--children", strconv.Itoa(leaves)}, treeDaemonFlags...)...)
