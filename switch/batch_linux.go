@@ -62,6 +62,7 @@ type mmsgConn struct {
 	maxDgram int
 	gso      atomic.Bool // cleared for good when the kernel refuses a GSO send
 	gro      bool
+	trunc    atomic.Uint64 // datagrams dropped for not fitting the caller's buffer
 
 	rmu sync.Mutex // one reader at a time; guards r
 	r   recvState
@@ -74,6 +75,7 @@ var _ Conn = (*mmsgConn)(nil)
 // recvState is the reader's reusable recvmmsg arguments and, with GRO, the
 // coalesced messages not yet handed out.
 type recvState struct {
+	trunc *atomic.Uint64 // the conn's count of datagrams too large for the caller's buffers
 	hs    []unix.Mmsghdr
 	iovs  []unix.Iovec
 	names []sockaddr
@@ -170,6 +172,9 @@ func (c *mmsgConn) LocalAddr() netip.AddrPort { return c.local }
 func (c *mmsgConn) BatchSize() int            { return c.batch }
 func (c *mmsgConn) Close() error              { return c.pc.Close() }
 
+// Truncated counts the datagrams dropped for not fitting the buffers.
+func (c *mmsgConn) Truncated() uint64 { return c.trunc.Load() }
+
 func (c *mmsgConn) Offload() Offload {
 	return Offload{GSO: c.gso.Load(), GRO: c.gro}
 }
@@ -177,6 +182,7 @@ func (c *mmsgConn) Offload() Offload {
 // ---- receive ----
 
 func (r *recvState) init(c *mmsgConn) {
+	r.trunc = &c.trunc
 	n := c.batch
 	if c.gro {
 		n = min(n, groMaxMsgs)
@@ -276,6 +282,7 @@ func (c *mmsgConn) readDirect(msgs []Datagram) (int, error) {
 			h := &r.hs[j]
 			n := int(h.Len)
 			if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+				c.trunc.Add(1)
 				continue
 			}
 			if out != j {
@@ -313,6 +320,7 @@ func (c *mmsgConn) readGRO(msgs []Datagram) (int, error) {
 					r.segs[j] = seg
 				}
 				if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+					c.trunc.Add(1)
 					h.Len = 0 // cannot happen with 64 KiB buffers; drop if it does
 					r.segs[j] = -1
 				}
@@ -339,6 +347,7 @@ func (r *recvState) split(msgs []Datagram) int {
 		for ; seg > 0 && r.off < total && out < len(msgs); r.off += seg {
 			d := r.bufs[j*groBufSize+r.off : j*groBufSize+min(r.off+seg, total)]
 			if len(d) > cap(msgs[out].Buf) {
+				r.trunc.Add(1)
 				continue // does not fit the caller's buffer: dropped
 			}
 			msgs[out].N = copy(msgs[out].Buf[:len(d)], d)

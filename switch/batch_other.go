@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 // stdConn is the portable Conn: one datagram per system call through
@@ -18,6 +19,7 @@ type stdConn struct {
 
 	rmu     sync.Mutex
 	scratch []byte // a full-size read buffer, so an oversized datagram is seen whole and dropped
+	trunc   atomic.Uint64
 }
 
 var _ Conn = (*stdConn)(nil)
@@ -47,6 +49,9 @@ func (c *stdConn) BatchSize() int            { return c.batch }
 func (c *stdConn) Close() error              { return c.pc.Close() }
 func (c *stdConn) Offload() Offload          { return Offload{} }
 
+// Truncated counts the datagrams dropped for not fitting the buffers.
+func (c *stdConn) Truncated() uint64 { return c.trunc.Load() }
+
 // ReadBatch returns one datagram per call: without recvmmsg there is no
 // portable way to take more without blocking.
 func (c *stdConn) ReadBatch(msgs []Datagram) (int, error) {
@@ -61,6 +66,7 @@ func (c *stdConn) ReadBatch(msgs []Datagram) (int, error) {
 			return 0, err
 		}
 		if n > cap(msgs[0].Buf) {
+			c.trunc.Add(1)
 			continue // larger than the caller's buffer: dropped, as on Linux
 		}
 		msgs[0].N = copy(msgs[0].Buf[:n], c.scratch[:n])

@@ -335,6 +335,9 @@ func TestLoopbackOversizeDropped(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("received sizes %v, want %v", got, want)
 			}
+			if tc, ok := rx.(interface{ Truncated() uint64 }); ok && tc.Truncated() != uint64(len(sizes)-len(want)) {
+				t.Errorf("%d datagrams counted as too large, want %d", tc.Truncated(), len(sizes)-len(want))
+			}
 		})
 	}
 }

@@ -19,9 +19,12 @@ const (
 	// dropRefusedJoin counts refused joins past the answer limit: they get
 	// no answer (a flood of bad joins is not answered one by one).
 	dropRefusedJoin = "refused-join"
+	// dropOversize counts datagrams larger than the receive buffers (the
+	// packet size plus the header), which the socket layer discards.
+	dropOversize = "oversize"
 )
 
-var switchReasons = []string{dropUnknownJob, dropToken, dropNotAdmitted, dropNotMember, dropUnexpected, dropShutdown, dropSendError, dropRefusedJoin}
+var switchReasons = []string{dropUnknownJob, dropToken, dropNotAdmitted, dropNotMember, dropUnexpected, dropShutdown, dropSendError, dropRefusedJoin, dropOversize}
 
 // dropCounters counts dropped packets by reason: one atomic per reason,
 // looked up by a small linear scan of interned strings.

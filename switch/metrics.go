@@ -61,7 +61,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.rx, float64(s.rxPackets.Load()))
 	counter(c.tx, float64(s.txPackets.Load()))
-	for reason, n := range s.drops.snapshot() {
+	drops := s.drops.snapshot()
+	if tc, ok := s.conn.(interface{ Truncated() uint64 }); ok {
+		drops[dropOversize] += int64(tc.Truncated())
+	}
+	for reason, n := range drops {
 		counter(c.drops, float64(n), reason)
 	}
 	jobs := s.jobs.all()
