@@ -525,6 +525,13 @@ func (r *Ring) run(buf []byte, dt wire.DType, op wire.Op, fold handlers.Kernel) 
 // each would block once the socket buffers filled, and the ring would
 // deadlock.
 func (r *Ring) step(s int, dt wire.DType, op wire.Op, out, in []byte, fold handlers.Kernel) error {
+	return r.exchange(s, dt, op, out, func() error { return r.receive(s, dt, op, in, fold) })
+}
+
+// exchange sends out as step s's frame to the successor on the writer
+// goroutine while receive reads the predecessor's, and returns the ring's
+// failure, if any, once both are done.
+func (r *Ring) exchange(s int, dt wire.DType, op wire.Op, out []byte, receive func() error) error {
 	h := r.sendHdr[:]
 	binary.BigEndian.PutUint16(h[0:], ringMarker)
 	binary.BigEndian.PutUint16(h[2:], r.gen)
@@ -541,9 +548,8 @@ func (r *Ring) step(s int, dt wire.DType, op wire.Op, out, in []byte, fold handl
 		}
 		r.sent.Add(uint64(ringHeaderLen + len(out)))
 	})
-	rerr := r.receive(s, dt, op, in, fold)
-	if rerr != nil {
-		r.abort(rerr)
+	if err := receive(); err != nil {
+		r.abort(err)
 	}
 	r.writer.Wait()
 	return r.cause()

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 
 	"golang.org/x/sync/errgroup"
 
@@ -66,28 +65,12 @@ func (r *Ring) SparseAllReduce(ctx context.Context, pairs []byte, dt wire.DType,
 
 // sparseStep sends out to the successor while receiving the predecessor's
 // list, whose length its frame header gives.
-func (r *Ring) sparseStep(s int, dt wire.DType, op wire.Op, out []byte) ([]byte, error) {
-	h := r.sendHdr[:]
-	binary.BigEndian.PutUint16(h[0:], ringMarker)
-	binary.BigEndian.PutUint16(h[2:], r.gen)
-	binary.BigEndian.PutUint16(h[4:], uint16(s))
-	h[6], h[7] = byte(dt), byte(op)
-	binary.BigEndian.PutUint32(h[8:], uint32(len(out)))
-	r.writer.Go(func() {
-		r.iov = [2][]byte{h, out}
-		v := net.Buffers(r.iov[:])
-		if _, err := v.WriteTo(r.send); err != nil {
-			r.abort(r.stepErr(s, "sending to", r.next, err))
-			return
-		}
-		r.sent.Add(uint64(ringHeaderLen + len(out)))
+func (r *Ring) sparseStep(s int, dt wire.DType, op wire.Op, out []byte) (in []byte, err error) {
+	err = r.exchange(s, dt, op, out, func() (rerr error) {
+		in, rerr = r.receiveSparse(s, dt, op)
+		return rerr
 	})
-	in, rerr := r.receiveSparse(s, dt, op)
-	if rerr != nil {
-		r.abort(rerr)
-	}
-	r.writer.Wait()
-	return in, r.cause()
+	return in, err
 }
 
 func (r *Ring) receiveSparse(s int, dt wire.DType, op wire.Op) ([]byte, error) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"github.com/flare-net/flare/models"
 )
 
@@ -22,27 +24,12 @@ func runModelSweep(_ context.Context, args []string, stdout, _ io.Writer) error 
 			"  flare model sweep --preset pspin --format csv > pspin.csv\n"+
 			"  flare model sweep --algos single,tree --hosts 32 --format json\n"+
 			"  flare model sweep --plot flare.svg\n", stdout)
-	pf := addParamFlags(fs, false)
-	from := fs.String("from", "4KiB", "smallest size per host")
-	to := fs.String("to", "4MiB", "largest size per host (sizes double from --from)")
-	algos := fs.String("algos", allDesigns, "designs, comma-separated: single, multi2, multi4, multi<B>, tree, auto")
-	format := fs.String("format", "table", "table, csv or json")
+	sf := addSweepFlags(fs, false)
 	plot := fs.String("plot", "", "also draw the sweep into FILE.svg or FILE.png")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := checkFormat(*format, "table", "csv", "json"); err != nil {
-		return err
-	}
-	ds, err := models.ParseDesigns(*algos)
-	if err != nil {
-		return flagError("--algos", err)
-	}
-	sizes, err := sweepSizes(*from, *to)
-	if err != nil {
-		return err
-	}
-	p, err := pf.params()
+	p, ds, sizes, err := sf.resolve()
 	if err != nil {
 		return err
 	}
@@ -52,7 +39,41 @@ func runModelSweep(_ context.Context, args []string, stdout, _ io.Writer) error 
 			return flagError("--plot", err)
 		}
 	}
-	return writeModelRows(stdout, p, rows, *format)
+	return writeModelRows(stdout, p, rows, *sf.format)
+}
+
+// sweepFlags are the flags model sweep and sim share: the parameters, the
+// sizes (doubling from --from to --to), the designs and the format.
+type sweepFlags struct {
+	pf                      *paramFlags
+	from, to, algos, format *string
+}
+
+func addSweepFlags(fs *pflag.FlagSet, copies bool) *sweepFlags {
+	return &sweepFlags{
+		pf:     addParamFlags(fs, copies),
+		from:   fs.String("from", "4KiB", "smallest size per host"),
+		to:     fs.String("to", "4MiB", "largest size per host (sizes double from --from)"),
+		algos:  fs.String("algos", allDesigns, "designs, comma-separated: single, multi2, multi4, multi<B>, tree, auto"),
+		format: fs.String("format", "table", "table, csv or json"),
+	}
+}
+
+// resolve checks the flags and returns the parameters, designs and sizes.
+func (f *sweepFlags) resolve() (models.Params, []models.Design, []int64, error) {
+	if err := checkFormat(*f.format, "table", "csv", "json"); err != nil {
+		return models.Params{}, nil, nil, err
+	}
+	ds, err := models.ParseDesigns(*f.algos)
+	if err != nil {
+		return models.Params{}, nil, nil, flagError("--algos", err)
+	}
+	sizes, err := sweepSizes(*f.from, *f.to)
+	if err != nil {
+		return models.Params{}, nil, nil, err
+	}
+	p, err := f.pf.params()
+	return p, ds, sizes, err
 }
 
 // writeModelRows prints model rows as a table (under a line describing

@@ -92,11 +92,19 @@ func (ns *lossNS) dropped(t *testing.T) int64 {
 	return n
 }
 
-// startSwitch runs `flare switch` in the namespace, without GSO/GRO so that
-// the rule drops single datagrams, and waits until it listens.
+// startSwitch runs `flare switch` in the namespace on 127.0.0.1:7470 and
+// returns the address (startSwitchAt).
 func (ns *lossNS) startSwitch(t *testing.T, extra ...string) string {
 	t.Helper()
-	addr := "127.0.0.1:7470"
+	const addr = "127.0.0.1:7470"
+	ns.startSwitchAt(t, addr, extra...)
+	return addr
+}
+
+// startSwitchAt runs `flare switch` in the namespace at addr (without
+// GSO/GRO, so rules drop single datagrams) and waits until it listens.
+func (ns *lossNS) startSwitchAt(t *testing.T, addr string, extra ...string) {
+	t.Helper()
 	cmd := ns.command(context.Background(), append([]string{flareBin, "switch", "--listen", addr, "--admin", "off", "--no-offload"}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -124,7 +132,6 @@ func (ns *lossNS) startSwitch(t *testing.T, extra ...string) string {
 	case <-time.After(10 * time.Second):
 		t.Fatal("switch not listening after 10 s")
 	}
-	return addr
 }
 
 // allreduceIn runs one `flare allreduce --ranks N` process in the namespace.

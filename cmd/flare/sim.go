@@ -28,31 +28,17 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			"  flare sim --compare                         # model vs simulation\n"+
 			"  flare sim --preset pspin --algos tree --from 64KiB --to 1MiB --format json\n"+
 			"  flare sim --subset 1 --compare --copies=false\n", stdout)
-	pf := addParamFlags(fs, true)
-	from := fs.String("from", "4KiB", "smallest size per host")
-	to := fs.String("to", "4MiB", "largest size per host (sizes double from --from)")
-	algos := fs.String("algos", allDesigns, "designs, comma-separated: single, multi2, multi4, multi<B>, tree, auto")
+	sf := addSweepFlags(fs, true)
 	seed := fs.Uint64("seed", 1, "seed of the inputs and the arrival times")
-	format := fs.String("format", "table", "table, csv or json")
 	compare := fs.Bool("compare", false, "print the model (with --copies, as the simulator charges them) next to each run")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := checkFormat(*format, "table", "csv", "json"); err != nil {
-		return err
-	}
-	ds, err := models.ParseDesigns(*algos)
-	if err != nil {
-		return flagError("--algos", err)
-	}
-	sizes, err := sweepSizes(*from, *to)
+	p, ds, sizes, err := sf.resolve()
 	if err != nil {
 		return err
 	}
-	p, err := pf.params()
-	if err != nil {
-		return err
-	}
+	from, to, format := sf.from, sf.to, sf.format
 	if sizes[len(sizes)-1] > maxSimBytes {
 		return flagError("--to", fmt.Errorf("%s: the simulator runs at most %s per host", *to, formatSize(maxSimBytes)))
 	}

@@ -185,39 +185,6 @@ func TestE2ETreeMisconfigured(t *testing.T) {
 	}
 }
 
-// startSwitchAt runs `flare switch` in the namespace at addr (without
-// GSO/GRO, so rules drop single datagrams) and waits until it listens.
-func (ns *lossNS) startSwitchAt(t *testing.T, addr string, extra ...string) {
-	t.Helper()
-	cmd := ns.command(context.Background(), append([]string{flareBin, "switch", "--listen", addr, "--admin", "off", "--no-offload"}, extra...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "switch listening") {
-				ready <- true
-			}
-		}
-		close(ready)
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatal("switch exited before listening")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("switch not listening after 10 s")
-	}
-}
-
 // 1% kernel-level loss on one inter-switch link (leaf 0 ↔ root, both
 // directions, nftables in a network namespace): every design completes,
 // verified; the table of drops and retransmissions is logged.
