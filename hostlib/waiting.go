@@ -40,26 +40,38 @@ func (s *Session) noteWaiting(text string) {
 	}
 }
 
-// waitingSummary is what a timeout says of the switch's answers: the ranks
-// every answer named, or else the latest answer; "" without any.
+// waitingSummary is what a timeout says of the switch's answers: the
+// rank(s) named by the most answers, or else the latest answer; "" without
+// any. A live rank can be named too, for blocks past where its window
+// stopped it (or that the dead rank sent before it died), so the rank
+// named most is the one holding the call up, and the counts say how sure
+// that is.
 func (s *Session) waitingSummary() string {
 	w := &s.wait
-	var common []int
+	var top []int
+	best := 0
 	for r, n := range w.named {
-		if n == w.reports {
-			common = append(common, r)
+		switch {
+		case n > best:
+			top, best = append(top[:0], r), n
+		case n == best:
+			top = append(top, r)
 		}
 	}
-	slices.Sort(common)
-	names := make([]string, len(common))
-	for i, r := range common {
+	if best == 0 {
+		return w.last
+	}
+	slices.Sort(top)
+	names := make([]string, len(top))
+	for i, r := range top {
 		names[i] = strconv.Itoa(r)
 	}
-	switch {
-	case len(common) == 1:
-		return fmt.Sprintf("every stuck block waits for rank %s (%d answers; last: %s)", names[0], w.reports, w.last)
-	case len(common) > 1:
-		return fmt.Sprintf("every stuck block waits for ranks %s (%d answers; last: %s)", strings.Join(names, ", "), w.reports, w.last)
+	who, verb := "rank "+names[0], "waits"
+	if len(top) > 1 {
+		who = "ranks " + strings.Join(names, ", ")
 	}
-	return w.last
+	if best == w.reports {
+		return fmt.Sprintf("every stuck block %s for %s (%d answers; last: %s)", verb, who, w.reports, w.last)
+	}
+	return fmt.Sprintf("most stuck blocks wait for %s (named in %d of %d answers; last: %s)", who, best, w.reports, w.last)
 }

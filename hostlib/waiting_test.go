@@ -1,0 +1,31 @@
+package hostlib
+
+import "testing"
+
+// The timeout names the rank the switch's answers name most: every answer,
+// or most of them when a live rank behind its window is named too.
+func TestWaitingSummary(t *testing.T) {
+	cases := []struct {
+		answers []string
+		want    string
+	}{
+		{nil, ""},
+		{[]string{"block 3 of allreduce 1 waits for rank 2: nothing from them yet"},
+			"every stuck block waits for rank 2 (1 answers; last: block 3 of allreduce 1 waits for rank 2: nothing from them yet)"},
+		{[]string{"block 3 of allreduce 1 waits for ranks 1, 2: x", "block 4 of allreduce 1 waits for ranks 1, 2: x"},
+			"every stuck block waits for ranks 1, 2 (2 answers; last: block 4 of allreduce 1 waits for ranks 1, 2: x)"},
+		{[]string{"block 3 of allreduce 1 waits for ranks 1, 2: x", "block 9 of allreduce 1 waits for rank 1: x", "block 5 of allreduce 1 waits for rank 2: x", "block 6 of allreduce 1 waits for rank 2: x"},
+			"most stuck blocks wait for rank 2 (named in 3 of 4 answers; last: block 6 of allreduce 1 waits for rank 2: x)"},
+		{[]string{"block 3 of allreduce 1 waits for ranks 1, 2 and 5 more: x"},
+			"block 3 of allreduce 1 waits for ranks 1, 2 and 5 more: x"},
+	}
+	for _, c := range cases {
+		var s Session
+		for _, a := range c.answers {
+			s.noteWaiting(a)
+		}
+		if got := s.waitingSummary(); got != c.want {
+			t.Errorf("answers %q:\n got %q\nwant %q", c.answers, got, c.want)
+		}
+	}
+}
