@@ -47,6 +47,16 @@ type SparseConfig struct {
 	// ordinary memory) and sends it again to a host whose retransmitted
 	// stream shows it lost some of it; the daemon sets it.
 	KeepResults bool
+	// Uplink, when not nil, makes this switch a non-root in a tree: a
+	// block's stream (its spills and its result) goes up to the parent as
+	// the Sparse stream of child Uplink.Child, marked from-switch, and the
+	// parent's stream comes back through Down. Needs KeepResults.
+	Uplink *Uplink
+	// ChildStream, when positive, says the children are switches: a child's
+	// stream of a block is at most ChildStream packets of up to PacketPairs
+	// pairs each (its spills then its result), marked from-switch. 0: the
+	// children are hosts, whose streams follow the host rules above.
+	ChildStream int
 }
 
 // validate names the first field out of range and the allowed range.
@@ -73,6 +83,10 @@ func (c *SparseConfig) validate() error {
 		return fmt.Errorf("sparse: pairs per packet = %d: must be >= 1", c.PacketPairs)
 	case c.Storage == wire.StorageHash && (c.HashSlots < 1 || int64(c.HashSlots)*int64(c.Buffers) > math.MaxUint32):
 		return fmt.Errorf("sparse: hash slots = %d: must be in 1..%d", c.HashSlots, int64(math.MaxUint32)/int64(c.Buffers))
+	case c.Uplink != nil && !c.KeepResults:
+		return errors.New("sparse: a non-root switch (Uplink) needs KeepResults: its stream is what it re-sends up")
+	case c.ChildStream < 0 || c.ChildStream > wire.MaxSparseSeq:
+		return fmt.Errorf("sparse: child switches' streams of %d packets: must be in 0..%d", c.ChildStream, wire.MaxSparseSeq)
 	case c.MaxPackets() > wire.MaxSparseSeq:
 		return fmt.Errorf("sparse: %d elements per block need up to %d packets of %d pairs: at most %d; use smaller blocks or larger packets",
 			c.BlockElems, c.MaxPackets(), c.PacketPairs, wire.MaxSparseSeq)
@@ -102,17 +116,31 @@ func (c *SparseConfig) BlockLen(b int) int { return min(c.BlockElems, c.Elements
 // last is full, so BlockElems/PacketPairs full packets and the last.
 func (c *SparseConfig) MaxPackets() int { return c.BlockElems/c.PacketPairs + 1 }
 
+// childPackets is the longest stream one child may send for a block.
+func (c *SparseConfig) childPackets() int {
+	if c.ChildStream > 0 {
+		return c.ChildStream
+	}
+	return c.MaxPackets()
+}
+
 // maxDownstream bounds the switch's stream of one block: spill packets (at
-// worst every pair spills) and then the result packets.
+// worst every pair spills: a full packet per packet received, and the
+// remainder) and then the result packets.
 func (c *SparseConfig) maxDownstream() int {
 	entries := c.BlockElems
 	spills := 0
 	if c.Storage == wire.StorageHash {
 		entries = min(entries, c.HashSlots*c.Buffers)
-		spills = c.Children * c.MaxPackets()
+		spills = c.Children*c.childPackets() + 1
 	}
 	return spills + entries/c.PacketPairs + 1
 }
+
+// StreamBound is the longest stream this switch sends for one block, to
+// its hosts or up to its parent. A child switch tells its parent in its
+// join, and the parent takes the largest as its ChildStream.
+func (c *SparseConfig) StreamBound() int { return c.maxDownstream() }
 
 // BlockBuffers is the memory one block holds from its first packet to its
 // flush, in buffers of bufferBytes: B tables (hash: HashSlots pairs; array:
@@ -153,6 +181,8 @@ type SparseStats struct {
 	SpillPackets  atomic.Int64 // Spill packets emitted
 	ResultPackets atomic.Int64 // Sparse result packets emitted
 	Resent        atomic.Int64 // packets of a flushed block's stream sent again (KeepResults)
+	ResentUp      atomic.Int64 // packets of a block's stream sent up again (Uplink: the parent's stream is late)
+	Down          atomic.Int64 // packets of the parent's streams passed down (Uplink)
 }
 
 // Sparse is the handler for one job's sparse allreduce: hash storage with a
@@ -181,6 +211,7 @@ type Sparse struct {
 	free   []*sparseWork
 
 	records [2][]sparseRecord // KeepResults: each block's stream, by generation parity
+	downs   [2][]sparseRecord // Uplink: the parent's stream of each block, by generation parity
 
 	Stats SparseStats
 }
@@ -244,7 +275,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	s := &Sparse{
 		cfg: cfg, kernel: k, hash: cfg.Storage == wire.StorageHash,
 		esize: cfg.DType.Size(), psize: wire.PairSize(cfg.DType), nblocks: cfg.Blocks(),
-		maxPkts: cfg.MaxPackets(), seqWords: (cfg.MaxPackets() + 63) / 64,
+		maxPkts: cfg.childPackets(), seqWords: (cfg.childPackets() + 63) / 64,
 	}
 	s.perBuf, s.cells = cfg.tableCells(cfg.Quota.BufferBytes())
 	s.tableBufs = (s.cells + s.perBuf - 1) / s.perBuf
@@ -261,6 +292,9 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	s.blocks = make([]sparseBlock, s.nblocks)
 	if cfg.KeepResults {
 		s.records = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
+	}
+	if cfg.Uplink != nil {
+		s.downs = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
 	}
 	nwork := min(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks)
 	for range nwork {
@@ -293,24 +327,35 @@ func (s *Sparse) Config() SparseConfig { return s.cfg }
 func (s *Sparse) Blocks() int { return s.nblocks }
 
 // Header checks everything that needs no block state: the packet's shape
-// against the job, the stream rules (full packets but the last, which has
-// FlagLast and fewer pairs), the payload length and every index against
-// the block's range. A packet that fails is counted and dropped whole, so
-// a malformed packet never aggregates a part of itself. The job id and
-// token were matched by the daemon.
+// against the job, the stream rules (a host's packets are full but the
+// last, which has FlagLast and fewer pairs; a child switch's, marked
+// from-switch, hold up to a full packet each), the payload length and
+// every index against the block's range. A packet that fails is counted
+// and dropped whole, so a malformed packet never aggregates a part of
+// itself. The job id and token were matched by the daemon.
 func (s *Sparse) Header(t *hpu.Task) bool {
 	h := &t.Pkt.Hdr
 	blk, seq := wire.SplitSparseBlock(h.Block)
 	last := h.Flags&wire.FlagLast != 0
 	n := int(h.Count)
+	fromSwitch := h.Flags&wire.FlagFromSwitch != 0
+	full := (!last && n == s.cfg.PacketPairs) || (last && n < s.cfg.PacketPairs)
+	if fromSwitch {
+		full = n <= s.cfg.PacketPairs
+	}
 	if h.Type != wire.TypeSparse || h.DType != s.cfg.DType || h.Op != s.cfg.Op ||
 		int(h.Child) >= s.cfg.Children || int(blk) >= s.nblocks || int(seq) >= s.maxPkts ||
-		h.Flags&(wire.FlagPartial|wire.FlagFromSwitch) != 0 ||
-		(last && n >= s.cfg.PacketPairs) || (!last && n != s.cfg.PacketPairs) ||
+		h.Flags&wire.FlagPartial != 0 || fromSwitch != (s.cfg.ChildStream > 0) || !full ||
 		uint64(len(t.Pkt.Payload)) != uint64(h.Count)*uint64(s.psize) {
 		s.Stats.Invalid.Add(1)
 		return false
 	}
+	return s.checkIndices(t, blk)
+}
+
+// checkIndices checks every index of the packet's pairs against block
+// blk's range and charges the check.
+func (s *Sparse) checkIndices(t *hpu.Task, blk uint32) bool {
 	limit := uint32(s.cfg.BlockLen(int(blk)))
 	p := t.Pkt.Payload
 	for off := 0; off < len(p); off += s.psize {
@@ -319,7 +364,7 @@ func (s *Sparse) Header(t *hpu.Task) bool {
 			return false
 		}
 	}
-	t.Charge(int64(n) * sparseIndexCycles)
+	t.Charge(int64(t.Pkt.Hdr.Count) * sparseIndexCycles)
 	return true
 }
 

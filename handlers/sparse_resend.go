@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
@@ -19,6 +20,16 @@ type sparseRecord struct {
 	gen  uint32
 	pkts []byte  // the stream's packets, header and payload, back to back
 	lens []int32 // each packet's length in pkts
+
+	// A non-root switch's records: of its own stream, when it last went up
+	// again (upAt, the packets' Arrival clock); of the parent's stream,
+	// whether it holds one (started), the packets in (seen, got) and the
+	// last one's number (last, -1 unknown).
+	upAt    int64
+	started bool
+	seen    []uint64
+	got     int
+	last    int
 }
 
 // record appends an emitted packet to its block's record.
@@ -30,7 +41,7 @@ func (s *Sparse) record(h *wire.Header, payload []byte) {
 	r := &s.records[h.Generation&1][blk]
 	r.mu.Lock()
 	if r.gen != h.Generation {
-		r.gen, r.pkts, r.lens = h.Generation, r.pkts[:0], r.lens[:0]
+		r.gen, r.pkts, r.lens, r.upAt = h.Generation, r.pkts[:0], r.lens[:0], 0
 	}
 	n := len(r.pkts)
 	r.pkts = wire.AppendPacket(r.pkts, h, payload)
@@ -52,25 +63,34 @@ func (s *Sparse) resend(t *hpu.Task, gen, blk uint32) {
 	if _, seq := wire.SplitSparseBlock(h0.Block); seq != 0 {
 		return
 	}
+	if s.cfg.Uplink != nil {
+		s.resendTree(t, gen, blk)
+		return
+	}
 	r := &s.records[gen&1][blk]
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.gen != gen {
-		return
+	if r.gen == gen {
+		s.replay(t, r, wire.FlagRetransmit, h0.Child, &s.Stats.Resent)
 	}
-	child := h0.Child
+}
+
+// replay emits every packet of record r again, with flags added and the
+// child field set (a unicast to that child, or this switch's index at its
+// parent), counting each in n. The caller holds r.mu.
+func (s *Sparse) replay(t *hpu.Task, r *sparseRecord, flags wire.Flags, child uint16, n *atomic.Int64) {
 	off := 0
-	for _, n := range r.lens {
+	for _, l := range r.lens {
 		var h wire.Header
-		payload, err := h.Unmarshal(r.pkts[off : off+int(n)])
-		off += int(n)
+		payload, err := h.Unmarshal(r.pkts[off : off+int(l)])
+		off += int(l)
 		if err != nil {
 			continue // cannot happen: the record holds what AppendPacket wrote
 		}
-		h.Flags |= wire.FlagRetransmit
+		h.Flags |= flags
 		h.Child = child
 		t.ChargeCopy(len(payload))
 		t.Emit(&h, payload)
-		s.Stats.Resent.Add(1)
+		n.Add(1)
 	}
 }

@@ -138,8 +138,8 @@ func (s *Sparse) emitSpill(t *hpu.Task, w *sparseWork, gen, blk uint32) {
 	s.Stats.SpillPackets.Add(1)
 }
 
-// emit sends one packet of the switch's stream of block blk to the hosts,
-// numbered with the stream's next sequence number. The caller holds
+// emit sends one packet of the switch's stream of block blk to the hosts
+// (or, in a non-root switch, up to the parent), numbered with the stream's next sequence number. The caller holds
 // whatever guards dseq (the block's lock, the spill lock, or sole
 // ownership at flush).
 func (s *Sparse) emit(t *hpu.Task, w *sparseWork, typ wire.Type, flags wire.Flags, gen, blk uint32, payload []byte) {
@@ -147,6 +147,11 @@ func (s *Sparse) emit(t *hpu.Task, w *sparseWork, typ wire.Type, flags wire.Flag
 		Version: wire.Version, Type: typ, Flags: flags, Job: s.cfg.Job, Token: s.cfg.Token,
 		Generation: gen, Block: wire.SparseBlockField(blk, w.dseq),
 		DType: s.cfg.DType, Op: s.cfg.Op, Count: uint32(len(payload) / s.psize),
+	}
+	if s.cfg.Uplink != nil {
+		// Up to the parent: spills and result alike are this switch's
+		// contribution there.
+		h.Type, h.Flags, h.Child = wire.TypeSparse, h.Flags|wire.FlagFromSwitch, s.cfg.Uplink.Child
 	}
 	w.dseq++
 	t.ChargeCopy(len(payload))

@@ -64,6 +64,33 @@ func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire
 		text = append(text, " more"...)
 	}
 	text = append(text, ": nothing from them yet"...)
+	emitWaiting(t, job, token, dt, op, bp, text)
+}
+
+// reportParentWaiting answers a host's retransmission at a non-root switch
+// that sent the block up and has no result from its parent yet: "block 12
+// of allreduce 3 waits for the parent switch: the partial from here went
+// up, no result yet". The parent's own answers name its missing children
+// (sibling switches) to this switch, not to the host.
+func reportParentWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op) {
+	h0 := &t.Pkt.Hdr
+	if h0.Flags&wire.FlagRetransmit == 0 {
+		return
+	}
+	bp := waitingBufs.Get().(*[]byte)
+	text := (*bp)[:0]
+	text = append(text, "block "...)
+	text = strconv.AppendUint(text, uint64(h0.Block&0xffff), 10)
+	text = append(text, " of allreduce "...)
+	text = strconv.AppendUint(text, uint64(h0.Generation), 10)
+	text = append(text, " waits for the parent switch: the partial from here went up, no result yet"...)
+	emitWaiting(t, job, token, dt, op, bp, text)
+}
+
+// emitWaiting sends text as a CodeWaiting error to the sender of the
+// task's packet and returns the scratch bp to the pool.
+func emitWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, bp *[]byte, text []byte) {
+	h0 := &t.Pkt.Hdr
 	body := wire.ErrorBody{Code: wire.CodeWaiting, Text: text}
 	start := len(text)
 	full := body.Append(text)

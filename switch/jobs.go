@@ -21,6 +21,7 @@ type job struct {
 	op      wire.Op
 	members []netip.AddrPort // by rank; zero until joined
 	subtree []int            // hosts under each member: 1 for a host, a child switch's join World
+	streams []int            // sparse: the longest stream of a block each child switch sends (its join's TimeoutMillis)
 	joined  int
 	left    int
 	hosts   int // hosts under this switch in the job, set at admission
@@ -49,6 +50,7 @@ type liveJob struct {
 	handler jobHandler
 	sparse  bool             // takes Sparse packets, not Data
 	expire  hpu.Handler      // bounded-time jobs: the handler's deadline tick
+	down    hpu.Handler      // sparse jobs at a non-root switch: the parent's stream
 	addrs   []netip.AddrPort // member addresses by rank, as admitted
 }
 
@@ -111,7 +113,7 @@ func refuse(code wire.ErrorCode, format string, args ...any) *joinError {
 
 // join records a member. It returns the job when the member is in (the
 // caller answers with the ack if the job is admitted), or a refusal.
-func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, hosts int) (*job, *joinError) {
+func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, hosts, stream int) (*job, *joinError) {
 	if err := s.checkJoin(h, body); err != nil {
 		return nil, err
 	}
@@ -122,7 +124,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		if len(s.jobs.all()) >= s.cfg.MaxJobs {
 			return nil, refuse(wire.CodeTooManyJobs, "job %d: the switch runs %d jobs, its limit (--max-jobs)", h.Job, s.cfg.MaxJobs)
 		}
-		j = &job{id: h.Job, token: h.Token, spec: *body, dtype: h.DType, op: h.Op, members: make([]netip.AddrPort, body.World), subtree: make([]int, body.World)}
+		j = &job{id: h.Job, token: h.Token, spec: *body, dtype: h.DType, op: h.Op, members: make([]netip.AddrPort, body.World), subtree: make([]int, body.World), streams: make([]int, body.World)}
 		j.spec.TimeoutMillis = 0
 		j.lastActive.Store(time.Now().UnixNano())
 		s.jobs.update(func(m map[uint32]*job) { m[h.Job] = j })
@@ -149,7 +151,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		j.members[rank] = from
 		j.joined++
 	}
-	j.subtree[rank] = hosts
+	j.subtree[rank], j.streams[rank] = hosts, stream
 	j.lastActive.Store(time.Now().UnixNano())
 	if !j.admitted && j.joined == len(j.members) {
 		if err := s.admit(j); err != nil {
@@ -209,8 +211,8 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 // 2W·M buffers fit in the free memory; a job whose W = 1 does not fit is
 // refused with the numbers.
 func (s *Switch) admit(j *job) *joinError {
-	if s.hasParent() && j.spec.Options&(wire.OptSparse|wire.OptBounded) != 0 {
-		return refuse(wire.CodeBadRequest, "job %d: this switch has a parent (--parent): trees of switches run dense, exact jobs only (not sparse or bounded time)", j.id)
+	if s.hasParent() && j.spec.Options&wire.OptBounded != 0 {
+		return refuse(wire.CodeBadRequest, "job %d: this switch has a parent (--parent): bounded time needs one switch (a parent cannot tell a released partial from a late one); run the job on one switch", j.id)
 	}
 	if j.spec.Options&wire.OptSparse != 0 {
 		return s.admitSparse(j)

@@ -2,6 +2,7 @@ package swtch
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/wire"
@@ -43,6 +44,15 @@ func (s *Switch) admitSparse(j *job) *joinError {
 	pairs := s.cfg.PacketBytes / wire.PairSize(j.dtype)
 	cfg := handlers.SparseConfig{Job: j.id, Token: j.token, Children: len(j.members), DType: j.dtype, Op: j.op,
 		Storage: j.spec.Storage, Buffers: b, Elements: elements, BlockElems: be, HashSlots: sparseHashPackets * pairs, PacketPairs: pairs, KeepResults: true}
+	if s.hasParent() {
+		cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}
+	}
+	if s.cfg.Children > 0 {
+		cfg.ChildStream = slices.Max(j.streams)
+		if slices.Min(j.streams) < 1 {
+			return refuse(wire.CodeBadRequest, "job %d: a child switch's sparse join says nothing of its stream length (a switch of another version?)", j.id)
+		}
+	}
 	m := cfg.BlockBuffers(s.cfg.PacketBytes)
 	w, q, jerr := s.reserve(j, nblocks, m)
 	if jerr != nil {
@@ -55,7 +65,7 @@ func (s *Switch) admitSparse(j *job) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
 	}
 	j.handler, j.quota, j.admitted = sparseJob{h}, q, true
-	j.live.Store(&liveJob{handler: j.handler, sparse: true, addrs: append([]netip.AddrPort(nil), j.members...)})
+	j.live.Store(&liveJob{handler: j.handler, sparse: true, down: h.Down(), addrs: append([]netip.AddrPort(nil), j.members...)})
 	if algo == wire.AlgoSingle {
 		b = 0
 	}

@@ -292,15 +292,16 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 		s.drops.addWire(err)
 		return false
 	}
+	fromParent := s.hasParent() && d.Addr == s.parent
 	switch p.Hdr.Type {
 	case wire.TypeData, wire.TypeSparse:
-	case wire.TypeResult: // a parent's result, for this switch's members
-		if !s.hasParent() || d.Addr != s.parent {
+	case wire.TypeResult, wire.TypeSpill: // a parent's result or spill, for this switch's members
+		if !fromParent {
 			s.drops.add(dropUnexpected)
 			return false
 		}
 	case wire.TypeJoinAck, wire.TypeError:
-		if !s.hasParent() || d.Addr != s.parent {
+		if !fromParent {
 			s.drops.add(dropUnexpected)
 			return false
 		}
@@ -330,8 +331,8 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	case live == nil:
 		s.drops.add(dropNotAdmitted)
 		return false
-	case p.Hdr.Type == wire.TypeResult: // from the parent, checked above
-		if live.sparse {
+	case fromParent: // a result on its way down: dense Result, sparse Sparse or Spill
+		if live.sparse == (p.Hdr.Type == wire.TypeResult) || p.Hdr.Type == wire.TypeData {
 			s.drops.add(dropUnexpected)
 			return false
 		}
@@ -346,6 +347,9 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	j.rx.Add(1)
 	p.Payload = payload
 	p.Handler = live.handler
+	if fromParent && live.sparse {
+		p.Handler = live.down
+	}
 	p.Arrival = now
 	ip.job = j
 	j.inflight.Add(1)
@@ -395,7 +399,7 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 	}
 	// A child switch's join counts as one member; its World is the number
 	// of hosts under it. This switch's fan-in is its --children.
-	hosts, jerr := 1, (*joinError)(nil)
+	hosts, stream, jerr := 1, 0, (*joinError)(nil)
 	switch fromSwitch := h.Flags&wire.FlagFromSwitch != 0; {
 	case fromSwitch && s.cfg.Children == 0:
 		jerr = refuse(wire.CodeBadRequest, "job %d: child switch %d joined, but this switch takes hosts: start it with --children N (its number of child switches)", h.Job, h.Child)
@@ -403,10 +407,11 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		jerr = refuse(wire.CodeBadRequest, "job %d: rank %d joined as a host, but this switch aggregates %d child switches (--children): join your leaf switch", h.Job, h.Child, s.cfg.Children)
 	case fromSwitch:
 		hosts, body.World = int(body.World), uint16(s.cfg.Children)
+		stream = int(body.TimeoutMillis) // a sparse job's stream bound, see joinParent
 	}
 	var j *job
 	if jerr == nil {
-		j, jerr = s.join(from, h, &body, hosts)
+		j, jerr = s.join(from, h, &body, hosts, stream)
 	}
 	if jerr != nil {
 		if !s.refusalLimit.allow(time.Now()) {
@@ -467,7 +472,7 @@ func (s *Switch) Emit(h *wire.Header, payload []byte) {
 	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
 	op.job, op.to = live, netip.AddrPort{}
 	switch {
-	case h.Type == wire.TypeData: // a non-root switch's aggregate, up
+	case h.Flags&wire.FlagFromSwitch != 0: // a non-root switch's aggregate, up
 		op.to = s.parent
 	case h.Flags&wire.FlagRetransmit != 0 && int(h.Child) < len(live.addrs):
 		op.to = live.addrs[h.Child]

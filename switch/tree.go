@@ -46,6 +46,14 @@ func (s *Switch) joinParent(j *job) {
 	body.World = uint16(min(j.hosts, 1<<16-1))
 	body.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks
 	body.TimeoutMillis = 0
+	if sj, ok := j.handler.(sparseJob); ok {
+		// A sparse join asks for indices per block, and carries in place of
+		// the timeout the longest stream of a block this switch sends up,
+		// which sizes the parent's view of it.
+		cfg := sj.Config()
+		body.PacketElems = uint32(cfg.BlockElems)
+		body.TimeoutMillis = uint32(cfg.StreamBound())
+	}
 	h := wire.Header{Version: wire.Version, Type: wire.TypeJoin, Flags: wire.FlagFromSwitch, Job: j.id, Token: j.token,
 		Child: uint16(s.cfg.ChildIndex), DType: j.dtype, Op: j.op}
 	s.send(s.parent, func(b []byte) []byte { return wire.AppendJoin(b, &h, &body) })

@@ -237,8 +237,8 @@ func (c *arConfig) validate() error {
 		if n > world {
 			return fmt.Errorf("--switch with %d leaf switches and %d ranks: every leaf needs at least one rank", n, world)
 		}
-		if c.sparse || c.deadline != 0 {
-			return fmt.Errorf("--switch with %d leaf switches: trees of switches run dense, exact allreduce (not --sparse or --deadline)", n)
+		if c.deadline != 0 {
+			return fmt.Errorf("--switch with %d leaf switches: bounded time (--deadline) needs one switch", n)
 		}
 	}
 	if _, _, err := parseAlgo(c.algo); err != nil {

@@ -80,8 +80,9 @@ func linkBytes(t *testing.T, d *daemon, role, dir string) float64 {
 
 // Two-level tree, 4 leaf daemons × 4 hosts under a root daemon: every
 // dense design, dtypes and ops, a size that is not a multiple of the
-// packet, verified element by element; then one process per rank; the
-// leaves' parent links carry one partial per block up and one result down.
+// packet, verified element by element; the leaves' parent links carry one
+// partial per block up and one result down; sparse with both storages;
+// then one process per rank.
 func TestE2ETree4x4(t *testing.T) {
 	root, leaves := startTree(t, 4)
 	sw := leafList(leaves)
@@ -126,6 +127,28 @@ func TestE2ETree4x4(t *testing.T) {
 	}
 	t.Logf("leaf 0 → root %.1f MB, root → leaf 0 %.1f MB", up/1e6, down/1e6)
 
+	// Sparse, both storages, through the same tree: each leaf sends its
+	// block's stream up, the root's stream comes down to every host.
+	sparse := [][]string{
+		{"--sparse", "--storage", "hash", "--density", "0.01", "--bytes", "1MiB"},
+		{"--sparse", "--storage", "array", "--density", "0.05", "--bytes", "1MiB", "--algo", "multi2"},
+		{"--sparse", "--storage", "hash", "--density", "0.2", "--count", "100003", "--dtype", "float64", "--op", "min"},
+		{"--sparse", "--storage", "array", "--density", "0.01", "--count", "70001", "--dtype", "int32", "--op", "max"},
+	}
+	if raceEnabled {
+		sparse = sparse[:1]
+	}
+	for i, args := range sparse {
+		r, err := treeAllReduce(ctx, sw, 150+i, 16, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Verified || r.Ranks != 16 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+		t.Logf("%-40s algo %-7s median %7.2f ms  retransmits %d", strings.Join(args, " "), r.Algo, r.MedianS*1e3, r.Retransmits)
+	}
+
 	// One process per rank, each naming every leaf: rank r finds its own.
 	g := make(chan error, 16)
 	for r := range 16 {
@@ -157,6 +180,8 @@ func TestE2ETree8x8(t *testing.T) {
 		{"--bytes", "256KiB", "--algo", "single"},
 		{"--bytes", "256KiB", "--algo", "multi2"},
 		{"--bytes", "256KiB", "--algo", "tree"},
+		{"--sparse", "--storage", "hash", "--density", "0.01", "--bytes", "1MiB"},
+		{"--sparse", "--storage", "array", "--density", "0.01", "--bytes", "1MiB"},
 	} {
 		r, err := treeAllReduce(context.Background(), sw, 300+i, 64, args...)
 		if err != nil {
@@ -186,8 +211,9 @@ func TestE2ETreeMisconfigured(t *testing.T) {
 }
 
 // 1% kernel-level loss on one inter-switch link (leaf 0 ↔ root, both
-// directions, nftables in a network namespace): every design completes,
-// verified; the table of drops and retransmissions is logged.
+// directions, nftables in a network namespace): every dense design and
+// sparse with both storages complete, verified; the table of drops and
+// retransmissions is logged.
 func TestE2ETreeKernelLoss(t *testing.T) {
 	if raceEnabled {
 		t.Skip("five race-built daemons under loss on 2 cores exceed the hosts' timeouts; this runs in the plain pass of make test")
@@ -206,22 +232,24 @@ func TestE2ETreeKernelLoss(t *testing.T) {
 			"numgen", "random", "mod", "1000", "<", "10", "counter", "drop")
 	}
 	var table strings.Builder
-	algos := []string{"single", "multi4", "tree"}
-	if raceEnabled {
-		algos = algos[:1] // the race pass checks the paths; the plain pass every design
+	runs := [][]string{
+		{"--algo", "single"}, {"--algo", "multi4"}, {"--algo", "tree"},
+		{"--sparse", "--storage", "hash", "--density", "0.02"},
+		{"--sparse", "--storage", "array", "--density", "0.02"},
 	}
-	for i, algo := range algos {
+	for i, run := range runs {
 		before := ns.droppedAll(t)
-		r, err := ns.allreduceIn(context.Background(), strings.Join(addrs, ","), 400+i, "--ranks", "16", "--bytes", "1MiB",
-			"--algo", algo, "--iters", "3", "--warmup", "1")
+		args := append([]string{"--ranks", "16", "--bytes", "1MiB", "--iters", "3", "--warmup", "1"}, run...)
+		r, err := ns.allreduceIn(context.Background(), strings.Join(addrs, ","), 400+i, args...)
+		name := strings.Join(run, " ")
 		if err != nil {
-			t.Fatalf("%s with 1%% loss on leaf 0's link: %v", algo, err)
+			t.Fatalf("%s with 1%% loss on leaf 0's link: %v", name, err)
 		}
 		if !r.Verified {
-			t.Fatalf("%s: not verified", algo)
+			t.Fatalf("%s: not verified", name)
 		}
 		dropped := ns.droppedAll(t) - before
-		fmt.Fprintf(&table, "%-7s median %7.2f ms  retransmits %6d  dropped on the link %d\n", algo, r.MedianS*1e3, r.Retransmits, dropped)
+		fmt.Fprintf(&table, "%-42s median %7.2f ms  retransmits %6d  dropped on the link %d\n", name, r.MedianS*1e3, r.Retransmits, dropped)
 	}
 	if ns.droppedAll(t) == 0 {
 		t.Fatal("the loss rules dropped nothing: the test did not exercise loss")
