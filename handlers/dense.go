@@ -565,7 +565,8 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 //
 // A non-root switch stores its own partial until its parent's result
 // replaces it (down): until then the retransmission reaches through the
-// tree, the partial going up again (FlagRetransmit); the parent counts it
+// tree, the partial going up again (FlagRetransmit), and the host hears
+// that the block waits for the parent; the parent counts the partial
 // once, by this switch's bit, and answers with its stored result if it
 // has finished the block.
 func (d *Dense) resend(t *hpu.Task) {
@@ -578,6 +579,7 @@ func (d *Dense) resend(t *hpu.Task) {
 		if d.final[0] == nil {
 			return
 		}
+		reportParentWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op)
 		if at := d.upAt[slot][p.Hdr.Block]; at != 0 && p.Arrival-at < UplinkResendGap {
 			return // sent up for a sibling's retransmission moments ago
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/flare-net/flare/hpu"
@@ -421,6 +422,48 @@ func TestDenseUplink(t *testing.T) {
 		if err := Check(wire.Int32, wire.OpSum, inputs, eg.out); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A host retransmitting a block its leaf sent up, before the parent's
+// result came down, hears that the block waits for the parent, and the
+// partial goes up again once per UplinkResendGap.
+func TestDenseUplinkWaitsForParent(t *testing.T) {
+	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: 64 * 1024, BufferBytes: 1024}, nopEgress{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := unit.Memory().Reserve(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDense(DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
+		Elements: 4, PacketElems: 4, Quota: q, KeepResults: true, Uplink: &Uplink{Child: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	pkts := makePackets(r, randomInputs(r, wire.Int32, wire.OpSum, 2, 4), wire.Int32, wire.OpSum, 4, 1, 0)
+	c := &treeCapture{}
+	cost := hpu.PsPINCost()
+	task := hpu.NewVirtualTask(&cost, c, nil, 0, 0, 0)
+	run := func(p *hpu.Packet, at int64) {
+		p.Handler, p.Arrival = d, at
+		task.Restart(p, 0, 0, at)
+		task.Run()
+	}
+	for _, p := range pkts {
+		run(p, 1)
+	}
+	again := *pkts[0]
+	again.Hdr.Flags |= wire.FlagRetransmit
+	run(&again, 1e9)
+	run(&again, 1e9+UplinkResendGap/2)
+	if len(c.up) != 2 || c.up[1].hdr.Flags&wire.FlagRetransmit == 0 || c.up[1].hdr.Child != 3 {
+		t.Fatalf("sent up %d packets, want the partial and one re-send within the gap", len(c.up))
+	}
+	if len(c.waiting) != 2 || !strings.Contains(c.waiting[0], "block 0 of allreduce 1 waits for the parent switch") {
+		t.Fatalf("waiting reports %q, want two saying the block waits for the parent", c.waiting)
 	}
 }
 
