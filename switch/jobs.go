@@ -60,15 +60,18 @@ type jobHandler interface {
 	hpu.Handler
 	Close()
 	completed() int64
+	latencyNs() int64 // summed over completed blocks
 }
 
 type denseJob struct{ *handlers.Dense }
 
 func (d denseJob) completed() int64 { return d.Stats.Completed.Load() }
+func (d denseJob) latencyNs() int64 { return d.Stats.LatencyNs.Load() }
 
 type sparseJob struct{ *handlers.Sparse }
 
 func (s sparseJob) completed() int64 { return s.Stats.Completed.Load() }
+func (s sparseJob) latencyNs() int64 { return s.Stats.LatencyNs.Load() }
 
 // jobTable maps job ids to jobs. The packet path reads a copy-on-write
 // snapshot with one atomic load; joins, leaves and the reaper take mu.
@@ -314,6 +317,7 @@ func (s *Switch) endLocked(j *job, why string) {
 	s.jobs.update(func(m map[uint32]*job) { delete(m, j.id) })
 	if j.handler != nil {
 		s.completedEnded.Add(j.handler.completed())
+		s.latencyEnded.Add(j.handler.latencyNs())
 	}
 	if live := j.live.Load(); live != nil {
 		if live.expire != nil {

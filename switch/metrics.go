@@ -11,10 +11,10 @@ import (
 // collector turns the daemon's plain atomic counters into Prometheus
 // metrics at scrape time; nothing on the packet path knows Prometheus.
 type collector struct {
-	s                                                              *Switch
-	rx, tx, drops, jobs, bufs, bufsTotal, blocks, handler, queue   *prometheus.Desc
-	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC *prometheus.Desc
-	linkBytes, linkPackets                                         *prometheus.Desc
+	s                                                                                  *Switch
+	rx, tx, drops, jobs, bufs, bufsTotal, blocks, blockLat, bufSeconds, handler, queue *prometheus.Desc
+	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC                     *prometheus.Desc
+	linkBytes, linkPackets                                                             *prometheus.Desc
 }
 
 func newCollector(s *Switch) *collector {
@@ -30,6 +30,8 @@ func newCollector(s *Switch) *collector {
 		bufs:        d("flare_buffers_in_use", "Aggregation buffers allocated in L1 right now."),
 		bufsTotal:   d("flare_buffers", "Aggregation buffers the L1 memory holds."),
 		blocks:      d("flare_blocks_completed_total", "Blocks fully aggregated and emitted."),
+		blockLat:    d("flare_block_latency_seconds_total", "Summed over completed blocks: the time from a block's first packet to the packet that completed it (how long it held its buffers)."),
+		bufSeconds:  d("flare_buffer_seconds_total", "Aggregation buffers in use integrated over time (sampled every ms): its rate is the mean working memory in buffers."),
 		handler:     d("flare_handler_seconds", "Handler service time per packet (wall clock)."),
 		queue:       d("flare_queue_occupancy", "Handler requests queued or running in a cluster now.", "cluster"),
 		queueMean:   d("flare_queue_occupancy_mean", "Mean input-queue occupancy seen by arriving packets since start.", "cluster"),
@@ -45,7 +47,7 @@ func newCollector(s *Switch) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.handler, c.queue,
+	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.blockLat, c.bufSeconds, c.handler, c.queue,
 		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC, c.linkBytes, c.linkPackets} {
 		ch <- d
 	}
@@ -70,16 +72,19 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	jobs := s.jobs.all()
 	gauge(c.jobs, float64(len(jobs)))
-	completed := s.completedEnded.Load()
+	completed, latency := s.completedEnded.Load(), s.latencyEnded.Load()
 	for _, j := range jobs {
 		id := strconv.FormatUint(uint64(j.id), 10)
 		counter(c.jobRx, float64(j.rx.Load()), id)
 		counter(c.jobTx, float64(j.tx.Load()), id)
 		if live := j.live.Load(); live != nil {
 			completed += live.handler.completed()
+			latency += live.handler.latencyNs()
 		}
 	}
 	counter(c.blocks, float64(completed))
+	counter(c.blockLat, float64(latency)/1e9)
+	counter(c.bufSeconds, float64(s.bufferNs.Load())/1e9)
 	for peer, l := range s.links.load() {
 		p := peer.String()
 		counter(c.linkBytes, float64(l.rxBytes.Load()), p, l.role, "rx")

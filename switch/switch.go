@@ -41,8 +41,10 @@ type Switch struct {
 	drops       dropCounters
 	rxPackets   atomic.Int64
 	txPackets   atomic.Int64
-	// blocks completed by jobs that have ended (live jobs are read at scrape)
-	completedEnded atomic.Int64
+	// blocks completed by jobs that have ended, and their summed latency
+	// (live jobs are read at scrape)
+	completedEnded, latencyEnded atomic.Int64
+	bufferNs                     atomic.Int64 // buffers in use, integrated over time (sampleOccupancy)
 
 	inPool  sync.Pool // *inPacket
 	outPool sync.Pool // *outPacket
@@ -146,6 +148,7 @@ func (s *Switch) Run(ctx context.Context) error {
 	g.Go(func() error { return s.reader(gctx) })
 	g.Go(func() error { s.reaper(gctx); return nil })
 	g.Go(func() error { s.expirer(gctx); return nil })
+	g.Go(func() error { s.sampleOccupancy(gctx); return nil })
 	if s.hasParent() {
 		g.Go(func() error { s.uplinker(gctx); return nil })
 	}
