@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,25 +114,51 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 // line starts with name (labels included in name if given).
 func (d *daemon) metric(t *testing.T, name string) float64 {
 	t.Helper()
+	v, found := sumMetric(t, d.scrape(t), name)
+	if !found {
+		t.Fatalf("metric %s not exported", name)
+	}
+	return v
+}
+
+// scrape returns the daemon's /metrics text.
+func (d *daemon) scrape(t *testing.T) string {
+	t.Helper()
 	resp, err := http.Get("http://" + d.admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name+" ") {
-			v, err := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("metric %s not exported", name)
-	return 0
+	return string(b)
+}
+
+// sumMetric sums the samples of metric name in a /metrics text whose
+// labels include every one of labels (`k="v"` each, or a prefix of it),
+// and reports whether there was any.
+func sumMetric(t *testing.T, text, name string, labels ...string) (sum float64, found bool) {
+	t.Helper()
+next:
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				continue next
+			}
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, found = sum+v, true
+	}
+	return sum, found
 }
 
 // allreduce runs `flare allreduce` processes: one per rank when perRank,

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/flare-net/flare/models"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -58,25 +56,8 @@ func treeAllReduce(ctx context.Context, sw string, job, ranks int, args ...strin
 // role and direction.
 func linkBytes(t *testing.T, d *daemon, role, dir string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + d.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "flare_link_bytes_total{") && strings.Contains(line, `link="`+role+`"`) && strings.Contains(line, `direction="`+dir+`"`) {
-			v, err := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum += v
-		}
-	}
-	return sum
+	v, _ := sumMetric(t, d.scrape(t), "flare_link_bytes_total", `link="`+role+`"`, `direction="`+dir+`"`)
+	return v
 }
 
 // Two-level tree, 4 leaf daemons × 4 hosts under a root daemon: every
