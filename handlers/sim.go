@@ -19,12 +19,19 @@ const (
 // SimConfig describes one allreduce run in virtual time (Simulate): P hosts
 // stream a vector each to a VirtualUnit running one job's Dense handler.
 //
-// Arrivals follow the paper's method: every host sends its packets with
-// exponentially distributed gaps (mean MeanInterArrival cycles, from cycle
-// 0), in its staggered order (StaggeredOrder, as hostlib sends), at most
-// Window blocks in flight. A packet reaches the unit when it is sent and a
-// result reaches the hosts when it is emitted: the network adds no delay
-// beyond the random gaps, and no packet is lost.
+// Arrivals follow the paper's method (§6: "we generate packets with a
+// random and exponentially distributed arrival rate"; §4: "the switch
+// receives a packet every δ cycles"): by default (ArrivalsSwitch) the
+// switch receives one stream of packets with exponential gaps of mean
+// δ = MeanInterArrival/P from cycle 0, the hosts taking turns in rank
+// order, each sending its blocks in its staggered order (StaggeredOrder, as
+// hostlib sends) with at most Window blocks in flight. ArrivalsHosts gives
+// every host its own exponential gaps of mean MeanInterArrival instead: P
+// independent random walks, which drift apart by about √k gaps after k
+// sends and so undo part of the staggering (docs/MODEL.md). A packet
+// reaches the unit when it is sent and a result reaches the hosts when it
+// is emitted: the network adds no delay beyond the random gaps, and no
+// packet is lost.
 type SimConfig struct {
 	HPU              hpu.Config // the unit; BufferBytes 0 = PacketBytes
 	Hosts            int        // P, the hosts (children) of the job; 0 = DefaultSimHosts
@@ -39,6 +46,7 @@ type SimConfig struct {
 	Window           int        // blocks in flight per host; 0 = every block, or as many as L1 holds
 	PacketBytes      int        // payload bytes per packet; 0 = DefaultSimPacketBytes
 	Unstaggered      bool       // every host sends blocks 0, 1, 2, … (no staggering)
+	Arrivals         Arrivals   // how the hosts' packets arrive: ArrivalsSwitch (default) or ArrivalsHosts
 }
 
 // SimResult is what a simulated allreduce measured. Its JSON names match the
@@ -184,6 +192,7 @@ type sim struct {
 	firstIn  []int64 // cycle the first packet of each block arrived, -1 before
 	emitted  []int64 // cycle each block's result left, -1 before
 	hosts    []*simHost
+	feed     *simFeed // the switch's arrival stream (ArrivalsSwitch), or nil
 	free     []*hpu.Packet
 	problems []string // egress misbehaviour, reported after the run
 }
@@ -275,7 +284,19 @@ func (s *sim) close() {
 // run starts every host at its first random gap after cycle 0 and runs the
 // unit until the last result; then it checks the results.
 func (s *sim) run() error {
+	if s.cfg.Arrivals == ArrivalsSwitch {
+		f := &simFeed{s: s, rng: rand.New(rand.NewPCG(s.cfg.Seed, 0xfeed))}
+		f.wakeFn = f.wake
+		f.plan = f.gap()
+		s.feed = f
+		if err := s.unit.At(int64(f.plan), f.wakeFn); err != nil {
+			return err
+		}
+	}
 	for _, h := range s.hosts {
+		if s.feed != nil {
+			break
+		}
 		h.plan = h.gap()
 		if err := s.unit.At(int64(h.plan), h.wakeFn); err != nil {
 			return err
@@ -358,3 +379,16 @@ func simInputs(r *rand.Rand, dt wire.DType, op wire.Op, hosts, n int) [][]byte {
 	}
 	return in
 }
+
+// Arrivals is the arrival process of a simulated allreduce.
+type Arrivals uint8
+
+const (
+	// ArrivalsSwitch: the switch receives one stream of packets with
+	// exponential gaps of mean δ = MeanInterArrival/P, the hosts taking
+	// turns in rank order.
+	ArrivalsSwitch Arrivals = iota
+	// ArrivalsHosts: every host sends with its own exponential gaps of mean
+	// MeanInterArrival, independently of the others.
+	ArrivalsHosts
+)

@@ -26,9 +26,18 @@ func (s *sim) Emit(h *wire.Header, payload []byte) {
 	}
 	now := s.unit.Now()
 	s.emitted[b] = now
+	if f := s.feed; f != nil && f.blocked {
+		f.blocked = false
+		if err := s.unit.At(max(now, int64(f.plan)), f.wakeFn); err != nil {
+			panic(err)
+		}
+	}
 	copy(s.out[b*s.pe*s.esize:], payload)
 	for _, host := range s.hosts {
 		host.inflight--
+		if s.feed != nil {
+			continue
+		}
 		if host.blocked {
 			host.blocked = false
 			if err := s.unit.At(max(now, int64(host.plan)), host.wakeFn); err != nil {
@@ -62,18 +71,7 @@ func (h *simHost) wake() {
 		h.blocked = true
 		return
 	}
-	now := s.unit.Now()
-	blk := h.order[h.next]
-	h.next++
-	h.inflight++
-	if s.firstIn[blk] < 0 {
-		s.firstIn[blk] = now
-	}
-	p := s.packet(h.rank, blk)
-	p.Arrival = now
-	if err := s.unit.Submit(p); err != nil {
-		panic(err) // a timer's cycle is never before the clock
-	}
+	now := h.send()
 	if h.next < len(h.order) {
 		h.plan = max(h.plan, float64(now)) + h.gap()
 		if err := s.unit.At(int64(h.plan), h.wakeFn); err != nil {
@@ -99,4 +97,63 @@ func (s *sim) packet(rank int, blk uint32) *hpu.Packet {
 	p.Payload = s.inputs[rank][lo*s.esize : (lo+n)*s.esize]
 	p.Handler = s.dense
 	return p
+}
+
+// send submits the host's next block now and returns the cycle.
+func (h *simHost) send() int64 {
+	s := h.s
+	now := s.unit.Now()
+	blk := h.order[h.next]
+	h.next++
+	h.inflight++
+	if s.firstIn[blk] < 0 {
+		s.firstIn[blk] = now
+	}
+	p := s.packet(h.rank, blk)
+	p.Arrival = now
+	if err := s.unit.Submit(p); err != nil {
+		panic(err) // a timer's cycle is never before the clock
+	}
+	return now
+}
+
+// simFeed is the switch's arrival process (SimConfig.Arrivals =
+// ArrivalsSwitch): one stream of packets with exponential gaps of mean
+// MeanInterArrival/P, the hosts taking turns in rank order; a host with
+// nothing to send or a full window gives its turn to the next one.
+type simFeed struct {
+	s       *sim
+	rng     *rand.Rand
+	turn    int     // rank whose turn is next
+	plan    float64 // cycle of the next packet
+	blocked bool    // every host that has blocks left has a full window
+	wakeFn  func()
+}
+
+func (f *simFeed) gap() float64 {
+	return f.rng.ExpFloat64() * f.s.cfg.MeanInterArrival / float64(len(f.s.hosts))
+}
+
+func (f *simFeed) wake() {
+	s := f.s
+	p := len(s.hosts)
+	left := false
+	for i := range p {
+		h := s.hosts[(f.turn+i)%p]
+		if h.next >= len(h.order) {
+			continue
+		}
+		left = true
+		if h.inflight >= s.window {
+			continue
+		}
+		now := h.send()
+		f.turn = (h.rank + 1) % p
+		f.plan = max(f.plan, float64(now)) + f.gap()
+		if err := s.unit.At(int64(f.plan), f.wakeFn); err != nil {
+			panic(err)
+		}
+		return
+	}
+	f.blocked = left
 }

@@ -10,12 +10,13 @@ import (
 // VirtualUnit is the processing unit in virtual time: a deterministic
 // discrete-event simulator that runs the real handlers on the PsPIN cycle
 // cost model instead of on core goroutines. Packets arrive at given cycles
-// and are scheduled exactly like HPU.Submit schedules them (home cluster =
-// block mod clusters; the least-loaded cluster when the home one is full and
-// S > 1; the block's subset of S cores; the lowest-numbered idle core, else
-// the least-loaded one; at most QueueDepth requests, queued plus running, per
-// cluster). A core runs its packets one after another; a handler's service
-// time τ is the cycles it charges, lock waiting included.
+// and are scheduled exactly like HPU.SubmitWait schedules them (home
+// cluster = block mod clusters; the least-loaded cluster when the home one
+// is full and S > 1; the block's subset of S cores; the lowest-numbered idle
+// core, else the least-loaded one; at most QueueDepth requests, queued plus
+// running, per cluster, the others waiting for their home cluster). A core
+// runs its packets one after another; a handler's service time τ is the
+// cycles it charges, lock waiting included.
 //
 // # How handlers share virtual time
 //
@@ -41,13 +42,14 @@ import (
 // # Ingress
 //
 // A packet that finds every eligible cluster queue full (its home one, and
-// with S > 1 the least-loaded one) waits at the ingress. The ingress is one
-// FIFO in arrival order: while a packet waits there, later arrivals queue
-// behind it even if their own cluster has room (head-of-line blocking, as a
-// link's packet parser that cannot hand its head packet to a cluster
-// stalls). Whenever a request leaves a cluster the head is tried again with
-// the same policy. The wait is reported (VirtualStats.IngressWaitCycles) and
-// is not part of τ.
+// with S > 1 the least-loaded one) waits for room in its home cluster, as
+// HPU.SubmitWait does: the waiting packets are kept per home cluster, each
+// in arrival order, and whenever a request leaves a cluster the packets
+// waiting for it enter while it has room. A packet waiting for a full
+// cluster does not hold up packets for other clusters (PsPIN keeps arrived
+// packets in its packet buffer in per-message queues and hands each cluster
+// its own work; there is no single ingress FIFO to block). The wait is
+// reported (VirtualStats.IngressWaitCycles) and is not part of τ.
 //
 // # Time
 //
@@ -70,9 +72,10 @@ type VirtualUnit struct {
 	events  eventQueue
 	seq     uint64
 	clock   int64
-	ingress fifo[*Packet]
-	parked  []*vcore // cores whose handler waits for a busy lock
-	running bool     // inside Run
+	waiting []fifo[*Packet] // per home cluster: packets that found no room
+	nwait   int             // packets waiting, all clusters together
+	parked  []*vcore        // cores whose handler waits for a busy lock
+	running bool            // inside Run
 	closed  bool
 
 	arrivals          int64
@@ -132,6 +135,7 @@ func NewVirtual(cfg Config, egress Egress, done func(*Packet)) (*VirtualUnit, er
 	}
 	u := &VirtualUnit{cfg: cfg, mem: newMemory(cfg), egress: egress, done: done}
 	u.clusters = make([]vcluster, cfg.Clusters)
+	u.waiting = make([]fifo[*Packet], cfg.Clusters)
 	u.cores = make([]vcore, cfg.Cores())
 	for i := range u.cores {
 		c := &u.cores[i]
@@ -260,40 +264,45 @@ func (u *VirtualUnit) observeMem() {
 	u.memMax = max(u.memMax, n)
 }
 
-// arrive queues p at the ingress behind earlier waiting packets, or places
-// it at once.
+// arrive places p at once, or queues it for its home cluster.
 func (u *VirtualUnit) arrive(p *Packet) {
 	u.arrivals++
-	if u.ingress.len() == 0 && u.place(p) {
+	if u.place(p) {
 		return
 	}
-	u.ingress.push(p)
+	u.waiting[u.home(p)].push(p)
+	u.nwait++
 	u.ingressWaited++
-	u.ingressMax = max(u.ingressMax, u.ingress.len())
+	u.ingressMax = max(u.ingressMax, u.nwait)
 }
 
-// admitWaiting places ingress packets in order while they fit.
-func (u *VirtualUnit) admitWaiting() {
-	for u.ingress.len() > 0 && u.place(u.ingress.peek()) {
-		p := u.ingress.pop()
+// admitWaiting places the packets waiting for cluster ci, in order, while
+// it has room.
+func (u *VirtualUnit) admitWaiting(ci int) {
+	w := &u.waiting[ci]
+	for w.len() > 0 && u.clusters[ci].occ < u.cfg.QueueDepth {
+		p := w.pop()
+		u.nwait--
 		u.ingressWaitCycles += u.clock - p.Arrival
+		u.assign(ci, p)
 	}
 }
 
-// place mirrors HPU.place and HPU.dispatch: it picks the cluster and the
-// core for p, samples the queue occupancy p sees (itself included) and
-// assigns it, or reports that no eligible cluster has room.
+func (u *VirtualUnit) home(p *Packet) int { return int(p.Hdr.Block % uint32(len(u.clusters))) }
+
+// place mirrors HPU.place: it picks the cluster for p (its home one, or with
+// S > 1 the least-loaded one when home is full) and assigns p there, or
+// reports that no eligible cluster has room.
 func (u *VirtualUnit) place(p *Packet) bool {
 	depth := u.cfg.QueueDepth
-	k := len(u.clusters)
-	home := int(p.Hdr.Block % uint32(k))
+	home := u.home(p)
 	ci := home
 	if u.clusters[ci].occ >= depth {
 		if u.cfg.SubsetS == 1 {
 			return false
 		}
 		ci = 0
-		for j := 1; j < k; j++ {
+		for j := 1; j < len(u.clusters); j++ {
 			if u.clusters[j].occ < u.clusters[ci].occ {
 				ci = j
 			}
@@ -303,6 +312,15 @@ func (u *VirtualUnit) place(p *Packet) bool {
 		}
 		u.clusters[ci].overflowIn++
 	}
+	u.assign(ci, p)
+	return true
+}
+
+// assign mirrors HPU.dispatch: it samples the queue occupancy p sees in
+// cluster ci (itself included) and gives p to a core of its subset: the
+// lowest-numbered idle one, else the least-loaded one.
+func (u *VirtualUnit) assign(ci int, p *Packet) {
+	k := len(u.clusters)
 	cl := &u.clusters[ci]
 	cl.occ++
 	occ := int64(cl.occ)
@@ -333,7 +351,6 @@ func (u *VirtualUnit) place(p *Packet) bool {
 		best.idle = false
 		u.push(event{at: u.clock, core: best})
 	}
-	return true
 }
 
 // resume continues the core's coroutine at the current cycle.
@@ -398,5 +415,5 @@ func (c *vcore) execute(p *Packet) {
 	}
 	c.load--
 	u.clusters[c.cluster].occ--
-	u.admitWaiting()
+	u.admitWaiting(c.cluster)
 }

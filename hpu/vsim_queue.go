@@ -60,7 +60,8 @@ func (q *eventQueue) pop() event {
 	return top
 }
 
-// fifo is a growable ring buffer: a core's assigned packets, the ingress.
+// fifo is a growable ring buffer: a core's assigned packets, the packets
+// waiting for a cluster.
 type fifo[T any] struct {
 	buf     []T
 	head, n int

@@ -205,8 +205,8 @@ func TestVirtualTryLock(t *testing.T) {
 	}
 }
 
-// A cluster holds at most QueueDepth requests; the others wait at the
-// ingress in arrival order.
+// A cluster holds at most QueueDepth requests; the others wait for it in
+// arrival order.
 func TestVirtualQueueDepthIngress(t *testing.T) {
 	u, eg := newVUnit(t, Config{Clusters: 1, CoresPerCluster: 1, QueueDepth: 3})
 	h := work(eg, 100)
@@ -233,6 +233,23 @@ func TestVirtualQueueDepthIngress(t *testing.T) {
 	}
 	if st.TauCycles() != 100 {
 		t.Fatalf("τ = %v: the ingress wait is not service time", st.TauCycles())
+	}
+}
+
+// A packet waiting for its full home cluster holds up only the packets of
+// that cluster: one for another cluster with room starts at once (no
+// head-of-line blocking), and the waiting ones enter in arrival order.
+func TestVirtualWaitPerCluster(t *testing.T) {
+	u, eg := newVUnit(t, Config{Clusters: 2, CoresPerCluster: 1, QueueDepth: 1})
+	h := work(eg, 100)
+	// Blocks 0, 2 and 4 are cluster 0's, block 1 cluster 1's.
+	st := submitRun(t, u, vpkt(h, 0, 0), vpkt(h, 2, 0), vpkt(h, 4, 5), vpkt(h, 1, 10))
+	want := map[uint32]int64{0: 100, 2: 200, 4: 300, 1: 110}
+	if !reflect.DeepEqual(eg.at, want) {
+		t.Fatalf("emitted at %v, want %v", eg.at, want)
+	}
+	if st.IngressWaited != 2 || st.IngressMax != 2 || st.IngressWaitCycles != 100+195 {
+		t.Fatalf("%d waited (max %d) for %d cycles; want 2 (2) for 295", st.IngressWaited, st.IngressMax, st.IngressWaitCycles)
 	}
 }
 

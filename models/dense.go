@@ -102,6 +102,18 @@ func (s shape) contenders(deltaC float64) float64 {
 	return math.Min(s.nmax, math.Max(1, s.crit/(s.spread*deltaC)))
 }
 
+// staggerGroup is G, the blocks of one stagger group: the window when it
+// is smaller than the vector, else the whole vector; 1 without staggering.
+func staggerGroup(p Params) float64 {
+	switch {
+	case !p.Staggered:
+		return 1
+	case p.Window > 0 && int64(p.Window) < p.Blocks():
+		return float64(p.Window)
+	}
+	return float64(p.Blocks())
+}
+
 // operatingPoint solves for τ, n, δc and the effective inter-arrival δe.
 //
 // Hosts keep a window of blocks in flight, so packets cannot arrive faster
@@ -114,13 +126,7 @@ func (s shape) contenders(deltaC float64) float64 {
 // and τ = L for the single buffer: the paper's "one block per core" rule.
 func operatingPoint(p Params, s shape) (tau, n, deltaC, deltaE float64) {
 	K := float64(p.Cores())
-	g := float64(p.Blocks())
-	if p.Window > 0 && int64(p.Window) < p.Blocks() {
-		g = float64(p.Window)
-	}
-	if !p.Staggered {
-		g = 1
-	}
+	g := staggerGroup(p)
 	at := func(tau float64) (n, dc, de float64) {
 		de = math.Max(p.InterArrival, tau/K)
 		dc = g * de
@@ -172,7 +178,7 @@ func Evaluate(p Params, d Design) Row {
 	p = p.Resolve()
 	d = d.resolve(p)
 	s := shapeOf(p, d)
-	tau, n, deltaC, _ := operatingPoint(p, s)
+	tau, n, deltaC, deltaE := operatingPoint(p, s)
 
 	K := float64(p.Cores())
 	P := float64(p.Hosts)
@@ -197,6 +203,11 @@ func Evaluate(p Params, d Design) Row {
 		last = tau + s.fold*(1-1/P)
 	}
 	latency := (P-1)*deltaC + wait + last
+	if d.Algo == wire.AlgoTree && p.TreeArrivalOrder {
+		// M is the mean of the buffers a block holds over its latency: its
+		// buffer-cycles for the staggered arrival order over 𝓛.
+		s.m = treeBufferCycles(p, staggerGroup(p), deltaE) / latency
+	}
 	r := s.m * (bw / P) * latency
 
 	return Row{

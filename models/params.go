@@ -115,6 +115,11 @@ type Params struct {
 	// each. Off, the model is the paper's, which treats copies as free
 	// ("we assume that the cost of copying the data is negligible", §6).
 	CountCopies bool
+	// TreeArrivalOrder takes the tree's M from the order in which staggered
+	// hosts deliver a block's packets (a contiguous range of children,
+	// treeBufferCycles) instead of the paper's (P−1)/log2 P, which does not
+	// depend on the order. Off, the model is the paper's.
+	TreeArrivalOrder bool
 
 	// SparsePairsPerBlock is how many (index, value) pairs one host sends
 	// for one sparse block (§7). 1536 makes a 1%-dense float32 block span

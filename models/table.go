@@ -63,6 +63,9 @@ func Describe(p Params) string {
 	if p.CountCopies {
 		copies = "copies counted"
 	}
+	if p.TreeArrivalOrder {
+		copies += ", tree M from the arrival order"
+	}
 	return fmt.Sprintf("K=%d cores (%d clusters x %d), S=%d, %.3g GHz, %s %s packets, L=%g, DMA=%g cycles; "+
 		"P=%d hosts, delta=%.4g cycles (%g Gbit/s each); %s; %s reading, %s; Q=%d per cluster",
 		p.Cores(), p.Clusters, p.CoresPerCluster, p.SubsetS, p.ClockHz/1e9, FormatBytes(float64(p.PacketBytes)), p.DType,

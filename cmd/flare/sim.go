@@ -20,7 +20,7 @@ import (
 func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("sim", "Run allreduces in virtual time: the real handlers and the hpu scheduler on PsPIN's cycle\n"+
 		"costs, for each design and each size --from, 2x, ... --to, on the switch of --preset. Hosts\n"+
-		"send 1KiB packets with exponential gaps at their line rate, staggered. A --seed gives one\n"+
+		"send 1KiB packets, staggered, at their line rate with exponential gaps (--arrivals). A --seed gives one\n"+
 		"result. json prints one object per row with the field names of 'flare model sweep --format\n"+
 		"json'. --compare prints the model next to the run: bandwidth and memory with their relative\n"+
 		"error, and whether the designs rank the same by bandwidth at each size (docs/MODEL.md).",
@@ -31,6 +31,8 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	sf := addSweepFlags(fs, true)
 	seed := fs.Uint64("seed", 1, "seed of the inputs and the arrival times")
 	compare := fs.Bool("compare", false, "print the model (with --copies, as the simulator charges them) next to each run")
+	arrivals := fs.String("arrivals", "switch", "switch: one stream of packets with exponential gaps at the switch, the hosts\n"+
+		"taking turns (the paper's method, docs/MODEL.md); hosts: every host with its own exponential gaps")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -45,11 +47,21 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if es := int64(p.DType.Size()); sizes[0]%es != 0 {
 		return flagError("--from", fmt.Errorf("%s: must be a multiple of the %s size (%d)", *from, p.DType, es))
 	}
-	rows, err := simSweep(ctx, p, ds, sizes, *seed)
+	var arr handlers.Arrivals
+	switch *arrivals {
+	case "switch":
+		arr = handlers.ArrivalsSwitch
+	case "hosts":
+		arr = handlers.ArrivalsHosts
+	default:
+		return flagError("--arrivals", fmt.Errorf("%q: must be switch or hosts", *arrivals))
+	}
+	rows, err := simSweep(ctx, p, ds, sizes, *seed, arr)
 	if err != nil {
 		return err
 	}
 	if *compare {
+		p.TreeArrivalOrder = true // the simulated hosts stagger
 		return writeComparison(stdout, p, compareRows(p, rows), *format)
 	}
 	return writeSimRows(stdout, p, rows, *format)
@@ -61,7 +73,7 @@ const maxSimBytes = 64 << 20
 
 // simConfig is one simulated run on the switch p describes, so that the
 // run and models.Evaluate(p, d) see the same switch and arrivals.
-func simConfig(p models.Params, d models.Design, bytes int64, seed uint64) handlers.SimConfig {
+func simConfig(p models.Params, d models.Design, bytes int64, seed uint64, arr handlers.Arrivals) handlers.SimConfig {
 	return handlers.SimConfig{
 		HPU: hpu.Config{
 			Clusters: p.Clusters, CoresPerCluster: p.CoresPerCluster, SubsetS: p.SubsetS,
@@ -71,13 +83,13 @@ func simConfig(p models.Params, d models.Design, bytes int64, seed uint64) handl
 		// The model's δ is the inter-arrival at the switch, all hosts
 		// together; the simulator's is each host's.
 		MeanInterArrival: p.Delta() * float64(p.Hosts),
-		Window:           p.Window, PacketBytes: p.PacketBytes,
+		Window:           p.Window, PacketBytes: p.PacketBytes, Arrivals: arr,
 	}
 }
 
 // simSweep simulates every design at every size, GOMAXPROCS runs at a
 // time, and returns the results size by size in the order of ds.
-func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, seed uint64) ([]handlers.SimResult, error) {
+func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, seed uint64, arr handlers.Arrivals) ([]handlers.SimResult, error) {
 	out := make([]handlers.SimResult, len(sizes)*len(ds))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -90,7 +102,7 @@ func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				r, err := handlers.Simulate(simConfig(p, d, z, seed))
+				r, err := handlers.Simulate(simConfig(p, d, z, seed, arr))
 				if err != nil {
 					return err
 				}

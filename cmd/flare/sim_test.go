@@ -84,11 +84,12 @@ func compared(t *testing.T, args ...string) map[string]compareRow {
 }
 
 // The model against the simulation on the flare switch (docs/MODEL.md,
-// "Model vs simulation"), where the model's assumptions hold and where
-// they do not, as the section explains.
+// "Model vs simulation") in the contention-free regimes, on a reduced
+// sweep: S = 1 (a block's packets on one core) for all four designs, and
+// S = 8 for the single buffer above 512 KiB and the tree.
 func TestSimCompareFlare(t *testing.T) {
 	if raceEnabled || testing.Short() {
-		t.Skip("64 hosts x 2MiB in virtual time: seconds, minutes under the race detector")
+		t.Skip("64 hosts x 1-2MiB in virtual time: seconds, minutes under the race detector")
 	}
 	within := func(what string, r compareRow, err, tol float64) {
 		t.Helper()
@@ -96,38 +97,47 @@ func TestSimCompareFlare(t *testing.T) {
 			t.Errorf("%s at %s: %s off by %+.1f%%, want within %.0f%%", r.Algo, formatSize(r.Bytes), what, 100*err, 100*tol)
 		}
 	}
-	// S = 8 at 2MiB: no buffer is shared by the tree, and the single
-	// buffer's blocks arrive 4L apart: both are (nearly) contention-free.
-	rows := compared(t, "--algos", "single,tree", "--from", "2MiB", "--to", "2MiB")
-	tree, single := rows["tree"], rows["single"]
-	within("bandwidth", tree, tree.BandwidthErr, 0.10)
-	within("tau", tree, tree.TauErr, 1e-9)
-	within("bandwidth", single, single.BandwidthErr, 0.10)
-	within("memory", single, single.MemoryErr, 0.10)
-	within("tau", single, single.TauErr, 0.10)
-	if !tree.RankMatch {
-		t.Errorf("2MiB: model ranks single %d, tree %d; the simulation %d, %d", single.RankModel, tree.RankModel, single.RankSim, tree.RankSim)
+	// S = 1 at 1MiB: τ is the model's exactly, bandwidth within 10% (the
+	// packets waiting for a full cluster hold up no other cluster), and
+	// the single and multi-buffer memory within 10%.
+	rows := compared(t, "--subset", "1", "--from", "1MiB", "--to", "1MiB")
+	if len(rows) != 4 {
+		t.Fatalf("%d designs, want 4", len(rows))
 	}
-	// The tree's working memory is half the paper's M = (P−1)/log2 P: with
-	// staggered sending a block's packets arrive in rotated child order
-	// and the tree holds few partial sums at once.
-	if r := tree.Sim.MemoryBytes / tree.Model.MemoryBytes; r < 0.4 || r > 0.6 {
-		t.Errorf("tree at 2MiB: simulated memory %.2f of the model's, want about half", r)
-	}
-
-	// S = 1: a block's packets run on one core, one after the other: τ is
-	// the model's exactly and so is the memory, but a full cluster queue
-	// blocks the ingress for every cluster behind it, so the simulated
-	// bandwidth is below K/τ.
-	rows = compared(t, "--subset", "1", "--algos", "single,multi2,multi4", "--from", "512KiB", "--to", "512KiB")
 	for _, r := range rows {
 		within("tau", r, r.TauErr, 1e-9)
-		within("memory", r, r.MemoryErr, 0.10)
-		if r.BandwidthErr > 0 || r.BandwidthErr < -0.20 {
-			t.Errorf("%s S=1 at 512KiB: bandwidth %+.1f%% of the model's, want 0 to -20%% (head-of-line blocking)", r.Algo, 100*r.BandwidthErr)
+		within("bandwidth", r, r.BandwidthErr, 0.10)
+		if r.Algo == "tree" {
+			// The arrival-order M: within 20% where the hosts outrun the
+			// switch (docs/MODEL.md, disagreement 4); the paper's M is 2x.
+			within("memory", r, r.MemoryErr, 0.20)
+			continue
 		}
+		within("memory", r, r.MemoryErr, 0.10)
 		if !r.RankMatch {
-			t.Errorf("%s S=1 at 512KiB: the ranking differs", r.Algo)
+			t.Errorf("S=1 at 1MiB: the ranking differs")
 		}
 	}
+	// S = 8 at 1MiB and 2MiB: the single buffer's blocks arrive 2L and 4L
+	// apart, no tree buffer is shared.
+	rows = compared(t, "--algos", "single,tree", "--from", "1MiB", "--to", "1MiB")
+	rows2 := compared(t, "--algos", "single,tree", "--from", "2MiB", "--to", "2MiB")
+	for _, r := range []compareRow{rows["single"], rows["tree"], rows2["single"], rows2["tree"]} {
+		within("bandwidth", r, r.BandwidthErr, 0.10)
+		if r.Algo == "tree" {
+			within("tau", r, r.TauErr, 1e-9)
+			within("memory", r, r.MemoryErr, 0.20)
+			continue
+		}
+		within("memory", r, r.MemoryErr, 0.10)
+		within("tau", r, r.TauErr, 0.10)
+	}
+	if !rows2["tree"].RankMatch {
+		t.Error("2MiB: single and tree rank differently")
+	}
+	// Where the hosts do not outrun the switch (50 Gbit/s each, 3.2 Tbit/s
+	// in all), the tree's memory is the arrival-order model's within 10%.
+	rows = compared(t, "--algos", "tree", "--host-gbps", "50", "--from", "4MiB", "--to", "4MiB")
+	within("memory", rows["tree"], rows["tree"].MemoryErr, 0.10)
+	within("bandwidth", rows["tree"], rows["tree"].BandwidthErr, 0.10)
 }

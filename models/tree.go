@@ -1,0 +1,147 @@
+package models
+
+import (
+	"cmp"
+	"container/heap"
+	"math/bits"
+	"slices"
+)
+
+// treeBufferCycles is the tree's working memory per block, in buffer-cycles
+// (Σ over the buffers a block allocates of the cycles each is held), for
+// the order and the spacing in which staggered hosts deliver a block's
+// packets (Params.TreeArrivalOrder, docs/MODEL.md).
+//
+// The paper's M = (P−1)/log P (§6) counts P−1 aggregations spread over
+// log P levels and says nothing of the order the leaves arrive in. That
+// order is fixed by staggered sending (§5): host i starts at block i·G/P of
+// its group of G blocks, so it reaches block b at its k_i-th send,
+// k_i = (b − i·G/P) mod G, and the hosts send in turn, one packet each
+// every P·δe cycles: host i's packet of block b arrives at (k_i·P + i)·δe.
+// The leaves of a block thus arrive as a contiguous range of children
+// growing downwards (i, i−1, …, 0, P−1, …), δc = G·δe apart, and a binary
+// tree over children holds at any time only the aligned pieces of the
+// range that has arrived, not the (P−1)/log P of leaves in random order.
+//
+// treeBufferCycles replays the tree handler (handlers.Dense, Figure 9) for
+// those arrivals, with no contention (no buffer is shared): a handler
+// allocates its leaf buffer on arrival and copies the packet in (D
+// cycles); then, level by level, if the sibling subtree's partial is
+// stored it folds it (L cycles, both buffers held) and frees one, else it
+// stores its partial and ends; the handler that folds the root copies the
+// result out (2·D: to the host and to the retransmission store) and frees
+// it. Copies cost 0 unless CountCopies. With δc fixed
+// (SameBlockInterArrival) the j-th arrival is at j·δc. It averages over up
+// to treeSampleBlocks blocks spread evenly over the stagger group.
+func treeBufferCycles(p Params, g, deltaE float64) float64 {
+	P := p.Hosts
+	L := p.CyclesPerPacket
+	D := 0.0
+	if p.CountCopies {
+		D = p.DMACycles
+	}
+	G := max(1, int(g))
+	pow2 := 1 << bits.Len(uint(P-1))
+	if P == 1 {
+		pow2 = 1
+	}
+	// hasLeaves: the subtree under heap node n holds at least one child.
+	hasLeaves := func(n int) bool {
+		shift := bits.Len(uint(pow2)) - bits.Len(uint(n))
+		return (n<<shift)-pow2 < P
+	}
+	type arrival struct {
+		host int
+		k    int
+	}
+	arr := make([]arrival, P)
+	stored := make([]float64, 2*pow2) // cycle a node's partial was stored, or -1
+	node := make([]int, P)            // heap node each handler is at
+	alloc := make([]float64, P)       // cycle its buffer was allocated
+	q := &treeSteps{t: make([]float64, P), idx: make([]int, 0, P)}
+	// Blocks of one group differ in which host comes first and in the
+	// phase of the sends: sample nb of them spread evenly, which for
+	// G ≥ P gives every host the lead once when nb = P.
+	nb := min(G, P, treeSampleBlocks)
+	total := 0.0
+	for j := range nb {
+		b := (2*j + 1) * G / (2 * nb)
+		for i := range P {
+			off := i * G / P
+			arr[i] = arrival{host: i, k: ((b-off)%G + G) % G}
+		}
+		slices.SortFunc(arr, func(x, y arrival) int {
+			if c := cmp.Compare(x.k, y.k); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.host, y.host)
+		})
+		q.idx = q.idx[:0]
+		for pos, a := range arr {
+			t := float64(a.k*P+a.host) * deltaE
+			if p.SameBlockInterArrival > 0 {
+				t = float64(pos) * p.SameBlockInterArrival
+			}
+			q.t[pos], node[pos], alloc[pos] = t+D, pow2+a.host, t
+			q.idx = append(q.idx, pos)
+		}
+		heap.Init(q)
+		for i := range stored {
+			stored[i] = -1
+		}
+		var cycles float64
+		// Each step is one level of the tree, taken at its cycle.
+		for q.Len() > 0 {
+			h := q.idx[0]
+			n := node[h]
+			switch {
+			case n == 1: // the root: copy the result out and free it
+				cycles += q.t[h] + 2*D - alloc[h]
+				heap.Pop(q)
+				continue
+			case !hasLeaves(n ^ 1):
+			case stored[n^1] >= 0: // fold the sibling's partial, free one
+				cycles += q.t[h] + L - stored[n^1]
+				stored[n^1] = -1
+				q.t[h] += L
+			default: // store the partial and end
+				stored[n] = alloc[h]
+				heap.Pop(q)
+				continue
+			}
+			node[h] = n >> 1
+			heap.Fix(q, 0)
+		}
+		// A stored partial is held from its allocation until the fold that
+		// consumes it ends; both are counted above (the folding handler's
+		// own buffer stays allocated, so its lifetime continues upward).
+		total += cycles
+	}
+	return total / float64(nb)
+}
+
+// treeSampleBlocks bounds the blocks treeBufferCycles replays (P at most
+// 256 replayed blocks of P handlers each keeps one evaluation within
+// milliseconds).
+const treeSampleBlocks = 256
+
+// treeSteps orders the tree handlers of one block by the cycle of their
+// next step (then by arrival, to keep ties deterministic).
+type treeSteps struct {
+	t   []float64
+	idx []int
+}
+
+func (q *treeSteps) Len() int { return len(q.idx) }
+func (q *treeSteps) Less(a, b int) bool {
+	ia, ib := q.idx[a], q.idx[b]
+	return q.t[ia] < q.t[ib] || (q.t[ia] == q.t[ib] && ia < ib)
+}
+func (q *treeSteps) Swap(a, b int) { q.idx[a], q.idx[b] = q.idx[b], q.idx[a] }
+func (q *treeSteps) Push(x any)    { q.idx = append(q.idx, x.(int)) }
+func (q *treeSteps) Pop() any {
+	n := len(q.idx) - 1
+	x := q.idx[n]
+	q.idx = q.idx[:n]
+	return x
+}

@@ -1,0 +1,90 @@
+package models
+
+import (
+	"math"
+	"testing"
+)
+
+// alignedPieces is how many buffers a binary tree over P leaves (P a power
+// of two) holds once the leaves in got there and every possible fold is
+// done: the maximal complete aligned subtrees.
+func alignedPieces(P int, in map[int]bool) int {
+	complete := func(a, size int) bool {
+		for x := a; x < a+size; x++ {
+			if !in[x] {
+				return false
+			}
+		}
+		return true
+	}
+	n := 0
+	for size := 1; size <= P; size *= 2 {
+		for a := 0; a < P; a += size {
+			if complete(a, size) && (size == P || !complete(a-a%(2*size), 2*size)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// The tree's M for staggered hosts: with the packets of a block far apart
+// (δc ≫ L) a block holds the aligned pieces of the contiguous range of
+// children that has arrived, averaged over the block's life and over
+// which host comes first: 4.64 for P = 64, not (P−1)/log2 P = 10.5.
+func TestTreeArrivalOrderM(t *testing.T) {
+	const P = 64
+	var sum float64
+	for first := range P {
+		in := map[int]bool{}
+		for j := range P - 1 { // the interval after the (j+1)-th leaf
+			in[(first-j+P)%P] = true
+			sum += float64(alignedPieces(P, in))
+		}
+	}
+	want := sum / (P * (P - 1))
+	p, err := Preset(PresetFlare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Bytes, p.HostGbps, p.InterArrival = 4<<20, 1, 0 // link-bound: δc = 4096·δ ≫ L
+	p.TreeArrivalOrder = true
+	p = p.Resolve()
+	r := Evaluate(p, Tree)
+	// The folds (L each, two buffers held) and the final climb add a
+	// little over the instants between arrivals.
+	t.Logf("M = %.3f (aligned pieces %.3f, paper %.2f), δc = %.0f", r.M, want, (P-1)/math.Log2(P), r.DeltaC)
+	if math.Abs(want-4.643) > 0.01 || r.M < want || r.M > want*1.03 {
+		t.Errorf("M = %.3f, want just above the aligned pieces' %.3f", r.M, want)
+	}
+	if got := r.M * (r.Bandwidth / P) * r.Latency; math.Abs(got-r.R) > 1e-9*r.R {
+		t.Errorf("R = %v, M·(𝓑/P)·𝓛 = %v", r.R, got)
+	}
+	p.TreeArrivalOrder = false
+	if r := Evaluate(p, Tree); r.M != (P-1)/math.Log2(P) {
+		t.Errorf("paper's M = %v, want (P−1)/log2 P", r.M)
+	}
+}
+
+// Two hosts, δc given: the first leaf is held from its arrival to the end
+// of the second's copy in and fold (δc + D + L), the second through its
+// copy in, the fold and the two copies out (D + L + 2D):
+// M·𝓛 = δc + 2L + 4D buffer-cycles.
+func TestTreeArrivalOrderTwoHosts(t *testing.T) {
+	p, err := Preset(PresetPsPIN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hosts, p.InterArrival, p.SameBlockInterArrival = 2, 0, 5000
+	p.TreeArrivalOrder, p.CountCopies = true, true
+	p = p.Resolve()
+	L, D := p.CyclesPerPacket, p.DMACycles
+	want := 5000 + 2*L + 4*D
+	if got := treeBufferCycles(p, staggerGroup(p), p.InterArrival); got != want {
+		t.Fatalf("buffer-cycles %v, want %v", got, want)
+	}
+	r := Evaluate(p, Tree)
+	if got := r.M * r.Latency; math.Abs(got-want) > 1e-9*want {
+		t.Fatalf("M·𝓛 = %v, want %v", got, want)
+	}
+}
