@@ -44,10 +44,12 @@ fuzz: fuzz-smoke
 # Benchmarks: element kernels next to copy(), packets/s through the HPU,
 # then the end-to-end table: P = 8, 1 MiB and 16 MiB float32 through the
 # switch, the host ring and the UDP echo relay (the ceiling), one process
-# per rank, with the ratios.
+# per rank, with the ratios; then the Figure 15 analogue on a tree of
+# switches (docs/FIGURE15.md): bytes per link and time, in-network vs host.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
 	bin/flare bench --ranks 8 --bytes 1MiB,16MiB
+	bin/flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.002,0.01
 
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)

@@ -32,13 +32,22 @@ type benchRow struct {
 	// OfRelay is the relay's median time over this row's: the fraction of
 	// the echo relay's ceiling this path reaches.
 	OfRelay float64 `json:"of_relay"`
+	// Bytes per call on one host's link, the mean over the ranks: up
+	// (host to switch, or to its ring successor) and down. The switch row
+	// reads the embedded switch's link counters (the hosts' own counters
+	// with --switch); the ring row the ranks' ring counters, frame headers
+	// included. LinkBytesFrom says which; empty for the relay.
+	HostUpBytes   float64 `json:"host_link_up_bytes,omitempty"`
+	HostDownBytes float64 `json:"host_link_down_bytes,omitempty"`
+	LinkBytesFrom string  `json:"link_bytes_from,omitempty"`
 }
 
 type benchConfig struct {
 	arConfig
-	procs bool   // one process per rank
-	exe   string // the flare binary the rank processes run
-	out   io.Writer
+	procs    bool   // one process per rank
+	exe      string // the flare binary the rank processes run
+	out      io.Writer
+	embedded *swtch.Switch // the switch run in this process, nil with --switch
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,7 +58,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"--procs=false.",
 		"  flare bench                                    # P = 8, 1 MiB and 16 MiB float32\n"+
 			"  flare bench --ranks 2,8 --bytes 64KiB,1MiB --json\n"+
-			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n", stdout)
+			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n"+
+			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n", stdout)
 	var c benchConfig
 	ranks := fs.IntSlice("ranks", []int{8}, "world sizes P, comma-separated (1..1024)")
 	sizes := fs.StringSlice("bytes", []string{"1MiB", "16MiB"}, "vector sizes per rank, comma-separated")
@@ -67,6 +77,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sparse := fs.Bool("sparse", false, "compare sparse in-network (hash, array), dense in-network and the host sparse baseline")
 	densities := fs.Float64Slice("densities", []float64{0.001, 0.01, 0.1, 0.2}, "with --sparse: fractions of non-zeros per rank")
 	fs.Float64Var(&c.overlap, "overlap", 0.5, "with --sparse: fraction of a rank's indices drawn from a set all ranks share")
+	tree := fs.String("tree", "", "LEAVESxHOSTS (e.g. 4x4): a root and LEAVES leaf switches in this process, HOSTS ranks per leaf\n"+
+		"(ranks in this process too); in-network dense through the tree vs the host ring, with --sparse also in-network\n"+
+		"sparse vs host sparse, with the bytes on every link next to what flare model collectives predicts for the same tree")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -122,6 +135,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--ranks %d: must be in 1..1024", p)
 		}
 	}
+	if *tree != "" {
+		shape, err := parseTreeShape(*tree)
+		if err != nil {
+			return err
+		}
+		for _, f := range []string{"ranks", "switch", "paths", "procs"} {
+			if fs.Changed(f) && (f != "procs" || c.procs) {
+				return fmt.Errorf("--tree with --%s: the tree runs its own switches and ranks, in this process", f)
+			}
+		}
+		return c.benchTree(ctx, shape, bytesList, *sparse, *densities, *asJSON, stdout)
+	}
 	if c.procs {
 		if c.exe, err = os.Executable(); err != nil {
 			return fmt.Errorf("--procs: cannot find this binary to start ranks: %w", err)
@@ -155,6 +180,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return g.Wait()
 		}
 		c.sw = sw.Addr().String()
+		c.embedded = sw
 	}
 
 	if *sparse {
@@ -168,12 +194,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			layout = "one process per rank"
 		}
 		fmt.Fprintf(stdout, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams (the ceiling)\n\n", c.dtype, c.op, layout)
-		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tretransmits\tverified\t")
+		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\thost↑\thost↓\tretransmits\tverified\t")
 	}
 	job := uint32(7000)
 	for _, p := range *ranks {
 		for _, size := range bytesList {
 			rows := map[string]*arResult{}
+			linkRows := map[string]*benchRow{}
 			for _, path := range []string{"relay", "switch", "ring"} {
 				if !want[path] {
 					continue
@@ -188,7 +215,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				case "ring":
 					rc.algo = "ring"
 				}
+				var watch *hostLinkWatch
+				if path == "switch" && c.embedded != nil {
+					watch = watchHostLinks(c.embedded)
+				}
 				res, err := c.measurePath(ctx, rc)
+				var up, down int64
+				links := 0
+				if watch != nil {
+					up, down, links = watch.finish()
+				}
 				if err != nil {
 					return fmt.Errorf("P=%d %s %s: %w", p, formatSize(size), path, err)
 				}
@@ -196,6 +232,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					res.Algo = "echo"
 				}
 				rows[path] = res
+				if link, err := c.hostLinkBytes(ctx, path, rc, res, up, down, links); err != nil {
+					return fmt.Errorf("P=%d %s %s: link bytes: %w", p, formatSize(size), path, err)
+				} else if link != nil {
+					linkRows[path] = link
+				}
 			}
 			for _, path := range []string{"switch", "ring", "relay"} {
 				res := rows[path]
@@ -203,6 +244,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					continue
 				}
 				row := benchRow{Path: path, arResult: *res}
+				if l := linkRows[path]; l != nil {
+					row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = l.HostUpBytes, l.HostDownBytes, l.LinkBytesFrom
+				}
 				if r := rows["ring"]; r != nil {
 					row.VsRing = r.MedianS / res.MedianS
 				}
@@ -215,14 +259,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					}
 					continue
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%d\t%s\t\n", p, formatSize(size), path, res.Algo,
-					res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, ratio(row.VsRing), ratio(row.OfRelay), res.Retransmits, yesNo(res.Verified, path))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", p, formatSize(size), path, res.Algo,
+					res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, ratio(row.VsRing), ratio(row.OfRelay),
+					linkCell(row.HostUpBytes, row.LinkBytesFrom), linkCell(row.HostDownBytes, row.LinkBytesFrom), res.Retransmits, yesNo(res.Verified, path))
 			}
 		}
 	}
 	if tw != nil {
 		tw.Flush()
-		fmt.Fprintln(stdout, "\nvs ring: ring time / this time (above 1 is faster). of relay: relay time / this time (the fraction of the ceiling).")
+		fmt.Fprintln(stdout, "\nvs ring: ring time / this time (above 1 is faster). of relay: relay time / this time (the fraction of the ceiling).\n"+
+			"host↑/↓: bytes per call on one host's link (mean over the ranks), up and down; switch: the switch's link counters\n"+
+			"(join ack and leave spread over the calls), ring: the ranks' ring counters (frame headers included).")
 	}
 	return nil
 }
@@ -342,4 +389,42 @@ func rankEnv() []string {
 		env = append(env, "GOMAXPROCS=1")
 	}
 	return env
+}
+
+// hostLinkBytes is a path's bytes per call on one host's link (mean over
+// the ranks), or nil where nothing counts them (the relay). The switch
+// path reads the embedded switch's link counters (up, down over links
+// host links, for warmup + iters calls); with --switch, the hosts' own.
+// The ring path takes the ranks' ring counters when they report them, or
+// counts one ring call in this process (its bytes depend on P and the
+// size alone).
+func (c *benchConfig) hostLinkBytes(ctx context.Context, path string, rc benchConfig, res *arResult, up, down int64, links int) (*benchRow, error) {
+	p := float64(rc.world)
+	calls := float64(rc.warmup + rc.iters)
+	switch {
+	case path == "switch" && c.embedded != nil:
+		if links != rc.world {
+			return &benchRow{}, nil // the watch missed a link: no number rather than a wrong one
+		}
+		return &benchRow{HostUpBytes: float64(up) / p / calls, HostDownBytes: float64(down) / p / calls, LinkBytesFrom: "switch"}, nil
+	case path == "switch":
+		return &benchRow{HostUpBytes: float64(res.TxBytes) / p, HostDownBytes: float64(res.RxBytes) / p, LinkBytesFrom: "hosts"}, nil
+	case path == "ring" && res.TxBytes > 0:
+		return &benchRow{HostUpBytes: float64(res.TxBytes) / p, HostDownBytes: float64(res.RxBytes) / p, LinkBytesFrom: "ring"}, nil
+	case path == "ring":
+		sent, received, err := ringCallTraffic(ctx, rc.world, rc.count, rc.dtype, rc.op)
+		if err != nil {
+			return nil, err
+		}
+		return &benchRow{HostUpBytes: sent, HostDownBytes: received, LinkBytesFrom: "ring"}, nil
+	}
+	return nil, nil
+}
+
+// linkCell prints a bytes-per-link cell: "-" where nothing counted it.
+func linkCell(n float64, from string) string {
+	if from == "" {
+		return "-"
+	}
+	return humanBytes(int64(n))
 }

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flare-net/flare/wire"
+)
+
+func TestParseTreeShape(t *testing.T) {
+	for in, want := range map[string]treeShape{"4x4": {4, 4}, "8X8": {8, 8}, " 2x1 ": {2, 1}} {
+		if got, err := parseTreeShape(in); err != nil || got != want {
+			t.Errorf("parseTreeShape(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "4", "x4", "4x", "1x4", "4x0", "axb", "64x64"} {
+		if _, err := parseTreeShape(in); err == nil {
+			t.Errorf("parseTreeShape(%q): no error", in)
+		}
+	}
+}
+
+// benchTreeRows runs `flare bench --tree ... --json` and reads its rows.
+func benchTreeRows(t *testing.T, args ...string) []treeRow {
+	t.Helper()
+	start := time.Now()
+	all := append([]string{"bench", "--json"}, args...)
+	out, err := exec.Command(flareBin, all...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("flare %s: %v\n%s", strings.Join(all, " "), err, out)
+	}
+	t.Logf("flare %s: %v", strings.Join(all, " "), time.Since(start).Round(time.Millisecond))
+	var rows []treeRow
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r treeRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// near reports whether got is within frac of want.
+func near(got, want, frac float64) bool { return math.Abs(got-want) <= frac*want }
+
+// flare bench --tree: a root and two leaves of two hosts in one process;
+// the in-network dense row and the ring row are verified, and the bytes
+// the switches counted on each link are what the protocol sends: every
+// host sends its vector up once and gets the result once (a 32-byte
+// header per 1 KiB block), each leaf sends one partial per block up and
+// gets one result down; the ring sends 2(P-1)/P of the vector each way.
+func TestE2EBenchTree(t *testing.T) {
+	size := 64 << 10
+	if raceEnabled {
+		size = 16 << 10
+	}
+	rows := benchTreeRows(t, "--tree", "2x2", "--bytes", formatSize(int64(size)), "--iters", "2", "--warmup", "1")
+	if len(rows) != 2 || rows[0].Path != "in-network" || rows[1].Path != "ring" {
+		t.Fatalf("rows %+v, want in-network then ring", rows)
+	}
+	const p, leaves = 4, 2
+	z := float64(size)
+	blocks := math.Ceil(z / 1024)
+	for _, r := range rows {
+		if !r.Verified || r.Ranks != p || r.Tree != "2x2" || r.Bytes != int64(size) || r.MedianS <= 0 || r.Iters != 2 {
+			t.Errorf("%s: %+v, want a verified row of 4 ranks with a time", r.Path, r)
+		}
+		if r.ModelLinkBytes <= 0 || r.TrafficVsBaseline <= 0 || r.ModelTrafficVsBase <= 0 || r.Baseline != "ring" {
+			t.Errorf("%s: model columns or ratios missing: %+v", r.Path, r)
+		}
+		t.Logf("%-10s median %6.2f ms  host up %.0f down %.0f  leaf up %.0f down %.0f  links %.0f (model %.0f)  retransmits %d",
+			r.Path, r.MedianS*1e3, r.HostUpBytes, r.HostDownBytes, r.LeafUpBytes, r.LeafDownBytes, r.LinkBytes, r.ModelLinkBytes, r.Retransmits)
+	}
+	in, ring := rows[0], rows[1]
+	if in.LinkBytesFrom != "switches" || ring.LinkBytesFrom != "hosts" {
+		t.Errorf("link bytes from %q and %q, want switches and hosts", in.LinkBytesFrom, ring.LinkBytesFrom)
+	}
+
+	// In-network: one packet per block each way on every link, plus
+	// whatever retransmissions the hosts made (each at most one packet up
+	// and its answer down); the counters are read around the measured
+	// calls, so joins and leaves are not in them.
+	want := z + blocks*wire.HeaderLen
+	extra := float64(in.Retransmits) * (1024 + wire.HeaderLen) / p / float64(in.Iters)
+	for name, got := range map[string]float64{"host up": in.HostUpBytes, "host down": in.HostDownBytes,
+		"leaf up": in.LeafUpBytes, "leaf down": in.LeafDownBytes} {
+		if got < 0.99*want || got > 1.01*want+extra {
+			t.Errorf("in-network %s: %.0f bytes per call, want %.0f (+%.0f for retransmissions)", name, got, want, extra)
+		}
+	}
+	if got, want := in.LinkBytes, 2*p*in.HostUpBytes; got < 0.99*want {
+		t.Errorf("in-network links %.0f bytes, want at least 2·P·host up = %.0f", got, want)
+	}
+	if in.Retransmits == 0 && !near(in.TrafficVsModel, 1, 0.05) {
+		t.Errorf("in-network traffic ratio vs ring %.3f, the model's %.3f: measured/model %.3f, want within 5%% of 1",
+			in.TrafficVsBaseline, in.ModelTrafficVsBase, in.TrafficVsModel)
+	}
+
+	// The ring: 2(P-1) steps of Z/P, each with a small frame header; the
+	// two hops between leaves cross a leaf's uplink and the next leaf's
+	// downlink (one each per leaf).
+	wantRing := 2 * (p - 1) * z / p
+	if !near(ring.HostUpBytes, wantRing, 0.02) || !near(ring.HostDownBytes, wantRing, 0.02) {
+		t.Errorf("ring host link %.0f up, %.0f down per call, want about %.0f", ring.HostUpBytes, ring.HostDownBytes, wantRing)
+	}
+	if !near(ring.LeafUpBytes, ring.HostUpBytes, 0.001) || !near(ring.LinkBytes, (2*p+2*leaves)*ring.HostUpBytes, 0.01) {
+		t.Errorf("ring leaf links %.0f, links %.0f: want one host's sends per leaf link, and the sends of 2P+2L links", ring.LeafUpBytes, ring.LinkBytes)
+	}
+	if !near(ring.LinkBytes, ring.ModelLinkBytes, 0.02) {
+		t.Errorf("ring links %.0f bytes per call, the model %.0f", ring.LinkBytes, ring.ModelLinkBytes)
+	}
+}
+
+// flare bench --tree --sparse: in-network sparse through the tree (hash
+// and array storage) and the host sparse baseline, verified, with the
+// in-network rows moving fewer bytes than the baseline's.
+func TestE2EBenchTreeSparse(t *testing.T) {
+	size := "64KiB"
+	if raceEnabled {
+		size = "16KiB"
+	}
+	rows := benchTreeRows(t, "--tree", "2x2", "--bytes", size, "--iters", "1", "--warmup", "1", "--sparse", "--densities", "0.01")
+	var paths []string
+	for _, r := range rows {
+		paths = append(paths, r.Path)
+	}
+	if got := strings.Join(paths, ","); got != "in-network,ring,hash,array,host-sparse" {
+		t.Fatalf("rows %s, want in-network,ring,hash,array,host-sparse", got)
+	}
+	base := rows[4]
+	for _, r := range rows[2:] {
+		if !r.Verified || r.Density != 0.01 || r.MedianS <= 0 || r.Baseline != "host-sparse" || r.ModelAlgorithm == "" {
+			t.Errorf("%s: %+v, want a verified row at 1%% against host-sparse", r.Path, r)
+		}
+		t.Logf("%-11s median %6.2f ms  host up %.0f down %.0f  leaf up %.0f down %.0f  links %.0f (model %.0f)",
+			r.Path, r.MedianS*1e3, r.HostUpBytes, r.HostDownBytes, r.LeafUpBytes, r.LeafDownBytes, r.LinkBytes, r.ModelLinkBytes)
+	}
+	for _, r := range rows[2:4] {
+		if r.LinkBytesFrom != "switches" || r.HostUpBytes <= 0 || r.LeafUpBytes <= 0 || r.LinkBytes >= base.LinkBytes {
+			t.Errorf("%s: links %.0f bytes (host up %.0f, leaf up %.0f), want fewer than host-sparse's %.0f, from the switches",
+				r.Path, r.LinkBytes, r.HostUpBytes, r.LeafUpBytes, base.LinkBytes)
+		}
+	}
+}
+
+// flare bench (one switch, one process per rank) prints each path's bytes
+// per host link: the switch's link counters for the switch path (the job's
+// join ack and leave spread over its calls), the ring's own for the ring.
+func TestE2EBenchLinkBytes(t *testing.T) {
+	const p, size = 3, 100000
+	out, err := exec.Command(flareBin, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1",
+		"--paths", "switch,ring", "--json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("flare bench: %v\n%s", err, out)
+	}
+	var rows []benchRow
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r benchRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) != 2 || rows[0].Path != "switch" || rows[1].Path != "ring" {
+		t.Fatalf("rows %+v, want switch then ring", rows)
+	}
+	sw, ring := rows[0], rows[1]
+	want := size + math.Ceil(size/1024.0)*wire.HeaderLen
+	extra := float64(sw.Retransmits) * (1024 + wire.HeaderLen) / p / 3
+	if sw.LinkBytesFrom != "switch" || sw.HostUpBytes < want || sw.HostUpBytes > 1.01*want+extra ||
+		sw.HostDownBytes < want || sw.HostDownBytes > 1.01*want+extra {
+		t.Errorf("switch: host link %.0f up, %.0f down per call from %q, want about %.0f from the switch", sw.HostUpBytes, sw.HostDownBytes, sw.LinkBytesFrom, want)
+	}
+	wantRing := 2.0 * (p - 1) / p * size
+	if ring.LinkBytesFrom != "ring" || !near(ring.HostUpBytes, wantRing, 0.02) || !near(ring.HostDownBytes, wantRing, 0.02) {
+		t.Errorf("ring: host link %.0f up, %.0f down per call from %q, want about %.0f", ring.HostUpBytes, ring.HostDownBytes, ring.LinkBytesFrom, wantRing)
+	}
+}
