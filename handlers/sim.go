@@ -62,11 +62,15 @@ type SimResult struct {
 	MeanInterArrival      float64 `json:"inter_arrival_cycles"`        // per host
 	TauCycles             float64 `json:"tau_cycles"`                  // mean service time per packet, lock waiting included
 	LockWaitCycles        float64 `json:"lock_wait_cycles"`            // mean lock waiting per packet (part of τ)
-	BandwidthPktsPerCycle float64 `json:"bandwidth_pkts_per_cycle"`    // input packets over the makespan
-	BandwidthGbps         float64 `json:"bandwidth_gbps"`              // input payload bits per second at the clock
+	BandwidthPktsPerCycle float64 `json:"bandwidth_pkts_per_cycle"`    // input packets handled per cycle in the steady state (SteadyFrom..SteadyTo)
+	BandwidthGbps         float64 `json:"bandwidth_gbps"`              // the same as input payload bits per second at the clock
 	LatencyCycles         float64 `json:"latency_cycles"`              // mean block latency: first packet in to result out
-	MemoryBuffers         float64 `json:"memory_buffers"`              // aggregation buffers in use, time-weighted mean
+	MemoryBuffers         float64 `json:"memory_buffers"`              // aggregation buffers in use, time-weighted mean in the steady state
 	MemoryBytes           float64 `json:"memory_bytes"`                // the same in bytes
+	SteadyFrom            int64   `json:"steady_from_cycle"`           // the steady state: from the cycle the first tenth of the packets was handled
+	SteadyTo              int64   `json:"steady_to_cycle"`             // to the cycle nine tenths were
+	MakespanGbps          float64 `json:"makespan_bandwidth_gbps"`     // all input bits over the makespan (fill and drain included)
+	MakespanMemoryBytes   float64 `json:"makespan_memory_bytes"`       // buffers in use, time-weighted mean over the makespan, in bytes
 	MemoryBuffersMax      int     `json:"memory_buffers_max"`          // most buffers in use at once
 	QueueOccupancy        float64 `json:"queue_occupancy"`             // mean cluster-queue occupancy seen by arriving packets
 	QueueOccupancyMax     int64   `json:"queue_occupancy_max"`         // the largest seen
@@ -195,6 +199,10 @@ type sim struct {
 	feed     *simFeed // the switch's arrival stream (ArrivalsSwitch), or nil
 	free     []*hpu.Packet
 	problems []string // egress misbehaviour, reported after the run
+
+	handled int64                       // packets whose handler has returned
+	steady  [2]int64                    // packets handled at the start and the end of the steady state
+	marks   [2]struct{ at, area int64 } // cycle and BufferCycles there
 }
 
 func newSim(cfg *SimConfig) (*sim, error) {
@@ -202,7 +210,9 @@ func newSim(cfg *SimConfig) (*sim, error) {
 	s.pe = cfg.PacketBytes / s.esize
 	elems := cfg.Bytes / s.esize
 	s.nblocks = (elems + s.pe - 1) / s.pe
-	unit, err := hpu.NewVirtual(cfg.HPU, s, func(p *hpu.Packet) { s.free = append(s.free, p) })
+	packets := int64(cfg.Hosts) * int64(s.nblocks)
+	s.steady = [2]int64{max(1, packets/steadyTrim), packets - packets/steadyTrim}
+	unit, err := hpu.NewVirtual(cfg.HPU, s, s.handledOne)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -212,6 +222,22 @@ func newSim(cfg *SimConfig) (*sim, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// steadyTrim: the steady state leaves out the first and the last
+// 1/steadyTrim of the packets handled (the fill and the drain of a run).
+const steadyTrim = 10
+
+// handledOne takes back a packet whose handler has returned and marks the
+// cycle and the buffer-cycles at the ends of the steady state.
+func (s *sim) handledOne(p *hpu.Packet) {
+	s.free = append(s.free, p)
+	s.handled++
+	for i, n := range s.steady {
+		if s.handled == n {
+			s.marks[i].at, s.marks[i].area = s.unit.Now(), s.unit.BufferCycles()
+		}
+	}
 }
 
 // setup sizes the window and the quota, builds the handler, the inputs and
@@ -344,10 +370,26 @@ func (s *sim) result() SimResult {
 	if st.Arrivals > 0 {
 		r.IngressWaitCycles = float64(st.IngressWaitCycles) / float64(st.Arrivals)
 	}
+	gbps := func(pktsPerCycle float64) float64 {
+		return pktsPerCycle * float64(cfg.Bytes) / float64(s.nblocks) * 8 * cfg.HPU.Cost.ClockHz / 1e9
+	}
 	if st.Now > 0 {
-		r.BandwidthPktsPerCycle = float64(packets) / float64(st.Now)
-		secs := float64(st.Now) / cfg.HPU.Cost.ClockHz
-		r.BandwidthGbps = float64(cfg.Hosts) * float64(cfg.Bytes) * 8 / secs / 1e9
+		r.MakespanGbps = gbps(float64(packets) / float64(st.Now))
+		r.MakespanMemoryBytes = r.MemoryBytes
+	}
+	// The steady state: the model's 𝓑 and 𝓡 are rates and means of a
+	// switch that keeps receiving packets (§4), so the run's are measured
+	// between the cycles the first and the last tenth of the packets were
+	// handled, leaving out the fill and the drain (docs/MODEL.md, "Model vs
+	// simulation"). A run too short to have one keeps the makespan's.
+	r.BandwidthPktsPerCycle, r.BandwidthGbps = float64(packets)/float64(max(1, st.Now)), r.MakespanGbps
+	r.SteadyFrom, r.SteadyTo = 0, st.Now
+	if a, b := s.marks[0], s.marks[1]; b.at > a.at && s.steady[1] > s.steady[0] {
+		r.SteadyFrom, r.SteadyTo = a.at, b.at
+		r.BandwidthPktsPerCycle = float64(s.steady[1]-s.steady[0]) / float64(b.at-a.at)
+		r.BandwidthGbps = gbps(r.BandwidthPktsPerCycle)
+		r.MemoryBuffers = float64(b.area-a.area) / float64(b.at-a.at)
+		r.MemoryBytes = r.MemoryBuffers * float64(cfg.HPU.BufferBytes)
 	}
 	var lat int64
 	for b, at := range s.emitted {

@@ -18,6 +18,12 @@ type VirtualStats struct {
 	BuffersMax        int     // most buffers allocated at once
 }
 
+// BufferCycles is Σ buffers allocated × cycles over [0, Now]: the integral
+// whose mean over an interval is the memory in use then (a driver that
+// reads it at two cycles gets the mean between them, as Little's law wants
+// for a steady state that excludes the start and the end of a run).
+func (u *VirtualUnit) BufferCycles() int64 { return u.memArea }
+
 // Stats reads the counters; it allocates, call it after a run.
 func (u *VirtualUnit) Stats() VirtualStats {
 	u.observeMem()

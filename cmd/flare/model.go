@@ -72,10 +72,24 @@ type paramFlags struct {
 	hostGbps float64
 	copies   bool
 	reading  string
+	treeM    string
 }
 
-// addParamFlags registers the parameter flags; copies is --copies's default.
+// addParamFlags registers the parameter flags; copies is --copies's default
+// and --tree-m's is paper.
 func addParamFlags(fs *pflag.FlagSet, copies bool) *paramFlags {
+	return addParamFlagsTreeM(fs, copies, treeMPaper)
+}
+
+// The values of --tree-m: the tree's M as the paper's (P−1)/log2 P or from
+// the staggered arrival order (models.Params.TreeArrivalOrder).
+const (
+	treeMPaper = "paper"
+	treeMOrder = "order"
+)
+
+// addParamFlagsTreeM is addParamFlags with treeM as --tree-m's default.
+func addParamFlagsTreeM(fs *pflag.FlagSet, copies bool, treeM string) *paramFlags {
 	f := &paramFlags{fs: fs}
 	fs.StringVar(&f.preset, "preset", models.PresetFlare,
 		"flare (the paper's switch: 64 clusters x 8 cores, 64 hosts) or pspin (one PsPIN unit: 4 x 8 cores, 8 hosts)")
@@ -87,6 +101,8 @@ func addParamFlags(fs *pflag.FlagSet, copies bool) *paramFlags {
 	fs.Float64Var(&f.hostGbps, "host-gbps", 0, "each host's line rate in Gbit/s, which sets the inter-arrival (default: 100)")
 	fs.BoolVar(&f.copies, "copies", copies, "charge the handlers' DMA copies in the model (the paper's model takes them as free)")
 	fs.StringVar(&f.reading, "reading", "service", "single-buffer contention formula: service (L(n+1)/2) or waiting-only (the printed L(n-1)/2)")
+	fs.StringVar(&f.treeM, "tree-m", treeM, "the tree's buffers per block M: paper ((P-1)/log2 P) or order (from the order in\n"+
+		"which staggered hosts deliver a block's leaves, as 'flare sim --compare' uses; docs/MODEL.md)")
 	return f
 }
 
@@ -121,6 +137,14 @@ func (f *paramFlags) params() (models.Params, error) {
 	p.CountCopies = f.copies
 	if p.Reading, err = models.ParseReading(f.reading); err != nil {
 		return p, flagError("--reading", err)
+	}
+	switch f.treeM {
+	case treeMPaper:
+		p.TreeArrivalOrder = false
+	case treeMOrder:
+		p.TreeArrivalOrder = true
+	default:
+		return p, flagError("--tree-m", fmt.Errorf("%q: want paper or order", f.treeM))
 	}
 	p = p.Resolve()
 	if err := p.Validate(); err != nil {

@@ -18,13 +18,15 @@ func runModelSweep(_ context.Context, args []string, stdout, _ io.Writer) error 
 	fs := newFlags("model sweep", "Evaluate the analytic model for each design at sizes --from, 2x, 4x, ... --to bytes per host:\n"+
 		"service time tau, bandwidth, block latency, input-buffer occupancy and Little's-law working\n"+
 		"memory. json prints one object per row with the field names of 'flare sim --format json', so\n"+
-		"the two join on algo, bytes and hosts. --plot draws bandwidth (with the SwitchML and SHARP\n"+
+		"the two join on algo, bytes and hosts; add --copies --tree-m order for the model 'flare sim\n"+
+		"--compare' sets beside each run. --plot draws bandwidth (with the SwitchML and SHARP\n"+
 		"lines) and memory against size.",
 		"  flare model sweep                                          # flare preset, 4KiB..4MiB, table\n"+
 			"  flare model sweep --preset pspin --format csv > pspin.csv\n"+
 			"  flare model sweep --algos single,tree --hosts 32 --format json\n"+
+			"  flare model sweep --copies --tree-m order --format json   # the model of sim --compare\n"+
 			"  flare model sweep --plot flare.svg\n", stdout)
-	sf := addSweepFlags(fs, false)
+	sf := addSweepFlags(fs, false, treeMPaper)
 	plot := fs.String("plot", "", "also draw the sweep into FILE.svg or FILE.png")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -49,9 +51,9 @@ type sweepFlags struct {
 	from, to, algos, format *string
 }
 
-func addSweepFlags(fs *pflag.FlagSet, copies bool) *sweepFlags {
+func addSweepFlags(fs *pflag.FlagSet, copies bool, treeM string) *sweepFlags {
 	return &sweepFlags{
-		pf:     addParamFlags(fs, copies),
+		pf:     addParamFlagsTreeM(fs, copies, treeM),
 		from:   fs.String("from", "4KiB", "smallest size per host"),
 		to:     fs.String("to", "4MiB", "largest size per host (sizes double from --from)"),
 		algos:  fs.String("algos", allDesigns, "designs, comma-separated: single, multi2, multi4, multi<B>, tree, auto"),

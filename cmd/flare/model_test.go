@@ -172,6 +172,8 @@ func TestModelSimFlagErrors(t *testing.T) {
 		{[]string{"model", "sweep", "--preset", "tofino"}, "--preset: models: unknown preset"},
 		{[]string{"model", "sweep", "--dtype", "int128"}, "--dtype: unknown dtype"},
 		{[]string{"model", "sweep", "--reading", "both"}, "--reading:"},
+		{[]string{"model", "sweep", "--tree-m", "random"}, "--tree-m: \"random\": want paper or order"},
+		{[]string{"sim", "--tree-m", "log"}, "--tree-m: \"log\""},
 		{[]string{"model", "sweep", "--plot", "x.pdf"}, "--plot: models: plot x.pdf"},
 		{[]string{"model", "sweep", "--hostz", "3"}, "did you mean --hosts?"},
 		{[]string{"model", "size", "--algo", "ring"}, "--algo: models: unknown design \"ring\""},
@@ -197,6 +199,57 @@ func TestModelSimFlagErrors(t *testing.T) {
 			t.Errorf("flare %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
 	}
+}
+
+// --tree-m order gives model sweep, size and choose the tree's M that
+// sim --compare sets beside each run, so that the model and the
+// simulation join on equal terms; paper (the default) is the paper's M.
+func TestModelTreeM(t *testing.T) {
+	args := []string{"--preset", "pspin", "--algos", "single,tree", "--from", "16KiB", "--to", "32KiB", "--format", "json"}
+	paper := jsonLines(t, runFlare(t, append([]string{"model", "sweep"}, args...)...))
+	if dflt := jsonLines(t, runFlare(t, append([]string{"model", "sweep", "--tree-m", "paper"}, args...)...)); !reflectEqual(paper, dflt) {
+		t.Errorf("--tree-m paper is not the default:\n%v\n%v", paper, dflt)
+	}
+	order := jsonLines(t, runFlare(t, append([]string{"model", "sweep", "--tree-m", "order", "--copies"}, args...)...))
+	cmp := runFlare(t, append([]string{"sim", "--compare"}, args...)...)
+	var sim []compareRow
+	dec := json.NewDecoder(strings.NewReader(cmp))
+	for dec.More() {
+		var r compareRow
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		sim = append(sim, r)
+	}
+	if len(order) != 4 || len(sim) != 4 {
+		t.Fatalf("%d model rows, %d compared rows; want 4 each", len(order), len(sim))
+	}
+	for i, m := range order {
+		c := sim[i].Model
+		if m["algo"] != c.Algo || m["memory_bytes"] != c.MemoryBytes || m["buffers_per_block"] != c.M {
+			t.Errorf("row %d: model sweep --tree-m order --copies: %v %v M=%v; sim --compare: %s %v M=%v",
+				i, m["algo"], m["memory_bytes"], m["buffers_per_block"], c.Algo, c.MemoryBytes, c.M)
+		}
+		if m["algo"] == "tree" && m["buffers_per_block"] == paper[i]["buffers_per_block"] {
+			t.Errorf("tree at %v: M = %v with either --tree-m", m["bytes"], m["buffers_per_block"])
+		}
+	}
+	// size and choose take it too.
+	sizeArgs := []string{"model", "size", "--preset", "pspin", "--algo", "tree", "--bytes", "64KiB", "--format", "json"}
+	a := jsonLines(t, runFlare(t, sizeArgs...))
+	b := jsonLines(t, runFlare(t, append(sizeArgs, "--tree-m", "order")...))
+	if a[0]["buffers_per_block"] == b[0]["buffers_per_block"] {
+		t.Errorf("model size: M = %v with either --tree-m", a[0]["buffers_per_block"])
+	}
+	if got := strings.TrimSpace(runFlare(t, "model", "choose", "--bytes", "4MiB", "--policy", "model", "--tree-m", "order")); got == "" {
+		t.Error("model choose --tree-m order printed nothing")
+	}
+}
+
+func reflectEqual(a, b []map[string]any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
 }
 
 // Every model subcommand has --help with its flags and examples.

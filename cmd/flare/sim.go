@@ -28,9 +28,10 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			"  flare sim --compare                         # model vs simulation\n"+
 			"  flare sim --preset pspin --algos tree --from 64KiB --to 1MiB --format json\n"+
 			"  flare sim --subset 1 --compare --copies=false\n", stdout)
-	sf := addSweepFlags(fs, true)
+	sf := addSweepFlags(fs, true, treeMOrder)
 	seed := fs.Uint64("seed", 1, "seed of the inputs and the arrival times")
-	compare := fs.Bool("compare", false, "print the model (with --copies, as the simulator charges them) next to each run")
+	compare := fs.Bool("compare", false, "print the model (with --copies, as the simulator charges them, and --tree-m order,\n"+
+		"as the simulated hosts stagger) next to each run")
 	arrivals := fs.String("arrivals", "switch", "switch: one stream of packets with exponential gaps at the switch, the hosts\n"+
 		"taking turns (the paper's method, docs/MODEL.md); hosts: every host with its own exponential gaps")
 	if err := parse(fs, args); err != nil {
@@ -61,7 +62,6 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if *compare {
-		p.TreeArrivalOrder = true // the simulated hosts stagger
 		return writeComparison(stdout, p, compareRows(p, rows), *format)
 	}
 	return writeSimRows(stdout, p, rows, *format)

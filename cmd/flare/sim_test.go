@@ -108,8 +108,9 @@ func TestSimCompareFlare(t *testing.T) {
 		within("tau", r, r.TauErr, 1e-9)
 		within("bandwidth", r, r.BandwidthErr, 0.10)
 		if r.Algo == "tree" {
-			// The arrival-order M: within 20% where the hosts outrun the
-			// switch (docs/MODEL.md, disagreement 4); the paper's M is 2x.
+			// The arrival-order M: within 20% with S = 1 where the hosts
+			// outrun the switch (docs/MODEL.md, disagreement 4); the
+			// paper's M is 2x.
 			within("memory", r, r.MemoryErr, 0.20)
 			continue
 		}
@@ -119,18 +120,23 @@ func TestSimCompareFlare(t *testing.T) {
 		}
 	}
 	// S = 8 at 1MiB and 2MiB: the single buffer's blocks arrive 2L and 4L
-	// apart, no tree buffer is shared.
+	// apart, no tree buffer is shared. The steady state (the middle of the
+	// run) is what the model describes: bandwidth and memory within 10%,
+	// the tree's too, at 512KiB as well.
 	rows = compared(t, "--algos", "single,tree", "--from", "1MiB", "--to", "1MiB")
 	rows2 := compared(t, "--algos", "single,tree", "--from", "2MiB", "--to", "2MiB")
-	for _, r := range []compareRow{rows["single"], rows["tree"], rows2["single"], rows2["tree"]} {
+	rows5 := compared(t, "--algos", "tree", "--from", "512KiB", "--to", "512KiB")
+	for _, r := range []compareRow{rows["single"], rows["tree"], rows2["single"], rows2["tree"], rows5["tree"]} {
 		within("bandwidth", r, r.BandwidthErr, 0.10)
+		within("memory", r, r.MemoryErr, 0.10)
 		if r.Algo == "tree" {
 			within("tau", r, r.TauErr, 1e-9)
-			within("memory", r, r.MemoryErr, 0.20)
 			continue
 		}
-		within("memory", r, r.MemoryErr, 0.10)
 		within("tau", r, r.TauErr, 0.10)
+		if !(r.Sim.MakespanGbps > 0 && r.Sim.MakespanGbps <= r.Sim.BandwidthGbps*1.001) {
+			t.Errorf("%s at %s: makespan %.1f Gbit/s against %.1f in the steady state", r.Algo, formatSize(r.Bytes), r.Sim.MakespanGbps, r.Sim.BandwidthGbps)
+		}
 	}
 	if !rows2["tree"].RankMatch {
 		t.Error("2MiB: single and tree rank differently")
