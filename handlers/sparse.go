@@ -52,11 +52,13 @@ type SparseConfig struct {
 	// the Sparse stream of child Uplink.Child, marked from-switch, and the
 	// parent's stream comes back through Down. Needs KeepResults.
 	Uplink *Uplink
-	// ChildStream, when positive, says the children are switches: a child's
-	// stream of a block is at most ChildStream packets of up to PacketPairs
-	// pairs each (its spills then its result), marked from-switch. 0: the
-	// children are hosts, whose streams follow the host rules above.
-	ChildStream int
+	// SwitchChildren is how many of the children, the first ones, are
+	// switches: a child switch's stream of a block is at most ChildStream
+	// packets of up to PacketPairs pairs each (its spills then its result),
+	// marked from-switch. The other children are hosts, whose streams
+	// follow the host rules above.
+	SwitchChildren int
+	ChildStream    int
 }
 
 // validate names the first field out of range and the allowed range.
@@ -85,8 +87,10 @@ func (c *SparseConfig) validate() error {
 		return fmt.Errorf("sparse: hash slots = %d: must be in 1..%d", c.HashSlots, int64(math.MaxUint32)/int64(c.Buffers))
 	case c.Uplink != nil && !c.KeepResults:
 		return errors.New("sparse: a non-root switch (Uplink) needs KeepResults: its stream is what it re-sends up")
-	case c.ChildStream < 0 || c.ChildStream > wire.MaxSparseSeq:
-		return fmt.Errorf("sparse: child switches' streams of %d packets: must be in 0..%d", c.ChildStream, wire.MaxSparseSeq)
+	case c.SwitchChildren < 0 || c.SwitchChildren > c.Children:
+		return fmt.Errorf("sparse: %d child switches of %d children: must be in 0..%d", c.SwitchChildren, c.Children, c.Children)
+	case c.SwitchChildren > 0 && (c.ChildStream < 1 || c.ChildStream > wire.MaxSparseSeq):
+		return fmt.Errorf("sparse: child switches' streams of %d packets: must be in 1..%d", c.ChildStream, wire.MaxSparseSeq)
 	case c.MaxPackets() > wire.MaxSparseSeq:
 		return fmt.Errorf("sparse: %d elements per block need up to %d packets of %d pairs: at most %d; use smaller blocks or larger packets",
 			c.BlockElems, c.MaxPackets(), c.PacketPairs, wire.MaxSparseSeq)
@@ -118,8 +122,8 @@ func (c *SparseConfig) MaxPackets() int { return c.BlockElems/c.PacketPairs + 1 
 
 // childPackets is the longest stream one child may send for a block.
 func (c *SparseConfig) childPackets() int {
-	if c.ChildStream > 0 {
-		return c.ChildStream
+	if c.SwitchChildren > 0 {
+		return max(c.ChildStream, c.MaxPackets())
 	}
 	return c.MaxPackets()
 }
@@ -132,7 +136,7 @@ func (c *SparseConfig) maxDownstream() int {
 	spills := 0
 	if c.Storage == wire.StorageHash {
 		entries = min(entries, c.HashSlots*c.Buffers)
-		spills = c.Children*c.childPackets() + 1
+		spills = c.SwitchChildren*c.ChildStream + (c.Children-c.SwitchChildren)*c.MaxPackets() + 1
 	}
 	return spills + entries/c.PacketPairs + 1
 }
@@ -197,7 +201,6 @@ type Sparse struct {
 	esize     int
 	psize     int
 	nblocks   int
-	maxPkts   int // longest stream a host may send for a block
 	seqWords  int // words of one child's sequence bitmap
 	perBuf    int // cells per buffer
 	perShift  int // log2(perBuf) when perBuf is a power of two (cells at a shift), else -1
@@ -277,7 +280,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	s := &Sparse{
 		cfg: cfg, kernel: k, hash: cfg.Storage == wire.StorageHash,
 		esize: cfg.DType.Size(), psize: wire.PairSize(cfg.DType), nblocks: cfg.Blocks(),
-		maxPkts: cfg.childPackets(), seqWords: (cfg.childPackets() + 63) / 64,
+		seqWords: (cfg.childPackets() + 63) / 64,
 	}
 	s.perBuf, s.cells = cfg.tableCells(cfg.Quota.BufferBytes())
 	s.tableBufs = (s.cells + s.perBuf - 1) / s.perBuf
@@ -331,7 +334,8 @@ func (s *Sparse) Blocks() int { return s.nblocks }
 // Header checks everything that needs no block state: the packet's shape
 // against the job, the stream rules (a host's packets are full but the
 // last, which has FlagLast and fewer pairs; a child switch's, marked
-// from-switch, hold up to a full packet each), the payload length and
+// from-switch, hold up to a full packet each, and may number up to
+// ChildStream), the payload length and
 // every index against the block's range. A packet that fails is counted
 // and dropped whole, so a malformed packet never aggregates a part of
 // itself. The job id and token were matched by the daemon.
@@ -342,12 +346,13 @@ func (s *Sparse) Header(t *hpu.Task) bool {
 	n := int(h.Count)
 	fromSwitch := h.Flags&wire.FlagFromSwitch != 0
 	full := (!last && n == s.cfg.PacketPairs) || (last && n < s.cfg.PacketPairs)
+	limit := s.cfg.MaxPackets()
 	if fromSwitch {
-		full = n <= s.cfg.PacketPairs
+		full, limit = n <= s.cfg.PacketPairs, s.cfg.ChildStream
 	}
 	if h.Type != wire.TypeSparse || h.DType != s.cfg.DType || h.Op != s.cfg.Op ||
-		int(h.Child) >= s.cfg.Children || int(blk) >= s.nblocks || int(seq) >= s.maxPkts ||
-		h.Flags&wire.FlagPartial != 0 || fromSwitch != (s.cfg.ChildStream > 0) || !full ||
+		int(h.Child) >= s.cfg.Children || int(blk) >= s.nblocks || int(seq) >= limit ||
+		h.Flags&wire.FlagPartial != 0 || fromSwitch != (int(h.Child) < s.cfg.SwitchChildren) || !full ||
 		uint64(len(t.Pkt.Payload)) != uint64(h.Count)*uint64(s.psize) {
 		s.Stats.Invalid.Add(1)
 		return false

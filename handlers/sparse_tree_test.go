@@ -66,10 +66,11 @@ type sparseTree struct {
 	quotas []*hpu.Quota
 }
 
-// newSparseTree builds leaves with hosts[i] hosts each under one root,
-// every switch with base's shape; the root sizes its view of the leaves
-// from their stream bounds, as the daemon does from their joins.
-func newSparseTree(t *testing.T, base SparseConfig, hosts []int) *sparseTree {
+// newSparseTree builds leaves with hosts[i] hosts each under one root that
+// also has localHosts hosts of its own (children len(hosts).. of the
+// root), every switch with base's shape; the root sizes its view of the
+// leaves from their stream bounds, as the daemon does from their joins.
+func newSparseTree(t *testing.T, base SparseConfig, hosts []int, localHosts int) *sparseTree {
 	t.Helper()
 	tr := &sparseTree{}
 	bound := 0
@@ -81,7 +82,7 @@ func newSparseTree(t *testing.T, base SparseConfig, hosts []int) *sparseTree {
 		bound = max(bound, cfg.StreamBound())
 	}
 	cfg := base
-	cfg.Children, cfg.KeepResults, cfg.ChildStream = len(hosts), true, bound
+	cfg.Children, cfg.KeepResults, cfg.SwitchChildren, cfg.ChildStream = len(hosts)+localHosts, true, len(hosts), bound
 	s, q := newTestSparse(t, cfg)
 	tr.root, tr.quotas = s, append(tr.quotas, q)
 	return tr
@@ -89,13 +90,13 @@ func newSparseTree(t *testing.T, base SparseConfig, hosts []int) *sparseTree {
 
 // treeShape draws a shape the whole tree accepts: the root's stream
 // bound grows with its children's, so small packets may need enlarging.
-func treeShape(r *rand.Rand, dg sparseDesign, dt wire.DType, op wire.Op, hosts []int, n int) SparseConfig {
+func treeShape(r *rand.Rand, dg sparseDesign, dt wire.DType, op wire.Op, hosts []int, localHosts, n int) SparseConfig {
 	cfg := randomSparseConfig(r, dg, dt, op, slices.Max(hosts), n)
 	for {
 		leaf := cfg
 		leaf.Children, leaf.Uplink, leaf.KeepResults = slices.Max(hosts), &Uplink{}, true
 		root := cfg
-		root.Children, root.ChildStream = len(hosts), leaf.StreamBound()
+		root.Children, root.SwitchChildren, root.ChildStream = len(hosts)+localHosts, len(hosts), leaf.StreamBound()
 		if leaf.StreamBound() <= wire.MaxSparseSeq && root.maxDownstream() <= wire.MaxSparseSeq {
 			return cfg
 		}
@@ -104,7 +105,8 @@ func treeShape(r *rand.Rand, dg sparseDesign, dt wire.DType, op wire.Op, hosts [
 }
 
 // Sparse through a two-level tree, every design × dtype × op: 1 to 4
-// leaves of 1 to 5 hosts, random index sets and densities, every hop's
+// leaves of 1 to 5 hosts, and 0 to 2 hosts on the root itself (children
+// after the leaves), random index sets and densities, every hop's
 // packets shuffled with 20% duplicates, two generations; every host's
 // result checked against the reference over all hosts, and all memory
 // back at the end.
@@ -121,11 +123,12 @@ func TestSparseTreeRandom(t *testing.T) {
 			for i := range hosts {
 				hosts[i] = 1 + r.IntN(5)
 			}
+			local := r.IntN(3)
 			n := 1 + r.IntN(2000/sparseTestScale)
 			density, pat := densities[r.IntN(len(densities))], patterns[r.IntN(len(patterns))]
-			name := fmt.Sprintf("%s/%s/%s/hosts=%v/n=%d/d=%g/%s", dg, dt, op, hosts, n, density, pat)
-			cfg := treeShape(r, dg, dt, op, hosts, n)
-			tr := newSparseTree(t, cfg, hosts)
+			name := fmt.Sprintf("%s/%s/%s/hosts=%v+%d/n=%d/d=%g/%s", dg, dt, op, hosts, local, n, density, pat)
+			cfg := treeShape(r, dg, dt, op, hosts, local, n)
+			tr := newSparseTree(t, cfg, hosts, local)
 			for gen := range uint32(2) {
 				var all [][]byte
 				caps := make([]*treeCapture, len(hosts))
@@ -137,8 +140,30 @@ func TestSparseTreeRandom(t *testing.T) {
 					runOn(tr.leaves[i], caps[i], sparsePackets(r, tr.leaves[i].Config(), inputs, gen, 0.2), 0)
 					up = append(up, caps[i].up...)
 				}
+				// The root's own hosts send their streams as children
+				// len(hosts).. next to the leaves' streams.
+				rootIn := asPackets(r, up, 0.2)
+				if local > 0 {
+					inputs := randomSparseInputs(r, dt, op, local, n, density, pat)
+					all = append(all, inputs...)
+					pkts := sparsePackets(r, tr.leaves[0].Config(), inputs, gen, 0.2)
+					for _, p := range pkts {
+						p.Hdr.Child += uint16(len(hosts))
+					}
+					rootIn = append(rootIn, pkts...)
+					r.Shuffle(len(rootIn), func(i, j int) { rootIn[i], rootIn[j] = rootIn[j], rootIn[i] })
+				}
 				rc := &treeCapture{}
-				runOn(tr.root, rc, asPackets(r, up, 0.2), 0)
+				runOn(tr.root, rc, rootIn, 0)
+				if local > 0 {
+					got, err := hostMerge(r, tr.root.Config(), rc.down, gen, 0.2)
+					if err == nil {
+						err = CheckSparse(dt, op, all, got)
+					}
+					if err != nil {
+						t.Fatalf("%s gen %d a root's host (seed %d): %v", name, gen, seed, err)
+					}
+				}
 				for i := range hosts {
 					runOn(tr.leaves[i].Down(), caps[i], asPackets(r, rc.down, 0.2), 0)
 					got, err := hostMerge(r, tr.leaves[i].Config(), caps[i].down, gen, 0.2)
@@ -169,7 +194,7 @@ func TestSparseTreeLoss(t *testing.T) {
 	const n = 600
 	cfg := SparseConfig{Job: 1, Token: 7, DType: wire.Int32, Op: wire.OpSum, Storage: wire.StorageHash, Buffers: 1,
 		Elements: n, BlockElems: 200, HashSlots: 64, PacketPairs: 8}
-	tr := newSparseTree(t, cfg, []int{2, 2})
+	tr := newSparseTree(t, cfg, []int{2, 2}, 0)
 	inputs := [][][]byte{
 		randomSparseInputs(r, cfg.DType, cfg.Op, 2, n, 0.3, patRandom),
 		randomSparseInputs(r, cfg.DType, cfg.Op, 2, n, 0.3, patRandom),
@@ -273,7 +298,7 @@ func TestSparseTreeLoss(t *testing.T) {
 func TestSparseTreeRejects(t *testing.T) {
 	cfg := SparseConfig{Job: 1, Token: 7, DType: wire.Int32, Op: wire.OpSum, Storage: wire.StorageArray, Buffers: 1,
 		Elements: 64, BlockElems: 64, PacketPairs: 8}
-	tr := newSparseTree(t, cfg, []int{2})
+	tr := newSparseTree(t, cfg, []int{2}, 0)
 	pair := make([]byte, wire.PairSize(wire.Int32))
 	pkt := func(typ wire.Type, flags wire.Flags, count uint32) *hpu.Packet {
 		return &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: typ, Flags: flags | wire.FlagLast, Job: 1, Token: 7,

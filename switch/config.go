@@ -44,9 +44,14 @@ type Config struct {
 	ChildIndex int // this switch's index among its parent's children (0..Children-1 there)
 	// Children, when positive, makes this switch an inner switch or the
 	// root: every job's members are this many child switches (which join
-	// with FlagFromSwitch), not hosts.
+	// with FlagFromSwitch), and LocalHosts hosts besides.
 	Children int
-	Logger   *slog.Logger
+	// LocalHosts, with Children, is how many hosts join this switch
+	// directly in every job, next to its child switches: members
+	// Children..Children+LocalHosts-1, each host joining with its rank
+	// among them and LocalHosts as its world.
+	LocalHosts int
+	Logger     *slog.Logger
 }
 
 // WithDefaults fills zero fields.
@@ -123,6 +128,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--child-index %d without --parent: the index is this switch's place at its parent", c.ChildIndex)
 	case c.Children < 0 || c.Children > handlers.MaxChildren:
 		return fmt.Errorf("--children %d: must be in 0..%d (0: this switch's members are hosts)", c.Children, handlers.MaxChildren)
+	case c.LocalHosts != 0 && c.Children == 0:
+		return fmt.Errorf("--local-hosts %d without --children: a switch without child switches takes any number of hosts", c.LocalHosts)
+	case c.LocalHosts < 0 || c.Children+c.LocalHosts > handlers.MaxChildren:
+		return fmt.Errorf("--local-hosts %d: must be in 0..%d (with --children %d, at most %d members)", c.LocalHosts,
+			handlers.MaxChildren-c.Children, c.Children, handlers.MaxChildren)
 	}
 	if err := c.HPU.Validate(); err != nil {
 		return hpuFlagError(err, c.HPU)

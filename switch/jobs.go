@@ -116,10 +116,11 @@ func refuse(code wire.ErrorCode, format string, args ...any) *joinError {
 
 // join records a member. It returns the job when the member is in (the
 // caller answers with the ack if the job is admitted), or a refusal.
-func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, hosts, stream int) (*job, *joinError) {
+func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, rank, hosts, stream int) (*job, *joinError) {
 	if err := s.checkJoin(h, body); err != nil {
 		return nil, err
 	}
+	s.resolveShape(h.DType, body)
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
 	j := s.jobs.get(h.Job)
@@ -143,7 +144,6 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined with %s/%s, %d elements, world %d; the job has %s/%s, %d elements, world %d",
 			h.Job, h.Child, h.DType, h.Op, body.Elements, body.World, j.dtype, j.op, j.spec.Elements, j.spec.World)
 	}
-	rank := int(h.Child)
 	switch cur := j.members[rank]; {
 	case cur == from:
 	case cur.IsValid() && j.admitted:
@@ -167,6 +167,20 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		s.links.ref(linkChild, j.members...)
 	}
 	return j, nil
+}
+
+// resolveShape fills in what the join left to the switch and rounds what
+// it asked the way admission will, so that joins agree when they cut the
+// same blocks: a host asking for the default and a child switch sending
+// what it resolved (joinParent) describe the same job. Dense: elements per
+// packet (0 = a full packet); sparse: indices per block. The join was
+// checked.
+func (s *Switch) resolveShape(dt wire.DType, b *wire.JoinBody) {
+	if b.Options&wire.OptSparse != 0 {
+		b.PacketElems = uint32(sparseBlockElems(int(b.Elements), int(b.PacketElems)))
+	} else if b.PacketElems == 0 {
+		b.PacketElems = uint32(s.cfg.PacketBytes / dt.Size())
+	}
 }
 
 func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
@@ -296,6 +310,9 @@ func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
 	switch {
 	case j == nil: // a stray, or the second copy of the leave that ended the job
 		s.drops.add(dropUnknownJob)
+		return
+	case !s.memberIndex(h):
+		s.drops.add(dropNotMember)
 		return
 	case h.Token != j.token:
 		s.drops.add(dropToken)

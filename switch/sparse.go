@@ -8,6 +8,21 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
+// sparseBlockElems is the index range of a sparse job's blocks: the hosts'
+// request (0: DefaultSparseBlockElems), at least what keeps the job within
+// 65,536 blocks and at most the vector, then evened out so that the range
+// a host computes from the block count, ceil(elements / blocks), is it.
+// Applied to its own result it gives the same.
+func sparseBlockElems(elements, requested int) int {
+	be := requested
+	if be == 0 {
+		be = DefaultSparseBlockElems
+	}
+	be = min(max(be, (elements+wire.MaxSparseBlocks-1)/wire.MaxSparseBlocks), elements)
+	nblocks := (elements + be - 1) / be
+	return (elements + nblocks - 1) / nblocks
+}
+
 // Defaults of a sparse job's shape, when the hosts leave it to the switch.
 const (
 	// DefaultSparseBlockElems is the index range of one sparse block: at 1%
@@ -29,14 +44,8 @@ const (
 // ceil(Elements / Blocks), which the switch makes exact.
 func (s *Switch) admitSparse(j *job) *joinError {
 	elements := int(j.spec.Elements)
-	be := int(j.spec.PacketElems)
-	if be == 0 {
-		be = DefaultSparseBlockElems
-	}
-	be = min(max(be, (elements+wire.MaxSparseBlocks-1)/wire.MaxSparseBlocks), elements)
+	be := sparseBlockElems(elements, int(j.spec.PacketElems))
 	nblocks := (elements + be - 1) / be
-	be = (elements + nblocks - 1) / nblocks // the range a host computes from the block count
-	nblocks = (elements + be - 1) / be
 	algo, b := j.spec.Algo, int(j.spec.Buffers)
 	if algo != wire.AlgoMulti {
 		algo, b = wire.AlgoSingle, 1
@@ -48,8 +57,9 @@ func (s *Switch) admitSparse(j *job) *joinError {
 		cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}
 	}
 	if s.cfg.Children > 0 {
-		cfg.ChildStream = slices.Max(j.streams)
-		if slices.Min(j.streams) < 1 {
+		streams := j.streams[:s.cfg.Children] // the child switches; hosts follow
+		cfg.SwitchChildren, cfg.ChildStream = s.cfg.Children, slices.Max(streams)
+		if slices.Min(streams) < 1 {
 			return refuse(wire.CodeBadRequest, "job %d: a child switch's sparse join says nothing of its stream length (a switch of another version?)", j.id)
 		}
 	}

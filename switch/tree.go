@@ -166,8 +166,26 @@ func (s *Switch) parentError(h *wire.Header, code wire.ErrorCode, text string) {
 	}
 }
 
-// ackMember sends the job's ack to one member.
+// memberIndex turns the child field of a packet from a member into the
+// member's index here: at a switch with --local-hosts, a host's rank r
+// (not from-switch) is member Children+r. It reports false for a host
+// rank beyond LocalHosts.
+func (s *Switch) memberIndex(h *wire.Header) bool {
+	if s.cfg.LocalHosts == 0 || h.Flags&wire.FlagFromSwitch != 0 {
+		return true
+	}
+	if int(h.Child) >= s.cfg.LocalHosts {
+		return false
+	}
+	h.Child += uint16(s.cfg.Children)
+	return true
+}
+
+// ackMember sends the job's ack to one member, a host with its own rank.
 func (s *Switch) ackMember(j *job, rank int, addr netip.AddrPort) {
+	if s.cfg.LocalHosts > 0 && rank >= s.cfg.Children {
+		rank -= s.cfg.Children
+	}
 	reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: j.id, Token: j.token, Child: uint16(rank), DType: j.dtype, Op: j.op}
 	ack := j.ack
 	s.send(addr, func(b []byte) []byte { return wire.AppendJoinAck(b, &reply, &ack) })

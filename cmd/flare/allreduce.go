@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,7 +102,7 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"  flare allreduce --algo ring --rank 0 --world 2 --peers 127.0.0.1:9001,127.0.0.1:9002\n"+
 			"  flare allreduce --switch 10.0.1.1:7470,10.0.2.1:7470 --rank 5 --world 8   # tree: rank 5 is local rank 1 of leaf 1\n", stdout)
 	var c arConfig
-	fs.StringVar(&c.sw, "switch", "127.0.0.1:7470", "switch data address HOST:PORT; in a tree of switches, the leaf switches' addresses\nHOST:PORT,HOST:PORT,...: ranks are spread over them in equal contiguous blocks\n(leaf i holds ranks i*N/L .. (i+1)*N/L-1), each joining its leaf as a local rank")
+	fs.StringVar(&c.sw, "switch", "127.0.0.1:7470", "switch data address HOST:PORT; in a tree of switches, the leaf switches' addresses\nHOST:PORT,HOST:PORT,...: ranks are spread over them in equal contiguous blocks\n(leaf i holds ranks i*N/L .. (i+1)*N/L-1), each joining its leaf as a local rank;\nHOST:PORT=K,... gives each switch K ranks instead (a switch with --local-hosts K among them)")
 	job := fs.Uint32("job", 1, "job id")
 	fs.Uint64Var(&c.token, "token", 0x466c617265, "job token (a shared secret of the job's hosts)")
 	fs.IntVar(&c.ranks, "ranks", 0, "run this many ranks in this process")
@@ -239,6 +240,9 @@ func (c *arConfig) validate() error {
 		}
 		if c.deadline != 0 {
 			return fmt.Errorf("--switch with %d leaf switches: bounded time (--deadline) needs one switch", n)
+		}
+		if _, err := c.leafCounts(world); err != nil {
+			return err
 		}
 	}
 	if _, _, err := parseAlgo(c.algo); err != nil {
@@ -410,17 +414,61 @@ func joinAll(ctx context.Context, c arConfig, local []int, world int) ([]*hostli
 	return sessions, nil
 }
 
-// leaves lists the switch addresses of --switch: one, or a tree's leaves.
+// leaves lists the entries of --switch: one switch, or a tree's switches
+// that take hosts, each HOST:PORT with an optional =N.
 func (c *arConfig) leaves() []string { return strings.Split(c.sw, ",") }
 
-// place is where global rank r of world joins: with L leaf switches, leaf
-// i holds the contiguous ranks i*world/L .. (i+1)*world/L-1, and r joins it
-// as its local rank among them. With one switch it is (switch, r, world).
-// Contiguous blocks keep a reproducible (tree) result the same as one
-// switch's when the blocks are powers of two: the leaves' trees are the
-// subtrees of the flat one.
+// leafCounts is the =N of every --switch entry, the ranks each serves, or
+// nil when no entry has one (equal shares). Entries must all have it or
+// none, and the counts must add up to world.
+func (c *arConfig) leafCounts(world int) ([]int, error) {
+	l := c.leaves()
+	var counts []int
+	for _, e := range l {
+		_, n, ok := strings.Cut(strings.TrimSpace(e), "=")
+		if !ok {
+			continue
+		}
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("--switch entry %q: =N must be a rank count >= 1", e)
+		}
+		counts = append(counts, v)
+	}
+	sum := 0
+	for _, v := range counts {
+		sum += v
+	}
+	switch {
+	case counts == nil:
+		return nil, nil
+	case len(counts) != len(l):
+		return nil, fmt.Errorf("--switch %s: give =N on every entry or on none", c.sw)
+	case sum != world:
+		return nil, fmt.Errorf("--switch %s: the =N counts add up to %d ranks, want %d (--ranks or --world)", c.sw, sum, world)
+	}
+	return counts, nil
+}
+
+// place is where global rank r of world joins: with L switches listed,
+// switch i holds a contiguous block of ranks, its =N or else an equal
+// share (ranks i*world/L .. (i+1)*world/L-1), and r joins it as its local
+// rank among them. With one switch it is (switch, r, world). Contiguous
+// blocks keep a reproducible (tree) result the same as one switch's when
+// the blocks are powers of two: the leaves' trees are the subtrees of the
+// flat one.
 func (c *arConfig) place(r, world int) (sw string, rank, localWorld int) {
 	l := c.leaves()
+	addr := func(i int) string { a, _, _ := strings.Cut(strings.TrimSpace(l[i]), "="); return a }
+	if counts, _ := c.leafCounts(world); counts != nil {
+		lo := 0
+		for i, n := range counts {
+			if r < lo+n {
+				return addr(i), r - lo, n
+			}
+			lo += n
+		}
+	}
 	i := r * len(l) / world
 	for i*world/len(l) > r { // integer division: find the leaf whose block holds r
 		i--
@@ -429,7 +477,7 @@ func (c *arConfig) place(r, world int) (sw string, rank, localWorld int) {
 		i++
 	}
 	lo, hi := i*world/len(l), (i+1)*world/len(l)
-	return strings.TrimSpace(l[i]), r - lo, hi - lo
+	return addr(i), r - lo, hi - lo
 }
 
 func algoName(a wire.Algo, b int) string {

@@ -405,6 +405,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"bench", "--ranks", "0"}, "--ranks 0: must be in 1..1024"},
 		{[]string{"bench", "--algo", "ring"}, "--algo ring"},
 		{[]string{"allreduce", "--rank", "0", "--world", "2", "--algo", "ring"}, "give --peers with 2 addresses"},
+		{[]string{"switch", "--local-hosts", "2"}, "--local-hosts 2 without --children"},
+		{[]string{"switch", "--children", "65000", "--local-hosts", "1000"}, "--local-hosts 1000: must be in 0..536"},
+		{[]string{"allreduce", "--ranks", "5", "--switch", "127.0.0.1:1=2,127.0.0.1:2=2"}, "the =N counts add up to 4 ranks, want 5"},
+		{[]string{"allreduce", "--ranks", "4", "--switch", "127.0.0.1:1=2,127.0.0.1:2"}, "give =N on every entry or on none"},
+		{[]string{"allreduce", "--ranks", "4", "--switch", "127.0.0.1:1=0,127.0.0.1:2=4"}, "=N must be a rank count >= 1"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

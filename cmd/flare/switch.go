@@ -14,7 +14,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("switch", "Run the Flare switch daemon: a UDP data port where hosts join jobs and allreduce,\nand an admin HTTP port with /metrics, /healthz and /debug/pprof/.",
 		"  flare switch\n  flare switch --listen 0.0.0.0:7470 --admin 127.0.0.1:9470 --clusters 16\n  flare switch --pcap /var/lib/flare-switch/flare.pcap --pcap-max 256MiB\n"+
 			"  flare switch --listen 10.0.0.1:7470 --children 4                            # root of a tree of 4 leaf switches\n"+
-			"  flare switch --listen 10.0.1.1:7470 --parent 10.0.0.1:7470 --child-index 0  # leaf 0 under it\n", stdout)
+			"  flare switch --listen 10.0.1.1:7470 --parent 10.0.0.1:7470 --child-index 0  # leaf 0 under it\n"+
+			"  flare switch --listen 10.0.0.1:7470 --children 4 --local-hosts 2            # a root with 2 hosts of its own as well\n", stdout)
 	var cfg swtch.Config
 	fs.StringVar(&cfg.Listen, "listen", swtch.DefaultListen, "UDP data address HOST:PORT")
 	fs.StringVar(&cfg.Admin, "admin", swtch.DefaultAdmin, "admin HTTP address HOST:PORT, or off")
@@ -34,7 +35,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	pcapMax := fs.String("pcap-max", "1GiB", "stop capturing when the pcap file reaches this size")
 	fs.StringVar(&cfg.Parent, "parent", "", "tree of switches: the parent switch's data address HOST:PORT (this switch is its child)")
 	fs.IntVar(&cfg.ChildIndex, "child-index", 0, "with --parent: this switch's index among the parent's children, 0..N-1 where N is the parent's --children")
-	fs.IntVar(&cfg.Children, "children", 0, "tree of switches: this switch aggregates N child switches, not hosts (0 = hosts join here)")
+	fs.IntVar(&cfg.Children, "children", 0, "tree of switches: this switch aggregates N child switches (0 = hosts join here)")
+	fs.IntVar(&cfg.LocalHosts, "local-hosts", 0, "with --children: H hosts also join this switch directly in every job, with ranks 0..H-1 and world H")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -229,6 +229,44 @@ func readOccupancy(t *testing.T, d *daemon) occupancy {
 	return occupancy{d.metric(t, "flare_buffer_seconds_total"), d.metric(t, "flare_block_latency_seconds_total"), d.metric(t, "flare_blocks_completed_total")}
 }
 
+// A root with hosts of its own (--local-hosts 2) next to two leaf switches
+// of 4 hosts: 10 ranks, placed with --switch LEAF=4,LEAF=4,ROOT=2, every
+// dense design and sparse with both storages, verified over all 10.
+func TestE2ETreeMixedRoot(t *testing.T) {
+	root := startDaemon(t, append([]string{"--children", "2", "--local-hosts", "2"}, treeDaemonFlags...)...)
+	var leaves []string
+	for i := range 2 {
+		d := startDaemon(t, append([]string{"--parent", root.data, "--child-index", strconv.Itoa(i)}, treeDaemonFlags...)...)
+		leaves = append(leaves, d.data+"=4")
+	}
+	sw := strings.Join(leaves, ",") + "," + root.data + "=2"
+	cases := [][]string{
+		{"--bytes", "256KiB", "--algo", "single"},
+		{"--bytes", "256KiB", "--algo", "multi2"},
+		{"--count", "30001", "--dtype", "int64", "--op", "max", "--algo", "tree"},
+		{"--sparse", "--storage", "hash", "--density", "0.02", "--bytes", "256KiB"},
+		{"--sparse", "--storage", "array", "--density", "0.02", "--bytes", "256KiB"},
+	}
+	if raceEnabled {
+		cases = cases[:1]
+	}
+	for i, args := range cases {
+		r, err := treeAllReduce(context.Background(), sw, 600+i, 10, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Verified || r.Ranks != 10 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+		t.Logf("%-50s median %7.2f ms  retransmits %d", strings.Join(args, " "), r.MedianS*1e3, r.Retransmits)
+	}
+	// A host of the root's with the wrong world is told the root's number.
+	out, err := exec.Command(flareBin, "allreduce", "--switch", root.data, "--ranks", "3", "--count", "10", "--timeout", "5s").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "takes 2 hosts of its own (--local-hosts") {
+		t.Fatalf("3 hosts joining a root with --local-hosts 2: err %v, output %s", err, out)
+	}
+}
+
 // Operators' mistakes are named: a host joining the root, and a leaf whose
 // parent takes hosts.
 func TestE2ETreeMisconfigured(t *testing.T) {
