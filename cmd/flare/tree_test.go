@@ -164,6 +164,7 @@ func TestE2ETree8x8(t *testing.T) {
 	for i, args := range [][]string{
 		{"--bytes", "256KiB", "--algo", "single"},
 		{"--bytes", "256KiB", "--algo", "multi2"},
+		{"--bytes", "256KiB", "--algo", "multi4"},
 		{"--bytes", "256KiB", "--algo", "tree"},
 		{"--sparse", "--storage", "hash", "--density", "0.01", "--bytes", "1MiB"},
 		{"--sparse", "--storage", "array", "--density", "0.01", "--bytes", "1MiB"},
