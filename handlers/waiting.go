@@ -11,10 +11,16 @@ import (
 // maxWaitingNamed is how many missing children a waiting report lists.
 const maxWaitingNamed = 8
 
-// waitingBufs holds the scratch of waiting reports, so that a report
-// allocates nothing once warm (duplicates are part of the steady state on
-// a lossy network).
-var waitingBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+// waitingScratch is the one scratch buffer of waiting reports, so that a
+// report allocates nothing (duplicates are part of the steady state on a
+// lossy network). Reports are rare and short, and Emit copies the packet
+// before it returns, so one buffer under a lock serves every core. (A
+// sync.Pool would allocate whenever a core's goroutine moved to another P,
+// or the race detector dropped a pooled buffer.)
+var waitingScratch struct {
+	sync.Mutex
+	buf [512]byte
+}
 
 // reportWaiting answers a retransmitted packet of a block the switch
 // already has from its sender, while the block still waits for other
@@ -37,8 +43,9 @@ func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire
 	if n == 0 {
 		return
 	}
-	bp := waitingBufs.Get().(*[]byte)
-	text := (*bp)[:0]
+	waitingScratch.Lock()
+	defer waitingScratch.Unlock()
+	text := waitingScratch.buf[:0]
 	text = append(text, "block "...)
 	text = strconv.AppendUint(text, uint64(h0.Block&0xffff), 10)
 	text = append(text, " of allreduce "...)
@@ -64,7 +71,7 @@ func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire
 		text = append(text, " more"...)
 	}
 	text = append(text, ": nothing from them yet"...)
-	emitWaiting(t, job, token, dt, op, bp, text)
+	emitWaiting(t, job, token, dt, op, text)
 }
 
 // reportParentWaiting answers a host's retransmission at a non-root switch
@@ -77,19 +84,20 @@ func reportParentWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, o
 	if h0.Flags&wire.FlagRetransmit == 0 {
 		return
 	}
-	bp := waitingBufs.Get().(*[]byte)
-	text := (*bp)[:0]
+	waitingScratch.Lock()
+	defer waitingScratch.Unlock()
+	text := waitingScratch.buf[:0]
 	text = append(text, "block "...)
 	text = strconv.AppendUint(text, uint64(h0.Block&0xffff), 10)
 	text = append(text, " of allreduce "...)
 	text = strconv.AppendUint(text, uint64(h0.Generation), 10)
 	text = append(text, " waits for the parent switch: the partial from here went up, no result yet"...)
-	emitWaiting(t, job, token, dt, op, bp, text)
+	emitWaiting(t, job, token, dt, op, text)
 }
 
 // emitWaiting sends text as a CodeWaiting error to the sender of the
-// task's packet and returns the scratch bp to the pool.
-func emitWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, bp *[]byte, text []byte) {
+// task's packet. The caller holds waitingScratch, which text is in.
+func emitWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, text []byte) {
 	h0 := &t.Pkt.Hdr
 	body := wire.ErrorBody{Code: wire.CodeWaiting, Text: text}
 	start := len(text)
@@ -98,6 +106,4 @@ func emitWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.O
 	h := wire.Header{Version: wire.Version, Type: wire.TypeError, Flags: wire.FlagRetransmit, Job: job, Token: token,
 		Generation: h0.Generation, Block: h0.Block, Child: h0.Child, DType: dt, Op: op}
 	t.Emit(&h, payload)
-	*bp = full[:0]
-	waitingBufs.Put(bp)
 }
