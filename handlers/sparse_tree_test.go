@@ -332,3 +332,45 @@ func TestSparseTreeRejects(t *testing.T) {
 	}
 	tr.root.Close()
 }
+
+// A leaf's steady state allocates nothing: its hosts' streams, its stream
+// up (recorded for re-sends), and the parent's stream recorded and passed
+// down, generation after generation.
+func TestSparseTreeZeroAlloc(t *testing.T) {
+	cfg := SparseConfig{Job: 1, Token: 7, DType: wire.Float32, Op: wire.OpSum, Storage: wire.StorageHash, Buffers: 1,
+		Elements: 512, BlockElems: 512, HashSlots: 48, PacketPairs: 16}
+	tr := newSparseTree(t, cfg, []int{4}, 0)
+	leaf := tr.leaves[0]
+	r := rand.New(rand.NewPCG(12, 12))
+	inputs := randomSparseInputs(r, cfg.DType, cfg.Op, 4, 512, 0.1, patRandom)
+	hostPkts := sparsePackets(r, leaf.Config(), inputs, 0, 0)
+	// The root's stream for the block, as packets from the parent.
+	up := &treeCapture{}
+	runOn(leaf, up, hostPkts, 0)
+	rc := &treeCapture{}
+	runOn(tr.root, rc, asPackets(r, up.up, 0), 0)
+	downPkts := asPackets(r, rc.down, 0)
+	cost := hpu.PsPINCost()
+	task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
+	down := leaf.Down()
+	gen := uint32(0)
+	allocs := testing.AllocsPerRun(50, func() {
+		gen++
+		for i, p := range hostPkts {
+			p.Hdr.Generation, p.Handler = gen, leaf
+			task.Restart(p, 0, i%8, 0)
+			task.Run()
+		}
+		for i, p := range downPkts {
+			p.Hdr.Generation, p.Handler = gen, down
+			task.Restart(p, 0, i%8, 0)
+			task.Run()
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per generation, want 0", allocs)
+	}
+	if leaf.Stats.Down.Load() < 50*int64(len(downPkts)) {
+		t.Fatalf("only %d packets passed down", leaf.Stats.Down.Load())
+	}
+}
