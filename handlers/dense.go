@@ -504,15 +504,18 @@ func (d *Dense) tree(t *hpu.Task) {
 		}
 		w.bufs[sib] = nil
 		t.Unlock(&b.lock)
+		// The fold's cycles are charged before the operand it consumed is
+		// freed: both buffers are held while it runs (in virtual time the
+		// free lands when the fold ends, as on PsPIN).
+		spent := y
 		if node&1 == 0 { // we are the left operand
 			d.kernel(x.Data[:n], y.Data[:n])
-			d.cfg.Quota.Free(y)
 		} else {
 			d.kernel(y.Data[:n], x.Data[:n])
-			d.cfg.Quota.Free(x)
-			x = y
+			spent, x = x, y
 		}
 		t.ChargeAggregate(d.cfg.DType, int(p.Hdr.Count))
+		d.cfg.Quota.Free(spent)
 		node >>= 1
 	}
 	t.Lock(&b.lock)

@@ -69,6 +69,7 @@ type SimResult struct {
 	MemoryBytes           float64 `json:"memory_bytes"`                // the same in bytes
 	SteadyFrom            int64   `json:"steady_from_cycle"`           // the steady state: from the cycle the first tenth of the packets was handled
 	SteadyTo              int64   `json:"steady_to_cycle"`             // to the cycle nine tenths were
+	SteadyTauCycles       float64 `json:"steady_tau_cycles"`           // mean τ of the packets handled in the steady state
 	MakespanGbps          float64 `json:"makespan_bandwidth_gbps"`     // all input bits over the makespan (fill and drain included)
 	MakespanMemoryBytes   float64 `json:"makespan_memory_bytes"`       // buffers in use, time-weighted mean over the makespan, in bytes
 	MemoryBuffersMax      int     `json:"memory_buffers_max"`          // most buffers in use at once
@@ -200,9 +201,9 @@ type sim struct {
 	free     []*hpu.Packet
 	problems []string // egress misbehaviour, reported after the run
 
-	handled int64                       // packets whose handler has returned
-	steady  [2]int64                    // packets handled at the start and the end of the steady state
-	marks   [2]struct{ at, area int64 } // cycle and BufferCycles there
+	handled int64                             // packets whose handler has returned
+	steady  [2]int64                          // packets handled at the start and the end of the steady state
+	marks   [2]struct{ at, area, busy int64 } // cycle, BufferCycles and BusyCycles there
 }
 
 func newSim(cfg *SimConfig) (*sim, error) {
@@ -235,7 +236,7 @@ func (s *sim) handledOne(p *hpu.Packet) {
 	s.handled++
 	for i, n := range s.steady {
 		if s.handled == n {
-			s.marks[i].at, s.marks[i].area = s.unit.Now(), s.unit.BufferCycles()
+			s.marks[i].at, s.marks[i].area, s.marks[i].busy = s.unit.Now(), s.unit.BufferCycles(), s.unit.BusyCycles()
 		}
 	}
 }
@@ -383,13 +384,14 @@ func (s *sim) result() SimResult {
 	// handled, leaving out the fill and the drain (docs/MODEL.md, "Model vs
 	// simulation"). A run too short to have one keeps the makespan's.
 	r.BandwidthPktsPerCycle, r.BandwidthGbps = float64(packets)/float64(max(1, st.Now)), r.MakespanGbps
-	r.SteadyFrom, r.SteadyTo = 0, st.Now
+	r.SteadyFrom, r.SteadyTo, r.SteadyTauCycles = 0, st.Now, r.TauCycles
 	if a, b := s.marks[0], s.marks[1]; b.at > a.at && s.steady[1] > s.steady[0] {
 		r.SteadyFrom, r.SteadyTo = a.at, b.at
 		r.BandwidthPktsPerCycle = float64(s.steady[1]-s.steady[0]) / float64(b.at-a.at)
 		r.BandwidthGbps = gbps(r.BandwidthPktsPerCycle)
 		r.MemoryBuffers = float64(b.area-a.area) / float64(b.at-a.at)
 		r.MemoryBytes = r.MemoryBuffers * float64(cfg.HPU.BufferBytes)
+		r.SteadyTauCycles = float64(b.busy-a.busy) / float64(s.steady[1]-s.steady[0])
 	}
 	var lat int64
 	for b, at := range s.emitted {

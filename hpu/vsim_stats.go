@@ -62,3 +62,14 @@ func (u *VirtualUnit) Stats() VirtualStats {
 	}
 	return vs
 }
+
+// BusyCycles is Σ over the cores of the cycles their finished handlers ran
+// (start to end, lock waiting included): read at two cycles, its growth
+// over the packets handled between them is the mean τ of those packets.
+func (u *VirtualUnit) BusyCycles() int64 {
+	var n int64
+	for i := range u.cores {
+		n += u.cores[i].stats.busy
+	}
+	return n
+}

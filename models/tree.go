@@ -34,6 +34,9 @@ import (
 // (SameBlockInterArrival) the j-th arrival is at j·δc. It averages over up
 // to treeSampleBlocks blocks spread evenly over the stagger group.
 func treeBufferCycles(p Params, g, deltaE float64) float64 {
+	if min(p.SubsetS, p.Hosts) == 1 && p.Hosts > 1 {
+		return treeBufferCyclesServed(p, g)
+	}
 	P := p.Hosts
 	L := p.CyclesPerPacket
 	D := 0.0
@@ -118,6 +121,100 @@ func treeBufferCycles(p Params, g, deltaE float64) float64 {
 		total += cycles
 	}
 	return total / float64(nb)
+}
+
+// treeBufferCyclesServed is treeBufferCycles with S = 1: every packet of a
+// block runs on the block's one core, so its handlers run one after
+// another, not each at its arrival. The blocks of the stagger group are
+// spread over the K cores as the scheduler spreads them (block b on core
+// b mod K, home cluster b mod clusters), so a core serves the
+// m = ⌈G/K⌉ blocks b, b+K, b+2K, … of the group, one packet at a time in
+// the order they arrive: host i's packet of block b at (k_i·P + i)·δ (the
+// staggered order above, at the hosts' own δ, not δe). A handler starts when
+// its packet has arrived and the core has finished the one before:
+// start = max(arrival, the previous end). When the hosts outrun the switch
+// (δ < τ/K) the core thus works back to back through a backlog; when the
+// links bind it mostly starts packets at arrival. A handler's steps are
+// the ones the model charges: D to copy the leaf in, L per fold (both
+// buffers held), 2·D to copy the root out. A handler never waits for
+// another handler of its block, which runs on the same core, so it runs
+// to its end at once; the cycles it takes push back every packet behind
+// it. Partials wait in their buffers while the core serves the other
+// blocks' packets, and a leaf that waits behind a long climb holds no
+// buffer until it starts.
+func treeBufferCyclesServed(p Params, g float64) float64 {
+	P, K := p.Hosts, p.Cores()
+	L := p.CyclesPerPacket
+	D := 0.0
+	if p.CountCopies {
+		D = p.DMACycles
+	}
+	G := max(1, int(g))
+	pow2 := 1 << bits.Len(uint(P-1))
+	hasLeaves := func(n int) bool {
+		shift := bits.Len(uint(pow2)) - bits.Len(uint(n))
+		return (n<<shift)-pow2 < P
+	}
+	type arrival struct {
+		t     float64
+		block int // index among the core's blocks
+		host  int
+	}
+	cores := min(K, G)           // cores that serve blocks of the group
+	m := (G + cores - 1) / cores // blocks per core, at most
+	nc := min(cores, max(1, treeSampleBlocks/m))
+	arr := make([]arrival, 0, m*P)
+	stored := make([]float64, m*2*pow2) // per block and heap node: cycle its partial was allocated, or -1
+	var total float64
+	var blocks int
+	for j := range nc {
+		c := (2*j + 1) * cores / (2 * nc)
+		arr = arr[:0]
+		nb := 0
+		for b := c; b < G; b += cores {
+			for i := range P {
+				k := ((b-i*G/P)%G + G) % G
+				t := float64(k*P+i) * p.InterArrival
+				if p.SameBlockInterArrival > 0 {
+					t = float64(k) * p.SameBlockInterArrival
+				}
+				arr = append(arr, arrival{t: t, block: nb, host: i})
+			}
+			nb++
+		}
+		slices.SortStableFunc(arr, func(x, y arrival) int { return cmp.Compare(x.t, y.t) })
+		for i := range stored[:nb*2*pow2] {
+			stored[i] = -1
+		}
+		free := 0.0 // cycle the core finishes the handler before
+		for _, a := range arr {
+			st := stored[a.block*2*pow2 : (a.block+1)*2*pow2]
+			start := max(a.t, free)
+			t := start + D
+			n := pow2 + a.host
+			for {
+				if n == 1 { // the root: copy the result out and free it
+					t += 2 * D
+					total += t - start
+					break
+				}
+				if sib := n ^ 1; hasLeaves(sib) {
+					if st[sib] < 0 { // store the partial and end
+						st[n] = start
+						break
+					}
+					// Fold the sibling's partial, both held, and free it.
+					total += t + L - st[sib]
+					st[sib] = -1
+					t += L
+				}
+				n >>= 1
+			}
+			free = t
+		}
+		blocks += nb
+	}
+	return total / float64(blocks)
 }
 
 // treeSampleBlocks bounds the blocks treeBufferCycles replays (P at most

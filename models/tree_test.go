@@ -88,3 +88,50 @@ func TestTreeArrivalOrderTwoHosts(t *testing.T) {
 		t.Fatalf("M·𝓛 = %v, want %v", got, want)
 	}
 }
+
+// With S = 1 a block's handlers run one after another on its core. Two
+// hosts, one block per core, the packets at once (δ = 0): the first leaf
+// is copied in (D) and stored, the second starts when it ends, is copied
+// in and folds (L) and copies out (2D). The first buffer is held
+// D + D + L, the second D + L + 2D: 2L + 5D, where the at-arrival
+// replay (S = C) counts δc + 2L + 4D with δc = 0.
+func TestTreeServedOneCore(t *testing.T) {
+	p, err := Preset(PresetPsPIN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hosts, p.Bytes, p.InterArrival, p.HostGbps = 2, 1024, 0, 0
+	p.TreeArrivalOrder, p.CountCopies = true, true
+	p = p.Resolve()
+	L, D := p.CyclesPerPacket, p.DMACycles
+	if got, want := treeBufferCycles(p, 1, 0), 2*L+4*D; got != want {
+		t.Errorf("S = C: buffer-cycles %v, want %v", got, want)
+	}
+	p.SubsetS = 1
+	if got, want := treeBufferCycles(p, 1, 0), 2*L+5*D; got != want {
+		t.Errorf("S = 1: buffer-cycles %v, want %v", got, want)
+	}
+}
+
+// The flare switch with S = 1 at 1 MiB: the hosts outrun the switch, so
+// a core works back to back through its two blocks' packets. Leaves that
+// wait behind a climb hold no buffer, so a block holds fewer buffer-cycles
+// than when every handler starts at its arrival; the model stays between
+// the aligned pieces of the arrival order and the paper's M.
+func TestTreeServedFlare(t *testing.T) {
+	p, err := Preset(PresetFlare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.TreeArrivalOrder, p.CountCopies = true, true
+	at := Evaluate(p, Tree)
+	p.SubsetS = 1
+	served := Evaluate(p, Tree)
+	if served.Tau != at.Tau || served.Bandwidth != at.Bandwidth {
+		t.Errorf("S = 1 changed τ or 𝓑: %v %v, want %v %v", served.Tau, served.Bandwidth, at.Tau, at.Bandwidth)
+	}
+	if !(served.R < at.R && served.R > 0.85*at.R) {
+		t.Errorf("S = 1: 𝓡 = %.0f buffers, want a little below S = 8's %.0f", served.R, at.R)
+	}
+	t.Logf("1MiB: R = %.0f (S = 1), %.0f (S = 8) buffers", served.R, at.R)
+}

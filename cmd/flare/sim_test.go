@@ -86,7 +86,9 @@ func compared(t *testing.T, args ...string) map[string]compareRow {
 // The model against the simulation on the flare switch (docs/MODEL.md,
 // "Model vs simulation") in the contention-free regimes, on a reduced
 // sweep: S = 1 (a block's packets on one core) for all four designs, and
-// S = 8 for the single buffer above 512 KiB and the tree.
+// S = 8 for the single buffer and the tree from 1 MiB (the tree's
+// bandwidth at 512 KiB) and for the tree where the hosts do not outrun
+// the switch.
 func TestSimCompareFlare(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("64 hosts x 1-2MiB in virtual time: seconds, minutes under the race detector")
@@ -97,36 +99,31 @@ func TestSimCompareFlare(t *testing.T) {
 			t.Errorf("%s at %s: %s off by %+.1f%%, want within %.0f%%", r.Algo, formatSize(r.Bytes), what, 100*err, 100*tol)
 		}
 	}
-	// S = 1 at 1MiB: τ is the model's exactly, bandwidth within 10% (the
-	// packets waiting for a full cluster hold up no other cluster), and
-	// the single and multi-buffer memory within 10%.
-	rows := compared(t, "--subset", "1", "--from", "1MiB", "--to", "1MiB")
-	if len(rows) != 4 {
-		t.Fatalf("%d designs, want 4", len(rows))
-	}
-	for _, r := range rows {
-		within("tau", r, r.TauErr, 1e-9)
-		within("bandwidth", r, r.BandwidthErr, 0.10)
-		if r.Algo == "tree" {
-			// The arrival-order M: within 20% with S = 1 where the hosts
-			// outrun the switch (docs/MODEL.md, disagreement 4); the
-			// paper's M is 2x.
-			within("memory", r, r.MemoryErr, 0.20)
-			continue
+	// S = 1 at 512KiB and 1MiB: τ is the model's exactly, bandwidth
+	// within 10% (the packets waiting for a full cluster hold up no other
+	// cluster), and the memory within 10%, the tree's too: its model
+	// replays a block's handlers one after another on the block's core
+	// (models/tree.go), and the handler holds both buffers for a fold.
+	for _, size := range []string{"512KiB", "1MiB"} {
+		rows := compared(t, "--subset", "1", "--from", size, "--to", size)
+		if len(rows) != 4 {
+			t.Fatalf("%d designs, want 4", len(rows))
 		}
-		within("memory", r, r.MemoryErr, 0.10)
-		if !r.RankMatch {
-			t.Errorf("S=1 at 1MiB: the ranking differs")
+		for _, r := range rows {
+			within("tau", r, r.TauErr, 1e-9)
+			within("bandwidth", r, r.BandwidthErr, 0.10)
+			within("memory", r, r.MemoryErr, 0.10)
+			if !r.RankMatch {
+				t.Errorf("S=1 at %s: the ranking differs", size)
+			}
 		}
 	}
 	// S = 8 at 1MiB and 2MiB: the single buffer's blocks arrive 2L and 4L
 	// apart, no tree buffer is shared. The steady state (the middle of the
-	// run) is what the model describes: bandwidth and memory within 10%,
-	// the tree's too, at 512KiB as well.
-	rows = compared(t, "--algos", "single,tree", "--from", "1MiB", "--to", "1MiB")
+	// run) is what the model describes: bandwidth and memory within 10%.
+	rows := compared(t, "--algos", "single,tree", "--from", "1MiB", "--to", "1MiB")
 	rows2 := compared(t, "--algos", "single,tree", "--from", "2MiB", "--to", "2MiB")
-	rows5 := compared(t, "--algos", "tree", "--from", "512KiB", "--to", "512KiB")
-	for _, r := range []compareRow{rows["single"], rows["tree"], rows2["single"], rows2["tree"], rows5["tree"]} {
+	for _, r := range []compareRow{rows["single"], rows["tree"], rows2["single"], rows2["tree"]} {
 		within("bandwidth", r, r.BandwidthErr, 0.10)
 		within("memory", r, r.MemoryErr, 0.10)
 		if r.Algo == "tree" {
@@ -141,9 +138,28 @@ func TestSimCompareFlare(t *testing.T) {
 	if !rows2["tree"].RankMatch {
 		t.Error("2MiB: single and tree rank differently")
 	}
+	// The tree at 512KiB, S = 8: τ exact, bandwidth within 10%. Its steady
+	// state handles cheaper packets than the run's mean τ (docs/MODEL.md,
+	// disagreement 4): its bandwidth is K over the τ of the packets it
+	// handled, within 3%.
+	rows5 := compared(t, "--algos", "tree", "--from", "512KiB", "--to", "512KiB")
+	r := rows5["tree"]
+	within("tau", r, r.TauErr, 1e-9)
+	within("bandwidth", r, r.BandwidthErr, 0.10)
+	if !(r.Sim.SteadyTauCycles > 0) ||
+		math.Abs(relErr(r.Sim.BandwidthPktsPerCycle, r.Model.Bandwidth*r.Model.Tau/r.Sim.SteadyTauCycles)) > 0.03 {
+		t.Errorf("tree at 512KiB: %.4f packets per cycle in the steady state, K/τ there = %.4f (τ %.0f)",
+			r.Sim.BandwidthPktsPerCycle, r.Model.Bandwidth*r.Model.Tau/r.Sim.SteadyTauCycles, r.Sim.SteadyTauCycles)
+	}
 	// Where the hosts do not outrun the switch (50 Gbit/s each, 3.2 Tbit/s
-	// in all), the tree's memory is the arrival-order model's within 10%.
-	rows = compared(t, "--algos", "tree", "--host-gbps", "50", "--from", "4MiB", "--to", "4MiB")
-	within("memory", rows["tree"], rows["tree"].MemoryErr, 0.10)
-	within("bandwidth", rows["tree"], rows["tree"].BandwidthErr, 0.10)
+	// in all, against K/τ = 3.9), the run has a steady state and the
+	// tree's bandwidth and memory are the arrival-order model's within 10%
+	// at 128KiB..4MiB too; at 100 Gbit/s the ingress backlog grows all
+	// through the arrivals and 128..512KiB do not agree (docs/MODEL.md,
+	// disagreement 4).
+	for _, size := range []string{"128KiB", "256KiB", "4MiB"} {
+		r := compared(t, "--algos", "tree", "--host-gbps", "50", "--from", size, "--to", size)["tree"]
+		within("memory", r, r.MemoryErr, 0.10)
+		within("bandwidth", r, r.BandwidthErr, 0.10)
+	}
 }
