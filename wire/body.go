@@ -57,7 +57,7 @@ type JoinBody struct {
 	DeadlineMillis uint16
 	Elements       uint64 // vector length in elements
 	PacketElems    uint32 // elements per packet the host wants; 0 = switch default
-	TimeoutMillis  uint32 // per-allreduce timeout in ms; 0 = switch default
+	TimeoutMillis  uint32 // per-allreduce timeout in ms; 0 = switch default (a child switch's sparse join: its stream bound, docs/PROTOCOL.md)
 }
 
 // Unmarshal decodes a JoinBody from b, which must be exactly JoinBodyLen
