@@ -73,9 +73,10 @@ type DenseStats struct {
 	NoBuffer  atomic.Int64 // packets dropped because the quota was exhausted
 	Abandoned atomic.Int64 // unfinished blocks dropped when a newer generation started
 	Resent    atomic.Int64 // stored results sent again to a child that retransmitted
-	// LatencyNs sums, over completed blocks, the time from a block's first
-	// packet to the one that completed it (the packets' Arrival clock): the
-	// time a block holds its buffers, Little's law's W.
+	// LatencyNs sums, over completed blocks, the time from the handler of a
+	// block's first packet to the one that completed it (Task.Started: ns
+	// in real time, cycles in virtual time): the time a block holds its
+	// buffers, Little's law's W.
 	LatencyNs atomic.Int64
 	Partial   atomic.Int64 // blocks released at their deadline without every child (bounded mode)
 	Missed    atomic.Int64 // contributions left out of partial results (children absent at the deadline)
@@ -142,7 +143,7 @@ type block struct {
 // fixed set of them (one per buffer of its quota: an active block always
 // holds a buffer), recycled through a free list, so no packet allocates.
 type work struct {
-	start  int64 // the block's first packet's Arrival
+	start  int64 // when the block's first handler started (Task.Started)
 	bitmap []uint64
 	bufs   []*hpu.Buffer // single: [0]; multi: [0..B); tree: heap-indexed nodes
 	filled []bool        // multi: buffer j holds data
@@ -314,7 +315,7 @@ func (d *Dense) admit(t *hpu.Task, b *block) bool {
 			return false
 		}
 		b.work, b.state = w, blockActive
-		w.start = t.Pkt.Arrival
+		w.start = t.Started()
 		if d.cfg.Deadline > 0 {
 			b.expires.Store(t.Pkt.Arrival + d.cfg.Deadline)
 		}
@@ -562,7 +563,7 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 	}
 	t.Emit(&h, payload)
 	d.Stats.Completed.Add(1)
-	d.Stats.LatencyNs.Add(p.Arrival - w.start)
+	d.Stats.LatencyNs.Add(t.Started() - w.start)
 	if d.cfg.Algo == wire.AlgoTree {
 		d.cfg.Quota.Free(res) // the root's buffer is held by no node
 	}

@@ -187,7 +187,7 @@ type SparseStats struct {
 	Resent        atomic.Int64 // packets of a flushed block's stream sent again (KeepResults)
 	ResentUp      atomic.Int64 // packets of a block's stream sent up again (Uplink: the parent's stream is late)
 	Down          atomic.Int64 // packets of the parent's streams passed down (Uplink)
-	LatencyNs     atomic.Int64 // over flushed blocks: first packet to flush, in the Arrival clock (as DenseStats)
+	LatencyNs     atomic.Int64 // over flushed blocks: first handler to flush (Task.Started, as DenseStats)
 }
 
 // Sparse is the handler for one job's sparse allreduce: hash storage with a
@@ -233,7 +233,7 @@ type sparseBlock struct {
 // sparseWork is a block's state while it aggregates. A job has a fixed set,
 // one per block its quota can hold, recycled so that no packet allocates.
 type sparseWork struct {
-	start     int64         // the block's first packet's Arrival
+	start     int64         // when the block's first handler started (Task.Started)
 	bufs      []*hpu.Buffer // B×tableBufs table buffers, then the packet buffer
 	out       *hpu.Buffer   // the packet buffer: spill buffer, then flush staging
 	occ       []uint64      // B occupancy bitmaps: a cell holds a value (a zero is a value)
@@ -502,7 +502,7 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 			return nil
 		}
 		b.work, b.state = w, blockActive
-		w.start = t.Pkt.Arrival
+		w.start = t.Started()
 	}
 	w := b.work
 	if !s.track(w, h.Child, seq, h.Flags&wire.FlagLast != 0) {

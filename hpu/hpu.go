@@ -88,6 +88,10 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 		return nil, errors.New("hpu: egress is nil")
 	}
 	h := &HPU{cfg: cfg, mem: newMemory(cfg), egress: egress, done: done}
+	start := time.Now()
+	for _, a := range h.mem.arenas {
+		a.clock = func() int64 { return int64(time.Since(start)) } // monotonic
+	}
 	for c := 0; c < cfg.Clusters; c++ {
 		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1)}
 		for k := 0; k < cfg.CoresPerCluster; k++ {
@@ -157,6 +161,7 @@ func (h *HPU) execute(co *core, p *Packet) {
 	t := &co.task
 	t.reset(p, co.cluster.id, co.id)
 	start := time.Now()
+	t.started = start.UnixNano()
 	ok := t.run()
 	busy := time.Since(start)
 	s := &co.stats

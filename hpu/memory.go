@@ -31,6 +31,14 @@ type Arena struct {
 	inUse   atomic.Int64
 	peak    atomic.Int64
 	cluster int
+
+	// The buffers in use integrated over time, exactly: at every
+	// allocation and free (under mu) held grows by the count so far times
+	// the time since the last change. clock is nil where nobody reads it
+	// (the virtual unit keeps its own memory statistics).
+	clock func() int64
+	since int64 // clock at the last change
+	held  int64 // buffer × clock units up to since
 }
 
 func newArena(cluster, l1Bytes, bufBytes int) *Arena {
@@ -52,6 +60,25 @@ func (a *Arena) InUse() int { return int(a.inUse.Load()) }
 // Peak is the largest InUse seen.
 func (a *Arena) Peak() int { return int(a.peak.Load()) }
 
+// advance adds the time since the last change at the present count to
+// held. The caller holds mu.
+func (a *Arena) advance() {
+	if a.clock == nil {
+		return
+	}
+	now := a.clock()
+	a.held += int64(len(a.bufs)-len(a.free)) * (now - a.since)
+	a.since = now
+}
+
+// heldUntilNow is held brought up to the present.
+func (a *Arena) heldUntilNow() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.advance()
+	return a.held
+}
+
 func (a *Arena) get() *Buffer {
 	a.mu.Lock()
 	n := len(a.free)
@@ -59,6 +86,7 @@ func (a *Arena) get() *Buffer {
 		a.mu.Unlock()
 		return nil
 	}
+	a.advance()
 	i := a.free[n-1]
 	a.free = a.free[:n-1]
 	a.mu.Unlock()
@@ -76,6 +104,7 @@ func (a *Arena) put(b *Buffer) {
 	}
 	a.inUse.Add(-1)
 	a.mu.Lock()
+	a.advance()
 	a.free = append(a.free, b.index)
 	a.mu.Unlock()
 }
@@ -128,6 +157,18 @@ func (m *Memory) freeLocked() int {
 	clear(m.draining[len(live):])
 	m.draining = live
 	return m.total - m.reserved - held
+}
+
+// HeldNs is the buffers in use integrated over time since the unit was
+// built, in buffer-nanoseconds: its rate over an interval is the mean
+// working memory there, exactly (every allocation and free is counted).
+// 0 under a VirtualUnit, which measures memory in cycles itself.
+func (m *Memory) HeldNs() int64 {
+	var n int64
+	for _, a := range m.arenas {
+		n += a.heldUntilNow()
+	}
+	return n
 }
 
 // InUse is the number of buffers allocated right now, across clusters.

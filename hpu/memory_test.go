@@ -78,3 +78,26 @@ func TestDoubleFreePanics(t *testing.T) {
 	}()
 	q.Free(b)
 }
+
+// The buffers in use are integrated exactly, every allocation and free
+// counted: 2 buffers for 10 units, then 1 for 5, then none, is 25.
+func TestHeldIntegratesEveryChange(t *testing.T) {
+	m := newMemory(Config{Clusters: 2, L1Bytes: 4 << 10, BufferBytes: 1024}.WithDefaults())
+	var now int64
+	for _, a := range m.arenas {
+		a.clock = func() int64 { return now }
+	}
+	q, err := m.Reserve(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := q.Alloc(0), q.Alloc(1)
+	now = 10
+	q.Free(x)
+	now = 15
+	q.Free(y)
+	now = 100
+	if got := m.HeldNs(); got != 25 {
+		t.Fatalf("held %d buffer-units, want 2×10 + 1×5 = 25", got)
+	}
+}

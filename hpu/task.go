@@ -68,6 +68,7 @@ type Task struct {
 	egress   Egress
 	virtual  bool
 	now      int64 // virtual: the current cycle of this handler
+	started  int64 // when the handler started: ns on the daemon's clock (real time) or the cycle (virtual)
 	cycles   int64 // cycles charged to this packet
 	waitNs   int64 // real time spent waiting for locks
 	waitCyc  int64 // cycles charged for waiting (back-off)
@@ -166,7 +167,7 @@ func (t *Task) Unlock(l *Lock) {
 }
 
 func (t *Task) reset(p *Packet, cluster, core int) {
-	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, virtual: t.virtual, now: t.now, sim: t.sim}
+	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, virtual: t.virtual, now: t.now, started: t.now, sim: t.sim}
 }
 
 // run executes the handler's stages for the task's packet. It reports
@@ -191,6 +192,12 @@ func (t *Task) Cycles() int64 { return t.cycles }
 
 // Now is the virtual cycle the handler is at (0 in real time).
 func (t *Task) Now() int64 { return t.now }
+
+// Started is when the handler started: in real time, Unix ns (the clock
+// the daemon stamps Packet.Arrival with), in virtual time the cycle. The
+// time from a block's first handler to the one that completes it is how
+// long the block held its buffers.
+func (t *Task) Started() int64 { return t.started }
 
 // NewVirtualTask prepares a task for the virtual-time runner: the handler
 // starts at cycle start and locks compare cycles instead of blocking.

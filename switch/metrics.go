@@ -30,8 +30,8 @@ func newCollector(s *Switch) *collector {
 		bufs:        d("flare_buffers_in_use", "Aggregation buffers allocated in L1 right now."),
 		bufsTotal:   d("flare_buffers", "Aggregation buffers the L1 memory holds."),
 		blocks:      d("flare_blocks_completed_total", "Blocks fully aggregated and emitted."),
-		blockLat:    d("flare_block_latency_seconds_total", "Summed over completed blocks: the time from a block's first packet to the packet that completed it (how long it held its buffers)."),
-		bufSeconds:  d("flare_buffer_seconds_total", "Aggregation buffers in use integrated over time (sampled every ms): its rate is the mean working memory in buffers."),
+		blockLat:    d("flare_block_latency_seconds_total", "Summed over completed blocks: the time from the handler of a block's first packet to the handler that completed it (how long it held its buffers)."),
+		bufSeconds:  d("flare_buffer_seconds_total", "Aggregation buffers in use integrated over time (every allocation and free counted): its rate is the mean working memory in buffers."),
 		handler:     d("flare_handler_seconds", "Handler service time per packet (wall clock)."),
 		queue:       d("flare_queue_occupancy", "Handler requests queued or running in a cluster now.", "cluster"),
 		queueMean:   d("flare_queue_occupancy_mean", "Mean input-queue occupancy seen by arriving packets since start.", "cluster"),
@@ -84,7 +84,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.blocks, float64(completed))
 	counter(c.blockLat, float64(latency)/1e9)
-	counter(c.bufSeconds, float64(s.bufferNs.Load())/1e9)
+	counter(c.bufSeconds, float64(s.unit.Memory().HeldNs())/1e9)
 	for peer, l := range s.links.load() {
 		p := peer.String()
 		counter(c.linkBytes, float64(l.rxBytes.Load()), p, l.role, "rx")

@@ -44,7 +44,6 @@ type Switch struct {
 	// blocks completed by jobs that have ended, and their summed latency
 	// (live jobs are read at scrape)
 	completedEnded, latencyEnded atomic.Int64
-	bufferNs                     atomic.Int64 // buffers in use, integrated over time (sampleOccupancy)
 
 	inPool  sync.Pool // *inPacket
 	outPool sync.Pool // *outPacket
@@ -148,7 +147,6 @@ func (s *Switch) Run(ctx context.Context) error {
 	g.Go(func() error { return s.reader(gctx) })
 	g.Go(func() error { s.reaper(gctx); return nil })
 	g.Go(func() error { s.expirer(gctx); return nil })
-	g.Go(func() error { s.sampleOccupancy(gctx); return nil })
 	if s.hasParent() {
 		g.Go(func() error { s.uplinker(gctx); return nil })
 	}
