@@ -286,15 +286,32 @@ func TestE2ETreeMisconfigured(t *testing.T) {
 }
 
 // 1% kernel-level loss on one inter-switch link (leaf 0 ↔ root, both
-// directions, nftables in a network namespace): every dense design and
-// sparse with both storages complete, verified; the table of drops and
-// retransmissions is logged.
+// directions, nftables in a network namespace), on 4 leaves × 4 hosts and
+// on 8 × 8 (64 hosts): every dense design and sparse with both storages
+// complete, verified; the table of drops and retransmissions is logged.
 func TestE2ETreeKernelLoss(t *testing.T) {
 	if raceEnabled {
-		t.Skip("five race-built daemons under loss on 2 cores exceed the hosts' timeouts; this runs in the plain pass of make test")
+		t.Skip("race-built daemons under loss on 2 cores exceed the hosts' timeouts; this runs in the plain pass of make test")
 	}
+	treeUnderLoss(t, 4, 4, "1MiB", [][]string{
+		{"--algo", "single"}, {"--algo", "multi4"}, {"--algo", "tree"},
+		{"--sparse", "--storage", "hash", "--density", "0.02"},
+		{"--sparse", "--storage", "array", "--density", "0.02"},
+	})
+	if !testing.Short() {
+		treeUnderLoss(t, 8, 8, "256KiB", [][]string{
+			{"--algo", "single"}, {"--algo", "multi2"}, {"--algo", "tree"},
+			{"--sparse", "--storage", "hash", "--density", "0.02"},
+			{"--sparse", "--storage", "array", "--density", "0.02"},
+		})
+	}
+}
+
+// treeUnderLoss runs leaves × hosts in one namespace with 1% loss on the
+// link of leaf 0, each run verified, and logs the table.
+func treeUnderLoss(t *testing.T, leaves, hosts int, size string, runs [][]string) {
 	ns := newLossNS(t, 0)
-	const root, leaves = "127.0.0.1:7470", 4
+	const root = "127.0.0.1:7470"
 	ns.startSwitchAt(t, root, append([]string{"--children", strconv.Itoa(leaves)}, treeDaemonFlags...)...)
 	var addrs []string
 	for i := range leaves {
@@ -307,27 +324,23 @@ func TestE2ETreeKernelLoss(t *testing.T) {
 			"numgen", "random", "mod", "1000", "<", "10", "counter", "drop")
 	}
 	var table strings.Builder
-	runs := [][]string{
-		{"--algo", "single"}, {"--algo", "multi4"}, {"--algo", "tree"},
-		{"--sparse", "--storage", "hash", "--density", "0.02"},
-		{"--sparse", "--storage", "array", "--density", "0.02"},
-	}
+	fmt.Fprintf(&table, "%d leaves × %d hosts, %s per host, 1%% loss on leaf 0 ↔ root:\n", leaves, hosts, size)
 	for i, run := range runs {
 		before := ns.droppedAll(t)
-		args := append([]string{"--ranks", "16", "--bytes", "1MiB", "--iters", "3", "--warmup", "1"}, run...)
+		args := append([]string{"--ranks", strconv.Itoa(leaves * hosts), "--bytes", size, "--iters", "3", "--warmup", "1"}, run...)
 		r, err := ns.allreduceIn(context.Background(), strings.Join(addrs, ","), 400+i, args...)
 		name := strings.Join(run, " ")
 		if err != nil {
-			t.Fatalf("%s with 1%% loss on leaf 0's link: %v", name, err)
+			t.Fatalf("%d×%d, %s with 1%% loss on leaf 0's link: %v", leaves, hosts, name, err)
 		}
 		if !r.Verified {
-			t.Fatalf("%s: not verified", name)
+			t.Fatalf("%d×%d, %s: not verified", leaves, hosts, name)
 		}
 		dropped := ns.droppedAll(t) - before
 		fmt.Fprintf(&table, "%-42s median %7.2f ms  retransmits %6d  dropped on the link %d\n", name, r.MedianS*1e3, r.Retransmits, dropped)
 	}
 	if ns.droppedAll(t) == 0 {
-		t.Fatal("the loss rules dropped nothing: the test did not exercise loss")
+		t.Fatalf("%d×%d: the loss rules dropped nothing: the test did not exercise loss", leaves, hosts)
 	}
 	t.Log("\n" + table.String())
 }
