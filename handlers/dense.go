@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -95,8 +94,7 @@ type Dense struct {
 	pow2    int // tree: leaves padded to a power of two
 	blocks  []block
 
-	freeMu sync.Mutex
-	free   []*work
+	works workPool[work]
 
 	// results[g&1] holds generation g's finished blocks; resultGen tags
 	// each block's slot with generation+1 (0: nothing stored).
@@ -192,7 +190,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 			w.filled = make([]bool, nbufs)
 			w.locks = make([]hpu.Lock, nbufs)
 		}
-		d.free = append(d.free, w)
+		d.works.put(w)
 	}
 	return d, nil
 }
@@ -309,7 +307,7 @@ func (d *Dense) admit(t *hpu.Task, b *block) bool {
 		return false
 	}
 	if b.state == blockIdle {
-		w := d.takeWork()
+		w := d.works.take()
 		if w == nil {
 			d.Stats.NoBuffer.Add(1)
 			return false
@@ -663,24 +661,10 @@ func (d *Dense) freeBufs(w *work) {
 	}
 }
 
-func (d *Dense) takeWork() *work {
-	d.freeMu.Lock()
-	defer d.freeMu.Unlock()
-	n := len(d.free)
-	if n == 0 {
-		return nil
-	}
-	w := d.free[n-1]
-	d.free = d.free[:n-1]
-	return w
-}
-
 func (d *Dense) releaseWork(w *work) {
 	d.freeBufs(w)
 	clear(w.bitmap)
-	d.freeMu.Lock()
-	d.free = append(d.free, w)
-	d.freeMu.Unlock()
+	d.works.put(w)
 }
 
 // Close frees every buffer the job still holds (unfinished blocks). The

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 
 	"github.com/flare-net/flare/hpu"
@@ -211,8 +210,7 @@ type Sparse struct {
 	probe     int // hash: slots a pair looks at
 	blocks    []sparseBlock
 
-	freeMu sync.Mutex
-	free   []*sparseWork
+	works workPool[sparseWork]
 
 	records [2][]sparseRecord // KeepResults: each block's stream, by generation parity
 	downs   [2][]sparseRecord // Uplink: the parent's stream of each block, by generation parity
@@ -303,7 +301,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	}
 	nwork := min(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks)
 	for range nwork {
-		s.free = append(s.free, s.newWork())
+		s.works.put(s.newWork())
 	}
 	return s, nil
 }
@@ -493,10 +491,10 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 	case blockIdle:
 		// Memory is taken before the packet is recorded, so a refused packet
 		// leaves no trace and the host's retransmission is taken.
-		w := s.takeWork()
+		w := s.works.take()
 		if w == nil || !s.allocBufs(w, t.Cluster) {
 			if w != nil {
-				s.putWork(w)
+				s.works.put(w)
 			}
 			s.Stats.NoBuffer.Add(1)
 			return nil
@@ -580,24 +578,6 @@ func (s *Sparse) freeBufs(w *sparseWork) {
 	w.out = nil
 }
 
-func (s *Sparse) takeWork() *sparseWork {
-	s.freeMu.Lock()
-	defer s.freeMu.Unlock()
-	n := len(s.free)
-	if n == 0 {
-		return nil
-	}
-	w := s.free[n-1]
-	s.free = s.free[:n-1]
-	return w
-}
-
-func (s *Sparse) putWork(w *sparseWork) {
-	s.freeMu.Lock()
-	s.free = append(s.free, w)
-	s.freeMu.Unlock()
-}
-
 // releaseWork returns a block's memory to the quota and its state to the
 // pool, cleared.
 func (s *Sparse) releaseWork(w *sparseWork) {
@@ -606,7 +586,7 @@ func (s *Sparse) releaseWork(w *sparseWork) {
 	clear(w.seen)
 	clear(w.kids)
 	w.nspill, w.dseq, w.done, w.admitted, w.folded, w.orphan = 0, 0, 0, 0, 0, false
-	s.putWork(w)
+	s.works.put(w)
 }
 
 // Close frees the memory of every unfinished block. The daemon calls it

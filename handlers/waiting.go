@@ -43,35 +43,29 @@ func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire
 	if n == 0 {
 		return
 	}
-	waitingScratch.Lock()
-	defer waitingScratch.Unlock()
-	text := waitingScratch.buf[:0]
-	text = append(text, "block "...)
-	text = strconv.AppendUint(text, uint64(h0.Block&0xffff), 10)
-	text = append(text, " of allreduce "...)
-	text = strconv.AppendUint(text, uint64(h0.Generation), 10)
-	if n == 1 {
-		text = append(text, " waits for rank "...)
-	} else {
-		text = append(text, " waits for ranks "...)
-	}
-	named := 0
-	for c := 0; c < children && named < maxWaitingNamed; c++ {
-		if missing(c) {
-			if named > 0 {
-				text = append(text, ", "...)
-			}
-			text = strconv.AppendInt(text, int64(c), 10)
-			named++
+	sendWaiting(t, job, token, dt, op, func(text []byte) []byte {
+		if n == 1 {
+			text = append(text, "rank "...)
+		} else {
+			text = append(text, "ranks "...)
 		}
-	}
-	if n > named {
-		text = append(text, " and "...)
-		text = strconv.AppendInt(text, int64(n-named), 10)
-		text = append(text, " more"...)
-	}
-	text = append(text, ": nothing from them yet"...)
-	emitWaiting(t, job, token, dt, op, text)
+		named := 0
+		for c := 0; c < children && named < maxWaitingNamed; c++ {
+			if missing(c) {
+				if named > 0 {
+					text = append(text, ", "...)
+				}
+				text = strconv.AppendInt(text, int64(c), 10)
+				named++
+			}
+		}
+		if n > named {
+			text = append(text, " and "...)
+			text = strconv.AppendInt(text, int64(n-named), 10)
+			text = append(text, " more"...)
+		}
+		return append(text, ": nothing from them yet"...)
+	})
 }
 
 // reportParentWaiting answers a host's retransmission at a non-root switch
@@ -80,30 +74,31 @@ func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire
 // up, no result yet". The parent's own answers name its missing children
 // (sibling switches) to this switch, not to the host.
 func reportParentWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op) {
-	h0 := &t.Pkt.Hdr
-	if h0.Flags&wire.FlagRetransmit == 0 {
+	if t.Pkt.Hdr.Flags&wire.FlagRetransmit == 0 {
 		return
 	}
+	sendWaiting(t, job, token, dt, op, func(text []byte) []byte {
+		return append(text, "the parent switch: the partial from here went up, no result yet"...)
+	})
+}
+
+// sendWaiting sends "block B of allreduce G waits for " and what appends
+// to it as a CodeWaiting error to the sender of the task's packet, in
+// waitingScratch.
+func sendWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, what func(text []byte) []byte) {
 	waitingScratch.Lock()
 	defer waitingScratch.Unlock()
+	h0 := &t.Pkt.Hdr
 	text := waitingScratch.buf[:0]
 	text = append(text, "block "...)
 	text = strconv.AppendUint(text, uint64(h0.Block&0xffff), 10)
 	text = append(text, " of allreduce "...)
 	text = strconv.AppendUint(text, uint64(h0.Generation), 10)
-	text = append(text, " waits for the parent switch: the partial from here went up, no result yet"...)
-	emitWaiting(t, job, token, dt, op, text)
-}
-
-// emitWaiting sends text as a CodeWaiting error to the sender of the
-// task's packet. The caller holds waitingScratch, which text is in.
-func emitWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, text []byte) {
-	h0 := &t.Pkt.Hdr
+	text = what(append(text, " waits for "...))
 	body := wire.ErrorBody{Code: wire.CodeWaiting, Text: text}
 	start := len(text)
 	full := body.Append(text)
-	payload := full[start:]
 	h := wire.Header{Version: wire.Version, Type: wire.TypeError, Flags: wire.FlagRetransmit, Job: job, Token: token,
 		Generation: h0.Generation, Block: h0.Block, Child: h0.Child, DType: dt, Op: op}
-	t.Emit(&h, payload)
+	t.Emit(&h, full[start:])
 }

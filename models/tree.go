@@ -38,21 +38,9 @@ func treeBufferCycles(p Params, g, deltaE float64) float64 {
 		return treeBufferCyclesServed(p, g)
 	}
 	P := p.Hosts
-	L := p.CyclesPerPacket
-	D := 0.0
-	if p.CountCopies {
-		D = p.DMACycles
-	}
+	L, D := p.CyclesPerPacket, copyCycles(p)
 	G := max(1, int(g))
-	pow2 := 1 << bits.Len(uint(P-1))
-	if P == 1 {
-		pow2 = 1
-	}
-	// hasLeaves: the subtree under heap node n holds at least one child.
-	hasLeaves := func(n int) bool {
-		shift := bits.Len(uint(pow2)) - bits.Len(uint(n))
-		return (n<<shift)-pow2 < P
-	}
+	pow2, hasLeaves := heapTree(P)
 	type arrival struct {
 		host int
 		k    int
@@ -144,17 +132,9 @@ func treeBufferCycles(p Params, g, deltaE float64) float64 {
 // buffer until it starts.
 func treeBufferCyclesServed(p Params, g float64) float64 {
 	P, K := p.Hosts, p.Cores()
-	L := p.CyclesPerPacket
-	D := 0.0
-	if p.CountCopies {
-		D = p.DMACycles
-	}
+	L, D := p.CyclesPerPacket, copyCycles(p)
 	G := max(1, int(g))
-	pow2 := 1 << bits.Len(uint(P-1))
-	hasLeaves := func(n int) bool {
-		shift := bits.Len(uint(pow2)) - bits.Len(uint(n))
-		return (n<<shift)-pow2 < P
-	}
+	pow2, hasLeaves := heapTree(P)
 	type arrival struct {
 		t     float64
 		block int // index among the core's blocks
@@ -241,4 +221,24 @@ func (q *treeSteps) Pop() any {
 	x := q.idx[n]
 	q.idx = q.idx[:n]
 	return x
+}
+
+// copyCycles is a DMA copy of one packet, or 0 where the model takes
+// copies as free (CountCopies off).
+func copyCycles(p Params) float64 {
+	if p.CountCopies {
+		return p.DMACycles
+	}
+	return 0
+}
+
+// heapTree is the fixed binary tree over P children that the tree handler
+// folds along (handlers.Dense): child c is heap node pow2+c, and
+// hasLeaves(n) reports whether the subtree under node n holds a child.
+func heapTree(P int) (pow2 int, hasLeaves func(n int) bool) {
+	pow2 = 1 << bits.Len(uint(P-1)) // 1 for one child
+	return pow2, func(n int) bool {
+		shift := bits.Len(uint(pow2)) - bits.Len(uint(n))
+		return (n<<shift)-pow2 < P
+	}
 }

@@ -412,14 +412,7 @@ func (t *treeBench) inNetwork(ctx context.Context, rc arConfig) (*treeRow, error
 	row := t.newRow(rc)
 	row.Algo = algoName(sessions[0].Algo(), sessions[0].Buffers())
 	row.LinkBytesFrom = "switches"
-	bufs := make([][]byte, len(sessions))
-	results := make([][]byte, len(sessions))
-	var inputs [][]byte
-	if !rc.sparse {
-		for i := range bufs {
-			bufs[i] = make([]byte, rc.count*rc.dtype.Size())
-		}
-	}
+	d := newTreeData(rc, world, local)
 	var before linkSnap
 	var retx0, spill0 uint64
 	hostStats := func() (retx, spill uint64) {
@@ -434,39 +427,19 @@ func (t *treeBench) inNetwork(ctx context.Context, rc arConfig) (*treeRow, error
 		for i, s := range sessions {
 			g.Go(func() (err error) {
 				if rc.sparse {
-					results[i], err = s.SparseAllReduceBytes(gctx, inputs[i])
+					d.results[i], err = s.SparseAllReduceBytes(gctx, d.inputs[i])
 					return err
 				}
-				return s.AllReduceBytes(gctx, bufs[i])
+				return s.AllReduceBytes(gctx, d.bufs[i])
 			})
 		}
 		return g.Wait()
 	}
-	times, err := t.loop(ctx, rc, func(it int) {
-		if it == rc.warmup {
-			time.Sleep(linkSettle)
-			before = snapshot(counters)
-			retx0, spill0 = hostStats()
-		}
-		if rc.sparse {
-			inputs = make([][]byte, len(local))
-			for i, r := range local {
-				inputs[i] = sparsePattern(rc.dtype, r, it, rc.count, rc.density, rc.overlap)
-			}
-		} else if rc.verify {
-			for i, r := range local {
-				fillPattern(rc.dtype, rc.op, r, it, bufs[i])
-			}
-		}
-	}, call, func(it int) error {
-		if !rc.verify {
-			return nil
-		}
-		if rc.sparse {
-			return verifySparseAll(rc, world, it, local, results)
-		}
-		return verifyDenseAll(rc, world, it, bufs)
-	})
+	times, err := t.loop(ctx, d, func() {
+		time.Sleep(linkSettle)
+		before = snapshot(counters)
+		retx0, spill0 = hostStats()
+	}, call)
 	if err != nil {
 		return nil, err
 	}
@@ -520,14 +493,7 @@ func (t *treeBench) hostRing(ctx context.Context, rc arConfig) (*treeRow, error)
 	}()
 	row := t.newRow(rc)
 	row.Algo, row.LinkBytesFrom = "ring", "hosts"
-	bufs := make([][]byte, world)
-	results := make([][]byte, world)
-	inputs := make([][]byte, world)
-	if !rc.sparse {
-		for i := range bufs {
-			bufs[i] = make([]byte, rc.count*rc.dtype.Size())
-		}
-	}
+	d := newTreeData(rc, world, local)
 	stats := func() []hostlib.RingStats {
 		s := make([]hostlib.RingStats, len(rings))
 		for i, r := range rings {
@@ -541,34 +507,15 @@ func (t *treeBench) hostRing(ctx context.Context, rc arConfig) (*treeRow, error)
 		for i, r := range rings {
 			g.Go(func() (err error) {
 				if rc.sparse {
-					results[i], err = r.SparseAllReduce(gctx, inputs[i], rc.dtype, rc.op)
+					d.results[i], err = r.SparseAllReduce(gctx, d.inputs[i], rc.dtype, rc.op)
 					return err
 				}
-				return r.AllReduce(gctx, bufs[i], rc.dtype, rc.op)
+				return r.AllReduce(gctx, d.bufs[i], rc.dtype, rc.op)
 			})
 		}
 		return g.Wait()
 	}
-	times, err := t.loop(ctx, rc, func(it int) {
-		if it == rc.warmup {
-			before = stats()
-		}
-		for i, r := range local {
-			if rc.sparse {
-				inputs[i] = sparsePattern(rc.dtype, r, it, rc.count, rc.density, rc.overlap)
-			} else if rc.verify {
-				fillPattern(rc.dtype, rc.op, r, it, bufs[i])
-			}
-		}
-	}, call, func(it int) error {
-		if !rc.verify {
-			return nil
-		}
-		if rc.sparse {
-			return verifySparseAll(rc, world, it, local, results)
-		}
-		return verifyDenseAll(rc, world, it, bufs)
-	})
+	times, err := t.loop(ctx, d, func() { before = stats() }, call)
 	if err != nil {
 		return nil, err
 	}
@@ -615,12 +562,63 @@ func (r *treeRow) summarise(times []float64) {
 	r.MedianS, r.P99S = a.MedianS, a.P99S
 }
 
-// loop runs warmup + iters calls: prepare(it) before each (untimed),
-// call timed, check(it) after (untimed); it returns the measured times.
-func (t *treeBench) loop(ctx context.Context, rc arConfig, prepare func(it int), call func(context.Context) error, check func(it int) error) ([]float64, error) {
+// treeData is what the local ranks of one row allreduce: dense buffers
+// filled and reduced in place, or sparse inputs and the results, with
+// each call's patterns and their check against the reference.
+type treeData struct {
+	rc                    arConfig
+	world                 int
+	local                 []int
+	bufs, inputs, results [][]byte
+}
+
+func newTreeData(rc arConfig, world int, local []int) *treeData {
+	d := &treeData{rc: rc, world: world, local: local,
+		bufs: make([][]byte, len(local)), inputs: make([][]byte, len(local)), results: make([][]byte, len(local))}
+	if !rc.sparse {
+		for i := range d.bufs {
+			d.bufs[i] = make([]byte, rc.count*rc.dtype.Size())
+		}
+	}
+	return d
+}
+
+// fill writes call it's vectors (sparse inputs always, dense buffers when
+// the results are verified).
+func (d *treeData) fill(it int) {
+	rc := d.rc
+	for i, r := range d.local {
+		if rc.sparse {
+			d.inputs[i] = sparsePattern(rc.dtype, r, it, rc.count, rc.density, rc.overlap)
+		} else if rc.verify {
+			fillPattern(rc.dtype, rc.op, r, it, d.bufs[i])
+		}
+	}
+}
+
+// verify checks call it's results, when asked to.
+func (d *treeData) verify(it int) error {
+	switch {
+	case !d.rc.verify:
+		return nil
+	case d.rc.sparse:
+		return verifySparseAll(d.rc, d.world, it, d.local, d.results)
+	}
+	return verifyDenseAll(d.rc, d.world, it, d.bufs)
+}
+
+// loop runs the warmup and measured calls of one row: each fills d, runs
+// call under the timeout and verifies d; measuring runs once before the
+// first measured call (counters' baselines). It returns the measured
+// calls' times in seconds.
+func (t *treeBench) loop(ctx context.Context, d *treeData, measuring func(), call func(context.Context) error) ([]float64, error) {
+	rc := d.rc
 	var times []float64
 	for it := range rc.warmup + rc.iters {
-		prepare(it)
+		if it == rc.warmup {
+			measuring()
+		}
+		d.fill(it)
 		cctx, cancel := context.WithTimeout(ctx, rc.timeout)
 		start := time.Now()
 		err := call(cctx)
@@ -632,7 +630,7 @@ func (t *treeBench) loop(ctx context.Context, rc arConfig, prepare func(it int),
 		if it >= rc.warmup {
 			times = append(times, el.Seconds())
 		}
-		if err := check(it); err != nil {
+		if err := d.verify(it); err != nil {
 			return nil, fmt.Errorf("verify: call %d: %w", it, err)
 		}
 	}

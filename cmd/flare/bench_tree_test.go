@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flare-net/flare/wire"
 )
@@ -27,22 +24,7 @@ func TestParseTreeShape(t *testing.T) {
 // benchTreeRows runs `flare bench --tree ... --json` and reads its rows.
 func benchTreeRows(t *testing.T, args ...string) []treeRow {
 	t.Helper()
-	start := time.Now()
-	all := append([]string{"bench", "--json"}, args...)
-	out, err := exec.Command(flareBin, all...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("flare %s: %v\n%s", strings.Join(all, " "), err, out)
-	}
-	t.Logf("flare %s: %v", strings.Join(all, " "), time.Since(start).Round(time.Millisecond))
-	var rows []treeRow
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var r treeRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows
+	return flareRows[treeRow](t, append([]string{"bench", "--json"}, args...)...)
 }
 
 // near reports whether got is within frac of want.
@@ -153,19 +135,8 @@ func TestE2EBenchTreeSparse(t *testing.T) {
 // join ack and leave spread over its calls), the ring's own for the ring.
 func TestE2EBenchLinkBytes(t *testing.T) {
 	const p, size = 3, 100000
-	out, err := exec.Command(flareBin, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1",
-		"--paths", "switch,ring", "--json").CombinedOutput()
-	if err != nil {
-		t.Fatalf("flare bench: %v\n%s", err, out)
-	}
-	var rows []benchRow
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var r benchRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
+	rows := flareRows[benchRow](t, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1",
+		"--paths", "switch,ring", "--json")
 	if len(rows) != 2 || rows[0].Path != "switch" || rows[1].Path != "ring" {
 		t.Fatalf("rows %+v, want switch then ring", rows)
 	}

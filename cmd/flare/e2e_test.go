@@ -314,23 +314,33 @@ func TestE2EMetricsRefusalAndShutdown(t *testing.T) {
 	t.Logf("SIGTERM to exit: %v", time.Since(start))
 }
 
-// flare bench runs the three paths with one process per rank (the ring
-// over --peers) and reports every row with its ratios.
-func TestE2EBench(t *testing.T) {
-	out, err := exec.Command(flareBin, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1", "--json").CombinedOutput()
+// flareRows runs the flare binary and reads its output, one JSON object
+// per line, failing the test if it fails.
+func flareRows[T any](t *testing.T, args ...string) []T {
+	t.Helper()
+	start := time.Now()
+	out, err := exec.Command(flareBin, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("flare bench: %v\n%s", err, out)
+		t.Fatalf("flare %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	var rows []benchRow
+	t.Logf("flare %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	var rows []T
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var r benchRow
+		var r T
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		rows = append(rows, r)
 	}
+	return rows
+}
+
+// flare bench runs the three paths with one process per rank (the ring
+// over --peers) and reports every row with its ratios.
+func TestE2EBench(t *testing.T) {
+	rows := flareRows[benchRow](t, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1", "--json")
 	if len(rows) != 3 {
-		t.Fatalf("%d rows, want switch, ring and relay:\n%s", len(rows), out)
+		t.Fatalf("%d rows, want switch, ring and relay: %+v", len(rows), rows)
 	}
 	for i, want := range []string{"switch", "ring", "relay"} {
 		r := rows[i]

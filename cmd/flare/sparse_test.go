@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -76,17 +74,9 @@ func TestE2ESparse(t *testing.T) {
 
 // flare bench --sparse reports every path per density with its traffic.
 func TestE2EBenchSparse(t *testing.T) {
-	out, err := exec.Command(flareBin, "bench", "--sparse", "--ranks", "3", "--bytes", "64KiB", "--densities", "0.01,0.2",
-		"--iters", "1", "--warmup", "0", "--json").CombinedOutput()
-	if err != nil {
-		t.Fatalf("flare bench --sparse: %v\n%s", err, out)
-	}
 	var paths []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var r sparseRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
+	for _, r := range flareRows[sparseRow](t, "bench", "--sparse", "--ranks", "3", "--bytes", "64KiB", "--densities", "0.01,0.2",
+		"--iters", "1", "--warmup", "0", "--json") {
 		if !r.Verified || r.TxBytes <= 0 || r.RxBytes <= 0 || r.TrafficVsDense <= 0 {
 			t.Errorf("row %+v", r)
 		}

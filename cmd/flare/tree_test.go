@@ -52,6 +52,23 @@ func treeAllReduce(ctx context.Context, sw string, job, ranks int, args ...strin
 	return r, nil
 }
 
+// verifiedTree runs treeAllReduce and fails the test unless every rank
+// took part and the results were verified; it logs the run.
+func verifiedTree(t *testing.T, sw string, job, ranks int, args ...string) arResult {
+	t.Helper()
+	start := time.Now()
+	r, err := treeAllReduce(context.Background(), sw, job, ranks, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Verified || r.Ranks != ranks {
+		t.Fatalf("%v: %+v", args, r)
+	}
+	t.Logf("%d ranks %-50s algo %-7s median %7.2f ms  retransmits %d  (%v)", ranks, strings.Join(args, " "), r.Algo,
+		r.MedianS*1e3, r.Retransmits, time.Since(start).Round(time.Millisecond))
+	return r
+}
+
 // linkBytes sums a daemon's flare_link_bytes_total samples of one link
 // role and direction.
 func linkBytes(t *testing.T, d *daemon, role, dir string) float64 {
@@ -87,15 +104,7 @@ func TestE2ETree4x4(t *testing.T) {
 	}
 	up0 := linkBytes(t, leaves[0], "parent", "tx")
 	for i, args := range cases {
-		start := time.Now()
-		r, err := treeAllReduce(ctx, sw, 100+i, 16, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !r.Verified || r.Ranks != 16 {
-			t.Fatalf("%v: %+v", args, r)
-		}
-		t.Logf("%-40s algo %-7s median %7.2f ms  retransmits %d  (%v)", strings.Join(args, " "), r.Algo, r.MedianS*1e3, r.Retransmits, time.Since(start).Round(time.Millisecond))
+		verifiedTree(t, sw, 100+i, 16, args...)
 	}
 	// 1 MiB float32 × 3 calls up from leaf 0 for the first case alone is
 	// 3 MiB; over all cases each block goes up once per call, plus resends.
@@ -121,14 +130,7 @@ func TestE2ETree4x4(t *testing.T) {
 		sparse = sparse[:1]
 	}
 	for i, args := range sparse {
-		r, err := treeAllReduce(ctx, sw, 150+i, 16, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !r.Verified || r.Ranks != 16 {
-			t.Fatalf("%v: %+v", args, r)
-		}
-		t.Logf("%-40s algo %-7s median %7.2f ms  retransmits %d", strings.Join(args, " "), r.Algo, r.MedianS*1e3, r.Retransmits)
+		verifiedTree(t, sw, 150+i, 16, args...)
 	}
 
 	// One process per rank, each naming every leaf: rank r finds its own.
@@ -173,14 +175,7 @@ func TestE2ETree8x8(t *testing.T) {
 		for k, d := range switches {
 			before[k] = readOccupancy(t, d)
 		}
-		r, err := treeAllReduce(context.Background(), sw, 300+i, 64, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !r.Verified || r.Ranks != 64 {
-			t.Fatalf("%v: %+v", args, r)
-		}
-		t.Logf("64 hosts %-28s median %7.2f ms  retransmits %d", strings.Join(args, " "), r.MedianS*1e3, r.Retransmits)
+		verifiedTree(t, sw, 300+i, 64, args...)
 		if args[0] == "--sparse" {
 			continue
 		}
@@ -253,14 +248,7 @@ func TestE2ETreeMixedRoot(t *testing.T) {
 		cases = cases[:1]
 	}
 	for i, args := range cases {
-		r, err := treeAllReduce(context.Background(), sw, 600+i, 10, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !r.Verified || r.Ranks != 10 {
-			t.Fatalf("%v: %+v", args, r)
-		}
-		t.Logf("%-50s median %7.2f ms  retransmits %d", strings.Join(args, " "), r.MedianS*1e3, r.Retransmits)
+		verifiedTree(t, sw, 600+i, 10, args...)
 	}
 	// A host of the root's with the wrong world is told the root's number.
 	out, err := exec.Command(flareBin, "allreduce", "--switch", root.data, "--ranks", "3", "--count", "10", "--timeout", "5s").CombinedOutput()
