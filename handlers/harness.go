@@ -115,19 +115,34 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 	}
 	eg.out = hosts
 
+	packets, elapsed, err := runHosts(ctx, unit, len(hosts), cfg.Generations, func(ctx context.Context, i int, gen uint32) (int64, error) {
+		return hosts[i].run(ctx, unit, dense, &pool, &cfg, gen, esize)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &HarnessResult{Elapsed: elapsed, Packets: packets, Algo: cfg.Algo, Buffers: cfg.Buffers, Dense: &dense.Stats, HPU: unit.Stats()}
+	for _, h := range hosts {
+		res.Out = append(res.Out, h.out)
+	}
+	return res, nil
+}
+
+// runHosts runs the unit and, generation after generation, every host's
+// part at once (run returns the packets host i sent), then stops the unit.
+// It returns the packets and the time the generations took.
+func runHosts(ctx context.Context, unit *hpu.HPU, hosts, gens int, run func(ctx context.Context, i int, gen uint32) (int64, error)) (packets int64, elapsed time.Duration, err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	unitDone := make(chan struct{})
 	go func() { unit.Run(runCtx); close(unitDone) }()
 	defer func() { stop(); <-unitDone }()
-
-	var packets int64
 	var mu sync.Mutex
 	start := time.Now()
-	for gen := range cfg.Generations {
+	for gen := range gens {
 		g, gctx := errgroup.WithContext(ctx)
-		for _, h := range hosts {
+		for i := range hosts {
 			g.Go(func() error {
-				n, err := h.run(gctx, unit, dense, &pool, &cfg, uint32(gen), esize)
+				n, err := run(gctx, i, uint32(gen))
 				mu.Lock()
 				packets += n
 				mu.Unlock()
@@ -135,17 +150,10 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 			})
 		}
 		if err := g.Wait(); err != nil {
-			return nil, err
+			return packets, 0, err
 		}
 	}
-	res := &HarnessResult{Elapsed: time.Since(start), Packets: packets, Algo: cfg.Algo, Buffers: cfg.Buffers, Dense: &dense.Stats}
-	stop()
-	<-unitDone
-	res.HPU = unit.Stats()
-	for _, h := range hosts {
-		res.Out = append(res.Out, h.out)
-	}
-	return res, nil
+	return packets, time.Since(start), nil
 }
 
 // harnessEgress delivers a result to every host: a copy into its output

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -100,33 +98,13 @@ func RunSparseHarness(ctx context.Context, cfg SparseHarnessConfig, inputs [][]b
 	}
 	eg.hosts = hosts
 
-	runCtx, stop := context.WithCancel(ctx)
-	unitDone := make(chan struct{})
-	go func() { unit.Run(runCtx); close(unitDone) }()
-	defer func() { stop(); <-unitDone }()
-
-	var packets int64
-	var mu sync.Mutex
-	start := time.Now()
-	for gen := range max(cfg.Generations, 1) {
-		g, gctx := errgroup.WithContext(ctx)
-		for _, h := range hosts {
-			g.Go(func() error {
-				n, err := h.run(gctx, unit, &pool, uint32(gen))
-				mu.Lock()
-				packets += n
-				mu.Unlock()
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return nil, err
-		}
+	packets, elapsed, err := runHosts(ctx, unit, len(hosts), max(cfg.Generations, 1), func(ctx context.Context, i int, gen uint32) (int64, error) {
+		return hosts[i].run(ctx, unit, &pool, gen)
+	})
+	if err != nil {
+		return nil, err
 	}
-	res := &SparseHarnessResult{Elapsed: time.Since(start), Packets: packets, Sparse: &sp.Stats, Config: scfg}
-	stop()
-	<-unitDone
-	res.HPU = unit.Stats()
+	res := &SparseHarnessResult{Elapsed: elapsed, Packets: packets, Sparse: &sp.Stats, Config: scfg, HPU: unit.Stats()}
 	res.QuotaInUse, res.QuotaPeak = scfg.Quota.InUse(), scfg.Quota.Peak()
 	for _, h := range hosts {
 		var out []byte
