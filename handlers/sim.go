@@ -19,6 +19,17 @@ const (
 // SimConfig describes one allreduce run in virtual time (Simulate): P hosts
 // stream a vector each to a VirtualUnit running one job's Dense handler.
 //
+// Rounds > 1 runs that many allreduces of Bytes one after another without
+// waiting for results (pipelined, as a training step's gradient buckets
+// are): the switch sees one stream of Rounds·Bytes per host whose blocks
+// are numbered on, so round r's block b is block r·N + b and lives on the
+// cluster after round r−1's last one, and every host staggers inside each
+// round, so two packets of a block are the round's N blocks apart, as in a
+// single allreduce of Bytes. A message of fewer blocks than the unit has
+// cores cannot keep the cores busy on its own, and the model's bandwidth
+// (K/τ) and memory are those of a switch that keeps receiving such
+// allreduces (SteadyRounds).
+//
 // Arrivals follow the paper's method (§6: "we generate packets with a
 // random and exponentially distributed arrival rate"; §4: "the switch
 // receives a packet every δ cycles"): by default (ArrivalsSwitch) the
@@ -47,6 +58,7 @@ type SimConfig struct {
 	PacketBytes      int        // payload bytes per packet; 0 = DefaultSimPacketBytes
 	Unstaggered      bool       // every host sends blocks 0, 1, 2, … (no staggering)
 	Arrivals         Arrivals   // how the hosts' packets arrive: ArrivalsSwitch (default) or ArrivalsHosts
+	Rounds           int        // allreduces of Bytes run back to back, pipelined (0 = 1; SteadyRounds)
 }
 
 // SimResult is what a simulated allreduce measured. Its JSON names match the
@@ -57,8 +69,10 @@ type SimResult struct {
 	Bytes                 int     `json:"bytes"`
 	Hosts                 int     `json:"hosts"`
 	DType                 string  `json:"dtype"`
-	Blocks                int     `json:"blocks"`
-	Window                int     `json:"window"`
+	Blocks                int     `json:"blocks"`                      // per host and round
+	Rounds                int     `json:"rounds"`                      // allreduces run back to back
+	Window                int     `json:"window"`                      // blocks in flight per host
+	StaggerBlocks         int     `json:"stagger_blocks"`              // the blocks each host staggers over
 	MeanInterArrival      float64 `json:"inter_arrival_cycles"`        // per host
 	TauCycles             float64 `json:"tau_cycles"`                  // mean service time per packet, lock waiting included
 	LockWaitCycles        float64 `json:"lock_wait_cycles"`            // mean lock waiting per packet (part of τ)
@@ -121,7 +135,23 @@ func (c SimConfig) withDefaults() SimConfig {
 	if c.Algo == wire.AlgoMulti && c.Buffers == 0 {
 		c.Buffers = 2
 	}
+	if c.Rounds == 0 {
+		c.Rounds = 1
+	}
 	return c
+}
+
+// SteadyRounds is the Rounds that give a unit of cores cores at least one
+// block per core, the paper's condition for a switch without contention
+// and with every core busy (§6: "one block per core"): ⌈cores/N⌉ rounds of
+// N = ⌈bytes/packetBytes⌉ blocks, or 1 when bytes is not a whole number
+// of packets.
+func SteadyRounds(cores, bytes, packetBytes int) int {
+	if bytes <= 0 || packetBytes <= 0 || bytes%packetBytes != 0 {
+		return 1
+	}
+	n := bytes / packetBytes
+	return max(1, (cores+n-1)/n)
 }
 
 func (c *SimConfig) validate() error {
@@ -142,6 +172,10 @@ func (c *SimConfig) validate() error {
 		return fmt.Errorf("sim: mean inter-arrival = %g cycles: must be > 0", c.MeanInterArrival)
 	case c.Window < 0:
 		return fmt.Errorf("sim: window = %d blocks: must be >= 0 (0 = every block)", c.Window)
+	case c.Rounds < 0:
+		return fmt.Errorf("sim: rounds = %d: must be >= 0 (0 = 1)", c.Rounds)
+	case c.Rounds > 1 && c.Bytes%c.PacketBytes != 0:
+		return fmt.Errorf("sim: rounds = %d with %d bytes: back-to-back rounds need whole %d-byte packets", c.Rounds, c.Bytes, c.PacketBytes)
 	}
 	return nil
 }
@@ -190,8 +224,10 @@ type sim struct {
 	dense    *Dense
 	esize    int
 	pe       int // elements per packet
-	nblocks  int
+	nblocks  int // in all rounds
+	perRound int // N, the blocks of one round
 	window   int
+	group    int // the blocks each host staggers over
 	inputs   [][]byte
 	out      []byte
 	firstIn  []int64 // cycle the first packet of each block arrived, -1 before
@@ -210,7 +246,9 @@ func newSim(cfg *SimConfig) (*sim, error) {
 	s := &sim{cfg: cfg, esize: cfg.DType.Size()}
 	s.pe = cfg.PacketBytes / s.esize
 	elems := cfg.Bytes / s.esize
-	s.nblocks = (elems + s.pe - 1) / s.pe
+	s.perRound = (elems + s.pe - 1) / s.pe
+	elems *= cfg.Rounds
+	s.nblocks = s.perRound * cfg.Rounds
 	packets := int64(cfg.Hosts) * int64(s.nblocks)
 	s.steady = [2]int64{max(1, packets/steadyTrim), packets - packets/steadyTrim}
 	unit, err := hpu.NewVirtual(cfg.HPU, s, s.handledOne)
@@ -280,8 +318,9 @@ func (s *sim) setup(elems int) error {
 	if s.dense, err = NewDense(dcfg); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	s.inputs = simInputs(rand.New(rand.NewPCG(cfg.Seed, 0x1a7a)), cfg.DType, cfg.Op, p, cfg.Bytes)
-	s.out = make([]byte, cfg.Bytes)
+	s.inputs = simInputs(rand.New(rand.NewPCG(cfg.Seed, 0x1a7a)), cfg.DType, cfg.Op, p, elems*s.esize)
+	s.out = make([]byte, elems*s.esize)
+	s.group = min(s.perRound, s.window)
 	s.firstIn = make([]int64, n)
 	s.emitted = make([]int64, n)
 	for i := range n {
@@ -294,7 +333,7 @@ func (s *sim) setup(elems int) error {
 				h.order = append(h.order, uint32(b))
 			}
 		} else {
-			h.order = StaggeredOrder(make([]uint32, 0, n), rank, p, n, s.window)
+			h.order = StaggeredOrder(make([]uint32, 0, n), rank, p, n, s.group)
 		}
 		h.wakeFn = h.wake
 		s.hosts = append(s.hosts, h)
@@ -345,8 +384,8 @@ func (s *sim) run() error {
 		}
 	}
 	if err := Check(s.cfg.DType, s.cfg.Op, s.inputs, s.out); err != nil {
-		return fmt.Errorf("sim: %s %s %s on %d hosts, %d bytes: result differs from the reference: %w",
-			DesignName(s.cfg.Algo, s.cfg.Buffers), s.cfg.DType, s.cfg.Op, s.cfg.Hosts, s.cfg.Bytes, err)
+		return fmt.Errorf("sim: %s %s %s on %d hosts, %d bytes x %d rounds: result differs from the reference: %w",
+			DesignName(s.cfg.Algo, s.cfg.Buffers), s.cfg.DType, s.cfg.Op, s.cfg.Hosts, s.cfg.Bytes, s.cfg.Rounds, err)
 	}
 	return nil
 }
@@ -359,8 +398,9 @@ func (s *sim) result() SimResult {
 	packets := int64(cfg.Hosts) * int64(s.nblocks)
 	r := SimResult{
 		Algo: DesignName(cfg.Algo, cfg.Buffers), Bytes: cfg.Bytes, Hosts: cfg.Hosts, DType: cfg.DType.String(),
-		Blocks: s.nblocks, Window: s.window, MeanInterArrival: cfg.MeanInterArrival,
-		TauCycles: st.TauCycles(), MemoryBuffers: st.BuffersMean, MemoryBuffersMax: st.BuffersMax,
+		Blocks: s.perRound, Rounds: cfg.Rounds, Window: s.window, StaggerBlocks: s.group,
+		MeanInterArrival: cfg.MeanInterArrival,
+		TauCycles:        st.TauCycles(), MemoryBuffers: st.BuffersMean, MemoryBuffersMax: st.BuffersMax,
 		MemoryBytes:    st.BuffersMean * float64(cfg.HPU.BufferBytes),
 		QueueOccupancy: st.QueueMean(), QueueOccupancyMax: st.QueueMax,
 		Packets: packets, Cycles: st.Now, ContendedAcquisitions: tot.Contended,
@@ -372,7 +412,7 @@ func (s *sim) result() SimResult {
 		r.IngressWaitCycles = float64(st.IngressWaitCycles) / float64(st.Arrivals)
 	}
 	gbps := func(pktsPerCycle float64) float64 {
-		return pktsPerCycle * float64(cfg.Bytes) / float64(s.nblocks) * 8 * cfg.HPU.Cost.ClockHz / 1e9
+		return pktsPerCycle * float64(cfg.Bytes) / float64(s.perRound) * 8 * cfg.HPU.Cost.ClockHz / 1e9
 	}
 	if st.Now > 0 {
 		r.MakespanGbps = gbps(float64(packets) / float64(st.Now))

@@ -26,23 +26,32 @@ func (s *sim) Emit(h *wire.Header, payload []byte) {
 	}
 	now := s.unit.Now()
 	s.emitted[b] = now
-	if f := s.feed; f != nil && f.blocked {
-		f.blocked = false
-		if err := s.unit.At(max(now, int64(f.plan)), f.wakeFn); err != nil {
-			panic(err)
-		}
-	}
+	s.unblockFeed()
 	copy(s.out[b*s.pe*s.esize:], payload)
 	for _, host := range s.hosts {
 		host.inflight--
-		if s.feed != nil {
-			continue
+		if s.feed == nil {
+			host.unblock()
 		}
-		if host.blocked {
-			host.blocked = false
-			if err := s.unit.At(max(now, int64(host.plan)), host.wakeFn); err != nil {
-				panic(err) // never before the clock
-			}
+	}
+}
+
+// unblockFeed wakes the switch's arrival stream if it waits for a host.
+func (s *sim) unblockFeed() {
+	if f := s.feed; f != nil && f.blocked {
+		f.blocked = false
+		if err := s.unit.At(max(s.unit.Now(), int64(f.plan)), f.wakeFn); err != nil {
+			panic(err) // never before the clock
+		}
+	}
+}
+
+// unblock wakes a host (ArrivalsHosts) that waits for its window.
+func (h *simHost) unblock() {
+	if h.blocked {
+		h.blocked = false
+		if err := h.s.unit.At(max(h.s.unit.Now(), int64(h.plan)), h.wakeFn); err != nil {
+			panic(err) // never before the clock
 		}
 	}
 }
@@ -89,7 +98,7 @@ func (s *sim) packet(rank int, blk uint32) *hpu.Packet {
 		p = new(hpu.Packet)
 	}
 	lo := int(blk) * s.pe
-	n := min(s.pe, s.cfg.Bytes/s.esize-lo)
+	n := min(s.pe, len(s.out)/s.esize-lo)
 	p.Hdr = wire.Header{
 		Version: wire.Version, Type: wire.TypeData, Job: 1, Token: 0x5eed, Block: blk,
 		Child: uint16(rank), DType: s.cfg.DType, Op: s.cfg.Op, Count: uint32(n),

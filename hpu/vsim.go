@@ -10,13 +10,20 @@ import (
 // VirtualUnit is the processing unit in virtual time: a deterministic
 // discrete-event simulator that runs the real handlers on the PsPIN cycle
 // cost model instead of on core goroutines. Packets arrive at given cycles
-// and are scheduled exactly like HPU.SubmitWait schedules them (home
-// cluster = block mod clusters; the least-loaded cluster when the home one
-// is full and S > 1; the block's subset of S cores; the lowest-numbered idle
-// core, else the least-loaded one; at most QueueDepth requests, queued plus
-// running, per cluster, the others waiting for their home cluster). A core
-// runs its packets one after another; a handler's service time τ is the
-// cycles it charges, lock waiting included.
+// and are placed as HPU.SubmitWait places them (home cluster = block mod
+// clusters; the least-loaded cluster when the home one is full and S > 1;
+// at most QueueDepth requests, queued plus running, per cluster, the others
+// waiting for their home cluster), and run as PsPIN's cluster scheduler
+// runs them: on the lowest-numbered idle core of the block's subset of S
+// cores, or else queued in the cluster until one of those cores is free,
+// which takes the oldest request it may run. (The real-time HPU hands a
+// request to a core's own FIFO at once, the least-loaded core when none is
+// idle, so that a received batch wakes each core once; with handlers of
+// very different lengths, such as the tree's climbs, a request can then
+// wait behind a long one while another core of its subset idles, which
+// PsPIN's scheduler does not let happen.) A core runs its packets one
+// after another; a handler's service time τ is the cycles it charges, lock
+// waiting included.
 //
 // # How handlers share virtual time
 //
@@ -94,7 +101,8 @@ const lockHeld = math.MaxInt64
 var errStopped = errors.New("hpu: virtual unit closed")
 
 type vcluster struct {
-	occ                            int // requests held: queued or running
+	queued                         []*Packet // admitted, waiting for an idle core of their subset, oldest first
+	occ                            int       // requests held: queued or running
 	occSum, occSamples, overflowIn int64
 	occMax                         int64
 }
@@ -105,8 +113,8 @@ type vcore struct {
 	u        *VirtualUnit
 	cluster  int
 	id       int
-	q        fifo[*Packet] // assigned, not started
-	load     int           // assigned and not finished: 0 means idle
+	q        fifo[*Packet] // given to it, not started (at most one)
+	load     int           // given to it and not finished: 0 means idle
 	task     *Task
 	next     func() (struct{}, bool) // resumes the coroutine (nil until first used)
 	stop     func()
@@ -317,10 +325,13 @@ func (u *VirtualUnit) place(p *Packet) bool {
 }
 
 // assign mirrors HPU.dispatch: it samples the queue occupancy p sees in
-// cluster ci (itself included) and gives p to a core of its subset: the
-// lowest-numbered idle one, else the least-loaded one.
+// cluster ci (itself included) and gives p to the lowest-numbered idle core
+// of its subset, or queues it in the cluster until one of those cores is
+// free (PsPIN's cluster scheduler: a request waits for an idle core, and
+// the first core of its subset to finish takes the oldest request it may
+// run; §4: "the packet waits in the input buffers memory until a core
+// becomes available").
 func (u *VirtualUnit) assign(ci int, p *Packet) {
-	k := len(u.clusters)
 	cl := &u.clusters[ci]
 	cl.occ++
 	occ := int64(cl.occ)
@@ -329,27 +340,50 @@ func (u *VirtualUnit) assign(ci int, p *Packet) {
 	cl.occMax = max(cl.occMax, occ)
 
 	c, s := u.cfg.CoresPerCluster, u.cfg.SubsetS
-	base := 0
-	if s < c {
-		base = int(uint64(p.Hdr.Block/uint32(k)) * uint64(s) % uint64(c))
-	}
+	base := u.subsetBase(p)
 	cores := u.cores[ci*c : (ci+1)*c]
-	var best *vcore
 	for j := range s {
-		co := &cores[(base+j)%c]
-		if co.load == 0 {
-			best = co
-			break
-		}
-		if best == nil || co.load < best.load {
-			best = co
+		if co := &cores[(base+j)%c]; co.load == 0 {
+			u.start(co, p)
+			return
 		}
 	}
-	best.load++
-	best.q.push(p)
-	if best.idle {
-		best.idle = false
-		u.push(event{at: u.clock, core: best})
+	cl.queued = append(cl.queued, p)
+}
+
+// subsetBase is the first core of p's subset in its cluster: the S cores
+// from there (wrapping) may run it.
+func (u *VirtualUnit) subsetBase(p *Packet) int {
+	c, s := u.cfg.CoresPerCluster, u.cfg.SubsetS
+	if s == c {
+		return 0
+	}
+	return int(uint64(p.Hdr.Block/uint32(len(u.clusters))) * uint64(s) % uint64(c))
+}
+
+// start gives p to the idle core co.
+func (u *VirtualUnit) start(co *vcore, p *Packet) {
+	co.load++
+	co.q.push(p)
+	if co.idle {
+		co.idle = false
+		u.push(event{at: u.clock, core: co})
+	}
+}
+
+// takeQueued gives the idle core co the oldest request queued in its
+// cluster that its subset may run, if any.
+func (u *VirtualUnit) takeQueued(co *vcore) {
+	cl := &u.clusters[co.cluster]
+	c, s := u.cfg.CoresPerCluster, u.cfg.SubsetS
+	for i, p := range cl.queued {
+		if (co.id-u.subsetBase(p)+c)%c < s {
+			copy(cl.queued[i:], cl.queued[i+1:])
+			cl.queued[len(cl.queued)-1] = nil
+			cl.queued = cl.queued[:len(cl.queued)-1]
+			u.start(co, p)
+			return
+		}
 	}
 }
 
@@ -415,5 +449,6 @@ func (c *vcore) execute(p *Packet) {
 	}
 	c.load--
 	u.clusters[c.cluster].occ--
+	u.takeQueued(c)
 	u.admitWaiting(c.cluster)
 }

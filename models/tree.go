@@ -10,7 +10,8 @@ import (
 // treeBufferCycles is the tree's working memory per block, in buffer-cycles
 // (Σ over the buffers a block allocates of the cycles each is held), for
 // the order and the spacing in which staggered hosts deliver a block's
-// packets (Params.TreeArrivalOrder, docs/MODEL.md).
+// packets and the cores that serve them (Params.TreeArrivalOrder,
+// docs/MODEL.md).
 //
 // The paper's M = (P−1)/log P (§6) counts P−1 aggregations spread over
 // log P levels and says nothing of the order the leaves arrive in. That
@@ -23,179 +24,159 @@ import (
 // tree over children holds at any time only the aligned pieces of the
 // range that has arrived, not the (P−1)/log P of leaves in random order.
 //
-// treeBufferCycles replays the tree handler (handlers.Dense, Figure 9) for
-// those arrivals, with no contention (no buffer is shared): a handler
-// allocates its leaf buffer on arrival and copies the packet in (D
-// cycles); then, level by level, if the sibling subtree's partial is
-// stored it folds it (L cycles, both buffers held) and frees one, else it
-// stores its partial and ends; the handler that folds the root copies the
-// result out (2·D: to the host and to the retransmission store) and frees
-// it. Copies cost 0 unless CountCopies. With δc fixed
-// (SameBlockInterArrival) the j-th arrival is at j·δc. It averages over up
-// to treeSampleBlocks blocks spread evenly over the stagger group.
+// The replay runs the tree handler (handlers.Dense, Figure 9) for those
+// arrivals on the cores the scheduler gives them: the blocks are spread
+// over the K/S core subsets as the scheduler spreads them (block b on
+// subset b mod K/S), and a subset's S cores serve its blocks' packets in
+// the order they arrive: a handler starts when its packet has arrived and
+// one of those cores is free (§4: "the packet waits in the input buffers
+// memory until a core becomes available"). It allocates its leaf buffer
+// then and copies the packet in (D cycles); then, level by level, if the
+// sibling subtree's partial is stored it folds it (L cycles, both buffers
+// held) and frees one, else it stores its partial and ends; the handler
+// that folds the root copies the result out (2·D: to the host and to the
+// retransmission store) and frees it. Handlers on different cores run
+// concurrently; no buffer is shared, so none waits for a lock. Copies cost
+// 0 unless CountCopies. With δc fixed (SameBlockInterArrival) the packets
+// come δe = δc/G apart.
+//
+// The model describes a switch that keeps receiving such allreduces, so
+// the replay continues the stream with further rounds of G blocks, each
+// staggered alike and numbered on, until every subset serves a few blocks
+// (treeSubsetBlocks), and it averages over the blocks of the sampled
+// subsets (treeSampleBlocks) but those of the first and the last round,
+// which have no neighbours on their cores before or after them. A
+// subset's blocks are G/(K/S) per round or fewer: with S = 1 and G ≥ K the
+// blocks of one core wait for each other, with S = 8 and small G a block's
+// own P packets wait for the subset's 8 cores.
 func treeBufferCycles(p Params, g, deltaE float64) float64 {
-	if min(p.SubsetS, p.Hosts) == 1 && p.Hosts > 1 {
-		return treeBufferCyclesServed(p, g)
-	}
-	P := p.Hosts
-	L, D := p.CyclesPerPacket, copyCycles(p)
-	G := max(1, int(g))
-	pow2, hasLeaves := heapTree(P)
-	type arrival struct {
-		host int
-		k    int
-	}
-	arr := make([]arrival, P)
-	stored := make([]float64, 2*pow2) // cycle a node's partial was stored, or -1
-	node := make([]int, P)            // heap node each handler is at
-	alloc := make([]float64, P)       // cycle its buffer was allocated
-	q := &treeSteps{t: make([]float64, P), idx: make([]int, 0, P)}
-	// Blocks of one group differ in which host comes first and in the
-	// phase of the sends: sample nb of them spread evenly, which for
-	// G ≥ P gives every host the lead once when nb = P.
-	nb := min(G, P, treeSampleBlocks)
-	total := 0.0
-	for j := range nb {
-		b := (2*j + 1) * G / (2 * nb)
-		for i := range P {
-			off := i * G / P
-			arr[i] = arrival{host: i, k: ((b-off)%G + G) % G}
-		}
-		slices.SortFunc(arr, func(x, y arrival) int {
-			if c := cmp.Compare(x.k, y.k); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.host, y.host)
-		})
-		q.idx = q.idx[:0]
-		for pos, a := range arr {
-			t := float64(a.k*P+a.host) * deltaE
-			if p.SameBlockInterArrival > 0 {
-				t = float64(pos) * p.SameBlockInterArrival
-			}
-			q.t[pos], node[pos], alloc[pos] = t+D, pow2+a.host, t
-			q.idx = append(q.idx, pos)
-		}
-		heap.Init(q)
-		for i := range stored {
-			stored[i] = -1
-		}
-		var cycles float64
-		// Each step is one level of the tree, taken at its cycle.
-		for q.Len() > 0 {
-			h := q.idx[0]
-			n := node[h]
-			switch {
-			case n == 1: // the root: copy the result out and free it
-				cycles += q.t[h] + 2*D - alloc[h]
-				heap.Pop(q)
-				continue
-			case !hasLeaves(n ^ 1):
-			case stored[n^1] >= 0: // fold the sibling's partial, free one
-				cycles += q.t[h] + L - stored[n^1]
-				stored[n^1] = -1
-				q.t[h] += L
-			default: // store the partial and end
-				stored[n] = alloc[h]
-				heap.Pop(q)
-				continue
-			}
-			node[h] = n >> 1
-			heap.Fix(q, 0)
-		}
-		// A stored partial is held from its allocation until the fold that
-		// consumes it ends; both are counted above (the folding handler's
-		// own buffer stays allocated, so its lifetime continues upward).
-		total += cycles
-	}
-	return total / float64(nb)
-}
-
-// treeBufferCyclesServed is treeBufferCycles with S = 1: every packet of a
-// block runs on the block's one core, so its handlers run one after
-// another, not each at its arrival. The blocks of the stagger group are
-// spread over the K cores as the scheduler spreads them (block b on core
-// b mod K, home cluster b mod clusters), so a core serves the
-// m = ⌈G/K⌉ blocks b, b+K, b+2K, … of the group, one packet at a time in
-// the order they arrive: host i's packet of block b at (k_i·P + i)·δ (the
-// staggered order above, at the hosts' own δ, not δe). A handler starts when
-// its packet has arrived and the core has finished the one before:
-// start = max(arrival, the previous end). When the hosts outrun the switch
-// (δ < τ/K) the core thus works back to back through a backlog; when the
-// links bind it mostly starts packets at arrival. A handler's steps are
-// the ones the model charges: D to copy the leaf in, L per fold (both
-// buffers held), 2·D to copy the root out. A handler never waits for
-// another handler of its block, which runs on the same core, so it runs
-// to its end at once; the cycles it takes push back every packet behind
-// it. Partials wait in their buffers while the core serves the other
-// blocks' packets, and a leaf that waits behind a long climb holds no
-// buffer until it starts.
-func treeBufferCyclesServed(p Params, g float64) float64 {
 	P, K := p.Hosts, p.Cores()
+	S := p.SubsetS
 	L, D := p.CyclesPerPacket, copyCycles(p)
 	G := max(1, int(g))
 	pow2, hasLeaves := heapTree(P)
+	if p.SameBlockInterArrival > 0 {
+		deltaE = p.SameBlockInterArrival / float64(G) // δc = G·δe
+	}
 	type arrival struct {
 		t     float64
-		block int // index among the core's blocks
+		block int // index among the subset's blocks
 		host  int
 	}
-	cores := min(K, G)           // cores that serve blocks of the group
-	m := (G + cores - 1) / cores // blocks per core, at most
-	nc := min(cores, max(1, treeSampleBlocks/m))
-	arr := make([]arrival, 0, m*P)
-	stored := make([]float64, m*2*pow2) // per block and heap node: cycle its partial was allocated, or -1
+	subsets := max(1, K/S)
+	// The switch keeps receiving such allreduces (rounds of G blocks, each
+	// staggered alike, numbered on): replay enough rounds that every subset
+	// serves a few blocks, and count the blocks of all but the first and
+	// the last round, which have no neighbours before or after them.
+	rounds := 1
+	if G < treeSubsetBlocks*subsets {
+		rounds = (treeSubsetBlocks*subsets+G-1)/G + 2
+	}
+	nblk := rounds * G
+	m := (nblk + subsets - 1) / subsets
+	subsets = min(subsets, nblk)
+	nc := min(subsets, max(1, treeSampleBlocks/m))
+	var arr []arrival
+	var stored []float64
+	var counted []bool
+	var perBlock []float64
+	q := &treeSteps{}
+	var node []int
+	var alloc []float64
 	var total float64
 	var blocks int
 	for j := range nc {
-		c := (2*j + 1) * cores / (2 * nc)
+		c := (2*j + 1) * subsets / (2 * nc)
 		arr = arr[:0]
 		nb := 0
-		for b := c; b < G; b += cores {
+		counted = counted[:0]
+		for b := c; b < nblk; b += subsets {
+			r, jb := b/G, b%G
 			for i := range P {
-				k := ((b-i*G/P)%G + G) % G
-				t := float64(k*P+i) * p.InterArrival
-				if p.SameBlockInterArrival > 0 {
-					t = float64(k) * p.SameBlockInterArrival
-				}
+				k := r*G + ((jb-i*G/P)%G+G)%G
+				t := float64(k*P+i) * deltaE
 				arr = append(arr, arrival{t: t, block: nb, host: i})
 			}
+			counted = append(counted, rounds == 1 || (r > 0 && r < rounds-1))
 			nb++
 		}
 		slices.SortStableFunc(arr, func(x, y arrival) int { return cmp.Compare(x.t, y.t) })
-		for i := range stored[:nb*2*pow2] {
+		n := len(arr)
+		stored = slices.Grow(stored[:0], nb*2*pow2)[:nb*2*pow2]
+		for i := range stored {
 			stored[i] = -1
 		}
-		free := 0.0 // cycle the core finishes the handler before
-		for _, a := range arr {
-			st := stored[a.block*2*pow2 : (a.block+1)*2*pow2]
-			start := max(a.t, free)
-			t := start + D
-			n := pow2 + a.host
-			for {
-				if n == 1 { // the root: copy the result out and free it
-					t += 2 * D
-					total += t - start
-					break
-				}
-				if sib := n ^ 1; hasLeaves(sib) {
-					if st[sib] < 0 { // store the partial and end
-						st[n] = start
-						break
-					}
-					// Fold the sibling's partial, both held, and free it.
-					total += t + L - st[sib]
-					st[sib] = -1
-					t += L
-				}
-				n >>= 1
-			}
-			free = t
+		q.t = slices.Grow(q.t[:0], n)[:n]
+		q.idx = q.idx[:0]
+		node = slices.Grow(node[:0], n)[:n]
+		alloc = slices.Grow(alloc[:0], n)[:n]
+		perBlock = slices.Grow(perBlock[:0], nb)[:nb]
+		clear(perBlock)
+		free := S
+		var waiting []int
+		start := func(h int, t float64) {
+			free--
+			alloc[h], node[h], q.t[h] = t, pow2+arr[h].host, t+D
+			heap.Push(q, h)
 		}
-		blocks += nb
+		end := func(t float64) {
+			free++
+			if len(waiting) > 0 {
+				h := waiting[0]
+				waiting = waiting[1:]
+				start(h, t)
+			}
+		}
+		for next := 0; next < n || q.Len() > 0; {
+			if next < n && (q.Len() == 0 || arr[next].t <= q.t[q.idx[0]]) {
+				if free > 0 {
+					start(next, arr[next].t)
+				} else {
+					waiting = append(waiting, next)
+				}
+				next++
+				continue
+			}
+			h := q.idx[0]
+			t := q.t[h]
+			st := stored[arr[h].block*2*pow2 : (arr[h].block+1)*2*pow2]
+			nd := node[h]
+			switch {
+			case nd == 0: // the result is out: the core is free
+				heap.Pop(q)
+				end(t)
+				continue
+			case nd == 1: // the root: copy the result out and free it
+				perBlock[arr[h].block] += t + 2*D - alloc[h]
+				q.t[h] += 2 * D
+			case !hasLeaves(nd ^ 1):
+			case st[nd^1] >= 0: // fold the sibling's partial, free one
+				perBlock[arr[h].block] += t + L - st[nd^1]
+				st[nd^1] = -1
+				q.t[h] += L
+			default: // store the partial and end
+				st[nd] = alloc[h]
+				heap.Pop(q)
+				end(t)
+				continue
+			}
+			node[h] = nd >> 1
+			heap.Fix(q, 0)
+		}
+		for b, ok := range counted {
+			if ok {
+				total += perBlock[b]
+				blocks++
+			}
+		}
 	}
-	return total / float64(blocks)
+	return total / float64(max(1, blocks))
 }
+
+// treeSubsetBlocks is how many blocks each core subset serves, at least,
+// in treeBufferCyclesQueued's replay of a switch that keeps receiving
+// allreduces.
+const treeSubsetBlocks = 4
 
 // treeSampleBlocks bounds the blocks treeBufferCycles replays (P at most
 // 256 replayed blocks of P handlers each keeps one evaluation within

@@ -75,7 +75,7 @@ func TestTreeArrivalOrderTwoHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Hosts, p.InterArrival, p.SameBlockInterArrival = 2, 0, 5000
+	p.Hosts, p.Bytes, p.InterArrival, p.SameBlockInterArrival = 2, 1024, 0, 5000
 	p.TreeArrivalOrder, p.CountCopies = true, true
 	p = p.Resolve()
 	L, D := p.CyclesPerPacket, p.DMACycles
@@ -90,11 +90,11 @@ func TestTreeArrivalOrderTwoHosts(t *testing.T) {
 }
 
 // With S = 1 a block's handlers run one after another on its core. Two
-// hosts, one block per core, the packets at once (δ = 0): the first leaf
-// is copied in (D) and stored, the second starts when it ends, is copied
-// in and folds (L) and copies out (2D). The first buffer is held
-// D + D + L, the second D + L + 2D: 2L + 5D, where the at-arrival
-// replay (S = C) counts δc + 2L + 4D with δc = 0.
+// hosts, the packets at once (δ = 0): the first leaf is copied in (D) and
+// stored, the second starts when it ends, is copied in and folds (L) and
+// copies out (2D). The first buffer is held D + D + L, the second
+// D + L + 2D: 2L + 5D, where with S = C the two start together on two
+// cores and count 2L + 4D.
 func TestTreeServedOneCore(t *testing.T) {
 	p, err := Preset(PresetPsPIN)
 	if err != nil {

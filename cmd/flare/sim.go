@@ -34,8 +34,13 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		"as the simulated hosts stagger) next to each run")
 	arrivals := fs.String("arrivals", "switch", "switch: one stream of packets with exponential gaps at the switch, the hosts\n"+
 		"taking turns (the paper's method, docs/MODEL.md); hosts: every host with its own exponential gaps")
+	rounds := fs.Int("rounds", 0, "allreduces of each size run back to back, pipelined; 0 = enough for one block per core\n"+
+		"(4KiB on the flare preset: 128), the steady state the model describes; 1 = one allreduce alone")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *rounds < 0 {
+		return flagError("--rounds", fmt.Errorf("%d: must be >= 0 (0 = one block per core)", *rounds))
 	}
 	p, ds, sizes, err := sf.resolve()
 	if err != nil {
@@ -48,16 +53,19 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if es := int64(p.DType.Size()); sizes[0]%es != 0 {
 		return flagError("--from", fmt.Errorf("%s: must be a multiple of the %s size (%d)", *from, p.DType, es))
 	}
-	var arr handlers.Arrivals
+	o := simOptions{seed: *seed, rounds: *rounds}
 	switch *arrivals {
 	case "switch":
-		arr = handlers.ArrivalsSwitch
+		o.arrivals = handlers.ArrivalsSwitch
 	case "hosts":
-		arr = handlers.ArrivalsHosts
+		o.arrivals = handlers.ArrivalsHosts
 	default:
 		return flagError("--arrivals", fmt.Errorf("%q: must be switch or hosts", *arrivals))
 	}
-	rows, err := simSweep(ctx, p, ds, sizes, *seed, arr)
+	if o.rounds > 1 && sizes[0]%int64(p.PacketBytes) != 0 {
+		return flagError("--rounds", fmt.Errorf("%d with --from %s: back-to-back rounds need sizes of whole %d-byte packets", o.rounds, *from, p.PacketBytes))
+	}
+	rows, err := simSweep(ctx, p, ds, sizes, o)
 	if err != nil {
 		return err
 	}
@@ -71,25 +79,37 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 // input in memory.
 const maxSimBytes = 64 << 20
 
+// simOptions are the simulator's own choices, beside the switch and the
+// job that models.Params describes.
+type simOptions struct {
+	seed     uint64
+	arrivals handlers.Arrivals
+	rounds   int // 0: handlers.SteadyRounds
+}
+
 // simConfig is one simulated run on the switch p describes, so that the
 // run and models.Evaluate(p, d) see the same switch and arrivals.
-func simConfig(p models.Params, d models.Design, bytes int64, seed uint64, arr handlers.Arrivals) handlers.SimConfig {
+func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) handlers.SimConfig {
+	rounds := o.rounds
+	if rounds == 0 {
+		rounds = handlers.SteadyRounds(p.Cores(), int(bytes), p.PacketBytes)
+	}
 	return handlers.SimConfig{
 		HPU: hpu.Config{
 			Clusters: p.Clusters, CoresPerCluster: p.CoresPerCluster, SubsetS: p.SubsetS,
 			QueueDepth: p.QueueDepth, L1Bytes: p.L1Bytes, BufferBytes: p.PacketBytes,
 		},
-		Hosts: p.Hosts, Bytes: int(bytes), DType: p.DType, Algo: d.Algo, Buffers: d.Buffers, Seed: seed,
+		Hosts: p.Hosts, Bytes: int(bytes), DType: p.DType, Algo: d.Algo, Buffers: d.Buffers, Seed: o.seed,
 		// The model's δ is the inter-arrival at the switch, all hosts
 		// together; the simulator's is each host's.
 		MeanInterArrival: p.Delta() * float64(p.Hosts),
-		Window:           p.Window, PacketBytes: p.PacketBytes, Arrivals: arr,
+		Window:           p.Window, PacketBytes: p.PacketBytes, Arrivals: o.arrivals, Rounds: rounds,
 	}
 }
 
 // simSweep simulates every design at every size, GOMAXPROCS runs at a
 // time, and returns the results size by size in the order of ds.
-func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, seed uint64, arr handlers.Arrivals) ([]handlers.SimResult, error) {
+func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, o simOptions) ([]handlers.SimResult, error) {
 	out := make([]handlers.SimResult, len(sizes)*len(ds))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -102,7 +122,7 @@ func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				r, err := handlers.Simulate(simConfig(p, d, z, seed, arr))
+				r, err := handlers.Simulate(simConfig(p, d, z, o))
 				if err != nil {
 					return err
 				}

@@ -36,16 +36,16 @@ type compareRow struct {
 const rankTol = 0.02
 
 // compareRows evaluates the model for each simulated run. The model sees
-// the run's window (the simulator shrinks it when a window of blocks does
-// not fit L1), so both stagger over the same group of blocks.
+// the run's stagger group (the simulator shrinks its window when a window
+// of blocks does not fit L1), so both stagger over the same blocks.
 func compareRows(p models.Params, runs []handlers.SimResult) []compareRow {
 	rows := make([]compareRow, len(runs))
 	for i, r := range runs {
 		q := p
 		q.Bytes = int64(r.Bytes)
 		q.Window = 0
-		if r.Window < r.Blocks {
-			q.Window = r.Window
+		if r.StaggerBlocks < r.Blocks {
+			q.Window = r.StaggerBlocks
 		}
 		d, err := models.ParseDesign(r.Algo)
 		if err != nil {

@@ -84,14 +84,14 @@ func compared(t *testing.T, args ...string) map[string]compareRow {
 }
 
 // The model against the simulation on the flare switch (docs/MODEL.md,
-// "Model vs simulation") in the contention-free regimes, on a reduced
-// sweep: S = 1 (a block's packets on one core) for all four designs, and
-// S = 8 for the single buffer and the tree from 1 MiB (the tree's
-// bandwidth at 512 KiB) and for the tree where the hosts do not outrun
-// the switch.
+// "Model vs simulation") on a reduced sweep: the contention-free regimes
+// (S = 1 from 512KiB for all four designs; the single buffer from 512KiB;
+// the tree at every size, 16KiB being 32 pipelined rounds) agree within
+// 10% in bandwidth and memory, and the designs rank alike by bandwidth at
+// 128KiB and 512KiB, where contention sets them apart.
 func TestSimCompareFlare(t *testing.T) {
 	if raceEnabled || testing.Short() {
-		t.Skip("64 hosts x 1-2MiB in virtual time: seconds, minutes under the race detector")
+		t.Skip("64 hosts x 0.5-2MiB in virtual time: seconds, minutes under the race detector")
 	}
 	within := func(what string, r compareRow, err, tol float64) {
 		t.Helper()
@@ -99,11 +99,15 @@ func TestSimCompareFlare(t *testing.T) {
 			t.Errorf("%s at %s: %s off by %+.1f%%, want within %.0f%%", r.Algo, formatSize(r.Bytes), what, 100*err, 100*tol)
 		}
 	}
-	// S = 1 at 512KiB and 1MiB: τ is the model's exactly, bandwidth
-	// within 10% (the packets waiting for a full cluster hold up no other
-	// cluster), and the memory within 10%, the tree's too: its model
-	// replays a block's handlers one after another on the block's core
-	// (models/tree.go), and the handler holds both buffers for a fold.
+	agree := func(r compareRow) {
+		t.Helper()
+		within("bandwidth", r, r.BandwidthErr, 0.10)
+		within("memory", r, r.MemoryErr, 0.10)
+		if r.Algo == "tree" || r.Model.Contenders == 1 {
+			within("tau", r, r.TauErr, 0.05)
+		}
+	}
+	// S = 1 at 512KiB and 1MiB: τ is the model's exactly.
 	for _, size := range []string{"512KiB", "1MiB"} {
 		rows := compared(t, "--subset", "1", "--from", size, "--to", size)
 		if len(rows) != 4 {
@@ -111,55 +115,39 @@ func TestSimCompareFlare(t *testing.T) {
 		}
 		for _, r := range rows {
 			within("tau", r, r.TauErr, 1e-9)
-			within("bandwidth", r, r.BandwidthErr, 0.10)
-			within("memory", r, r.MemoryErr, 0.10)
+			agree(r)
 			if !r.RankMatch {
 				t.Errorf("S=1 at %s: the ranking differs", size)
 			}
 		}
 	}
-	// S = 8 at 1MiB and 2MiB: the single buffer's blocks arrive 2L and 4L
-	// apart, no tree buffer is shared. The steady state (the middle of the
-	// run) is what the model describes: bandwidth and memory within 10%.
-	rows := compared(t, "--algos", "single,tree", "--from", "1MiB", "--to", "1MiB")
-	rows2 := compared(t, "--algos", "single,tree", "--from", "2MiB", "--to", "2MiB")
-	for _, r := range []compareRow{rows["single"], rows["tree"], rows2["single"], rows2["tree"]} {
-		within("bandwidth", r, r.BandwidthErr, 0.10)
-		within("memory", r, r.MemoryErr, 0.10)
-		if r.Algo == "tree" {
-			within("tau", r, r.TauErr, 1e-9)
-			continue
+	// S = 8 at 128KiB and 512KiB, all four designs: the tree and (at the
+	// knee, one block per core) the single buffer agree, and the ranking
+	// matches where the single and multi-buffer designs contend.
+	for _, size := range []string{"128KiB", "512KiB"} {
+		rows := compared(t, "--from", size, "--to", size)
+		agree(rows["tree"])
+		if size == "512KiB" {
+			agree(rows["single"])
 		}
-		within("tau", r, r.TauErr, 0.10)
+		for _, r := range rows {
+			if !r.RankMatch {
+				t.Errorf("S=8 at %s: the ranking differs: %s is %d in the model, %d in the simulation", size, r.Algo, r.RankModel, r.RankSim)
+			}
+		}
+	}
+	// A small message: 32 rounds of 16KiB, pipelined, keep every core busy.
+	r := compared(t, "--algos", "tree", "--from", "16KiB", "--to", "16KiB")["tree"]
+	if r.Sim.Rounds != 32 {
+		t.Errorf("16KiB: %d rounds, want 32 (one block per core)", r.Sim.Rounds)
+	}
+	agree(r)
+	// 2MiB: the single buffer's blocks arrive 4L apart; the tree's window
+	// is what L1 holds, and the model staggers over the same group.
+	for _, r := range compared(t, "--algos", "single,tree", "--from", "2MiB", "--to", "2MiB") {
+		agree(r)
 		if !(r.Sim.MakespanGbps > 0 && r.Sim.MakespanGbps <= r.Sim.BandwidthGbps*1.001) {
 			t.Errorf("%s at %s: makespan %.1f Gbit/s against %.1f in the steady state", r.Algo, formatSize(r.Bytes), r.Sim.MakespanGbps, r.Sim.BandwidthGbps)
 		}
-	}
-	if !rows2["tree"].RankMatch {
-		t.Error("2MiB: single and tree rank differently")
-	}
-	// The tree at 512KiB, S = 8: τ exact, bandwidth within 10%. Its steady
-	// state handles cheaper packets than the run's mean τ (docs/MODEL.md,
-	// disagreement 4): its bandwidth is K over the τ of the packets it
-	// handled, within 3%.
-	rows5 := compared(t, "--algos", "tree", "--from", "512KiB", "--to", "512KiB")
-	r := rows5["tree"]
-	within("tau", r, r.TauErr, 1e-9)
-	within("bandwidth", r, r.BandwidthErr, 0.10)
-	if !(r.Sim.SteadyTauCycles > 0) ||
-		math.Abs(relErr(r.Sim.BandwidthPktsPerCycle, r.Model.Bandwidth*r.Model.Tau/r.Sim.SteadyTauCycles)) > 0.03 {
-		t.Errorf("tree at 512KiB: %.4f packets per cycle in the steady state, K/τ there = %.4f (τ %.0f)",
-			r.Sim.BandwidthPktsPerCycle, r.Model.Bandwidth*r.Model.Tau/r.Sim.SteadyTauCycles, r.Sim.SteadyTauCycles)
-	}
-	// Where the hosts do not outrun the switch (50 Gbit/s each, 3.2 Tbit/s
-	// in all, against K/τ = 3.9), the run has a steady state and the
-	// tree's bandwidth and memory are the arrival-order model's within 10%
-	// at 128KiB..4MiB too; at 100 Gbit/s the ingress backlog grows all
-	// through the arrivals and 128..512KiB do not agree (docs/MODEL.md,
-	// disagreement 4).
-	for _, size := range []string{"128KiB", "256KiB", "4MiB"} {
-		r := compared(t, "--algos", "tree", "--host-gbps", "50", "--from", size, "--to", size)["tree"]
-		within("memory", r, r.MemoryErr, 0.10)
-		within("bandwidth", r, r.BandwidthErr, 0.10)
 	}
 }
