@@ -58,6 +58,33 @@ func TestSimulateExact(t *testing.T) {
 	}
 }
 
+// Rounds run allreduces back to back: every round's result is checked, the
+// blocks are numbered on (round r's block b is r·N + b, on the clusters
+// after round r−1's), every host staggers inside a round, and the rates
+// count each round's bytes.
+func TestSimulateRounds(t *testing.T) {
+	for _, dg := range designs {
+		cfg := SimConfig{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 4}, Hosts: 6, Bytes: 4096, Algo: dg.algo, Buffers: dg.b, Seed: 2, Rounds: 5}
+		r := simulate(t, cfg)
+		if r.Rounds != 5 || r.Blocks != 4 || r.StaggerBlocks != 4 || r.Packets != 6*4*5 {
+			t.Fatalf("%s: %d rounds of %d blocks staggered over %d, %d packets", r.Algo, r.Rounds, r.Blocks, r.StaggerBlocks, r.Packets)
+		}
+		one := simulate(t, SimConfig{HPU: cfg.HPU, Hosts: 6, Bytes: 5 * 4096, Algo: dg.algo, Buffers: dg.b, Seed: 2})
+		if one.StaggerBlocks != 20 || r.BandwidthGbps <= 0 {
+			t.Fatalf("%s: one allreduce of 5 rounds' bytes staggers over %d blocks; rounds: %.1f Gbit/s", r.Algo, one.StaggerBlocks, r.BandwidthGbps)
+		}
+	}
+	if got := SteadyRounds(512, 4096, 1024); got != 128 {
+		t.Errorf("SteadyRounds(512 cores, 4KiB) = %d, want 128", got)
+	}
+	if got := SteadyRounds(512, 1<<20, 1024); got != 1 {
+		t.Errorf("SteadyRounds(512 cores, 1MiB) = %d, want 1", got)
+	}
+	if got := SteadyRounds(512, 4000, 1024); got != 1 {
+		t.Errorf("SteadyRounds(512 cores, 4000 bytes) = %d, want 1 (not whole packets)", got)
+	}
+}
+
 // Where no two handlers of a block ever run at once (S = 1, or the tree's
 // locks, which no handler holds across a charge), τ is the cost model's
 // per-packet cycles exactly, with no lock waiting.
@@ -204,6 +231,8 @@ func TestSimulateConfigErrors(t *testing.T) {
 		{SimConfig{Bytes: 4096, PacketBytes: 2048, HPU: hpu.Config{BufferBytes: 1024}}, "packet bytes = 2048"},
 		{SimConfig{Bytes: 4096, MeanInterArrival: -1}, "inter-arrival"},
 		{SimConfig{Bytes: 4096, Window: -1}, "window = -1"},
+		{SimConfig{Bytes: 4096, Rounds: -1}, "rounds = -1"},
+		{SimConfig{Bytes: 4000, Rounds: 2}, "whole 1024-byte packets"},
 		{SimConfig{Bytes: 4096, HPU: hpu.Config{Clusters: -1}}, "clusters = -1"},
 		{SimConfig{Bytes: 1 << 20, HPU: hpu.Config{Clusters: 1, L1Bytes: 16 << 10}, Algo: wire.AlgoTree, Window: 64}, "needs 512 buffers of 1 KiB, 16 free"},
 	} {

@@ -60,13 +60,31 @@ func submitRun(t *testing.T, u *VirtualUnit, ps ...*Packet) VirtualStats {
 	return u.Stats()
 }
 
+// A request that finds every core of its subset busy waits in its cluster
+// and runs on the first of them to finish (PsPIN's cluster scheduler), not
+// on a core chosen at its arrival: block 2 arrives while core 0 runs a
+// 300-cycle handler and core 1 a 100-cycle one, and core 1 takes it at 100.
+func TestVirtualClusterQueue(t *testing.T) {
+	u, eg := newVUnit(t, Config{Clusters: 1, CoresPerCluster: 2})
+	long, short := work(eg, 300), work(eg, 100)
+	submitRun(t, u, vpkt(long, 0, 0), vpkt(short, 1, 0), vpkt(short, 2, 50), vpkt(short, 3, 60))
+	want := map[uint32]int64{0: 300, 1: 100, 2: 200, 3: 300}
+	if !reflect.DeepEqual(eg.at, want) {
+		t.Fatalf("emit cycles %v, want %v", eg.at, want)
+	}
+	if eg.core[2] != [2]int{0, 1} || eg.core[3] != [2]int{0, 1} {
+		t.Fatalf("blocks 2 and 3 ran on %v and %v, want core 1 (the first free) for both", eg.core[2], eg.core[3])
+	}
+}
+
 // Without contention τ is exactly the cycles the handler charges, and a core
 // runs its assigned packets one after another.
 func TestVirtualServiceTime(t *testing.T) {
 	u, eg := newVUnit(t, Config{Clusters: 1, CoresPerCluster: 2})
 	h := work(eg, 100)
-	// Blocks 0 and 1 take cores 0 and 1; block 2 (at 50) finds both busy and
-	// queues on the first least-loaded core, 0, starting when it frees.
+	// Blocks 0 and 1 take cores 0 and 1; block 2 (at 50) finds both busy,
+	// waits in the cluster and starts on core 0, the first to free (at 100,
+	// before core 1 at the same cycle).
 	st := submitRun(t, u, vpkt(h, 0, 0), vpkt(h, 1, 0), vpkt(h, 2, 50))
 	want := map[uint32]int64{0: 100, 1: 100, 2: 200}
 	if !reflect.DeepEqual(eg.at, want) {

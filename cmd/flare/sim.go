@@ -20,7 +20,8 @@ import (
 func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("sim", "Run allreduces in virtual time: the real handlers and the hpu scheduler on PsPIN's cycle\n"+
 		"costs, for each design and each size --from, 2x, ... --to, on the switch of --preset. Hosts\n"+
-		"send 1KiB packets, staggered, at their line rate with exponential gaps (--arrivals). A --seed gives one\n"+
+		"send 1KiB packets, staggered, at their line rate with exponential gaps (--arrivals), and run\n"+
+		"--rounds allreduces of each size back to back (by default enough for one block per core). A --seed gives one\n"+
 		"result. json prints one object per row with the field names of 'flare model sweep --format\n"+
 		"json'. --compare prints the model next to the run: bandwidth and memory with their relative\n"+
 		"error, and whether the designs rank the same by bandwidth at each size (docs/MODEL.md).",
@@ -142,14 +143,14 @@ func writeSimRows(w io.Writer, p models.Params, rows []handlers.SimResult, forma
 		return writeJSONLines(w, rows)
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"algo", "bytes", "hosts", "dtype", "blocks", "window", "inter_arrival_cycles", "tau_cycles",
+		cw.Write([]string{"algo", "bytes", "hosts", "dtype", "blocks", "rounds", "window", "stagger_blocks", "inter_arrival_cycles", "tau_cycles",
 			"lock_wait_cycles", "bandwidth_pkts_per_cycle", "bandwidth_gbps", "latency_cycles", "memory_buffers",
 			"memory_bytes", "memory_buffers_max", "queue_occupancy", "queue_occupancy_max", "ingress_wait_cycles",
 			"packets", "cycles", "contended_lock_acquisitions"})
 		g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 		i := strconv.Itoa
 		for _, r := range rows {
-			cw.Write([]string{r.Algo, i(r.Bytes), i(r.Hosts), r.DType, i(r.Blocks), i(r.Window), g(r.MeanInterArrival),
+			cw.Write([]string{r.Algo, i(r.Bytes), i(r.Hosts), r.DType, i(r.Blocks), i(r.Rounds), i(r.Window), i(r.StaggerBlocks), g(r.MeanInterArrival),
 				g(r.TauCycles), g(r.LockWaitCycles), g(r.BandwidthPktsPerCycle), g(r.BandwidthGbps), g(r.LatencyCycles),
 				g(r.MemoryBuffers), g(r.MemoryBytes), i(r.MemoryBuffersMax), g(r.QueueOccupancy),
 				strconv.FormatInt(r.QueueOccupancyMax, 10), g(r.IngressWaitCycles), strconv.FormatInt(r.Packets, 10),
@@ -162,10 +163,10 @@ func writeSimRows(w io.Writer, p models.Params, rows []handlers.SimResult, forma
 		p.Cores(), p.Clusters, p.CoresPerCluster, p.SubsetS, p.QueueDepth, models.FormatBytes(float64(p.L1Bytes)),
 		p.Hosts, p.HostGbps, p.DType)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "design\tsize\twindow\ttau\tlock wait\tGbit/s\tlatency\tbuffers\tmax\tmemory\toccupancy\tmax\tcycles\t")
+	fmt.Fprintln(tw, "design\tsize\trounds\twindow\ttau\tlock wait\tGbit/s\tlatency\tbuffers\tmax\tmemory\toccupancy\tmax\tcycles\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%d\t%s\t%.2f\t%d\t%d\t\n",
-			r.Algo, models.FormatBytes(float64(r.Bytes)), r.Window, r.TauCycles, r.LockWaitCycles, r.BandwidthGbps,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%d\t%s\t%.2f\t%d\t%d\t\n",
+			r.Algo, models.FormatBytes(float64(r.Bytes)), r.Rounds, r.Window, r.TauCycles, r.LockWaitCycles, r.BandwidthGbps,
 			r.LatencyCycles, r.MemoryBuffers, r.MemoryBuffersMax, models.FormatBytes(r.MemoryBytes),
 			r.QueueOccupancy, r.QueueOccupancyMax, r.Cycles)
 	}

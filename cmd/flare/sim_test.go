@@ -54,7 +54,7 @@ func TestSimFormatsAndSeed(t *testing.T) {
 		t.Error("two seeds, one result")
 	}
 	recs, err := csv.NewReader(strings.NewReader(runFlare(t, append(args, "--format", "csv")...))).ReadAll()
-	if err != nil || len(recs) != 5 || recs[0][0] != "algo" || recs[0][7] != "tau_cycles" || recs[4][0] != "tree" {
+	if err != nil || len(recs) != 5 || recs[0][0] != "algo" || recs[0][9] != "tau_cycles" || recs[4][0] != "tree" {
 		t.Errorf("csv: %v: %v", err, recs)
 	}
 	table := runFlare(t, args...)
