@@ -32,7 +32,15 @@ type Config struct {
 	QueueDepth      int // handler requests a cluster holds, queued plus running
 	SubsetS         int // cores of a cluster that may run packets of one block, 1..C; 0 = C
 	BufferBytes     int // size of one aggregation buffer (the packet payload)
-	Cost            CostModel
+	// Overflow lets a packet whose home cluster is full run on the
+	// least-loaded cluster (PsPIN's default scheduler) when S > 1. Off, a
+	// block's packets run only on its subset of S cores of its home
+	// cluster, as Flare schedules them (§5: "restricting the execution of
+	// the packets of the same block to a subset of S cores"), which is
+	// what bounds the handlers meeting at one buffer by S; a packet whose
+	// home cluster is full waits for it (or Submit reports ErrQueueFull).
+	Overflow bool
+	Cost     CostModel
 }
 
 // WithDefaults returns c with every zero field set to its default.

@@ -7,9 +7,10 @@
 //
 //   - one goroutine per core; a packet runs to completion on one core;
 //   - a scheduler that sends a packet to its home cluster (block mod
-//     clusters), to the least-loaded cluster when the home queue is full, and
-//     within a cluster to the lowest-numbered idle core of the block's subset
-//     of S cores (S = 1 lets one core own a block);
+//     clusters), where it waits for room when the home queue is full (or,
+//     with Config.Overflow, PsPIN's default, goes to the least-loaded
+//     cluster), and within a cluster to the lowest-numbered idle core of the
+//     block's subset of S cores (S = 1 lets one core own a block);
 //   - bounded per-cluster input queues whose occupancy is sampled on every
 //     arrival;
 //   - a per-cluster L1 arena of fixed-size aggregation buffers, carved into

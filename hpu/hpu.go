@@ -194,10 +194,9 @@ func (h *HPU) execute(co *core, p *Packet) {
 }
 
 // Submit schedules p without blocking: to its home cluster (block mod
-// clusters), or to the least-loaded cluster when the home queue is full
-// (only when S > 1: with S = 1 a block belongs to one core, and sending it
-// elsewhere would break that). It returns ErrQueueFull when no queue has
-// room; the caller drops or retries.
+// clusters), or, with Config.Overflow and S > 1, to the least-loaded
+// cluster when the home queue is full. It returns ErrQueueFull when no
+// eligible queue has room; the caller drops or retries.
 func (h *HPU) Submit(p *Packet) error {
 	co, err := h.place(p)
 	if err != nil {
@@ -216,7 +215,7 @@ func (h *HPU) place(p *Packet) (*core, error) {
 	home := h.home(p)
 	cl := home
 	if !cl.enter() {
-		if h.cfg.SubsetS == 1 {
+		if !h.cfg.Overflow || h.cfg.SubsetS == 1 {
 			return nil, ErrQueueFull
 		}
 		cl = h.leastLoaded()

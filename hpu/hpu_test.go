@@ -118,8 +118,26 @@ func TestHomeClusterAndSubset(t *testing.T) {
 	}
 }
 
+// With Overflow a packet whose home cluster is full goes to the
+// least-loaded one; without it (Flare's scheduling, the default) a block's
+// packets stay in their home cluster.
 func TestOverflowToLeastLoaded(t *testing.T) {
-	u, wg := startUnit(t, Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 3})
+	home, hwg := startUnit(t, Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 3})
+	hr := newRecorder()
+	hr.hold = make(chan struct{})
+	for range 3 {
+		hwg.Add(1)
+		if err := home.Submit(pkt(hr, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := home.Submit(pkt(hr, 2)); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("without Overflow, home full: %v, want ErrQueueFull", err)
+	}
+	close(hr.hold)
+	hwg.Wait()
+
+	u, wg := startUnit(t, Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 3, Overflow: true})
 	r := newRecorder()
 	r.hold = make(chan struct{})
 	// Fill cluster 0 (home of even blocks): 3 requests.

@@ -11,8 +11,8 @@ import (
 // discrete-event simulator that runs the real handlers on the PsPIN cycle
 // cost model instead of on core goroutines. Packets arrive at given cycles
 // and are placed as HPU.SubmitWait places them (home cluster = block mod
-// clusters; the least-loaded cluster when the home one is full and S > 1;
-// at most QueueDepth requests, queued plus running, per cluster, the others
+// clusters; with Config.Overflow and S > 1 the least-loaded cluster when
+// the home one is full; at most QueueDepth requests, queued plus running, per cluster, the others
 // waiting for their home cluster), and run as PsPIN's cluster scheduler
 // runs them: on the lowest-numbered idle core of the block's subset of S
 // cores, or else queued in the cluster until one of those cores is free,
@@ -49,7 +49,7 @@ import (
 // # Ingress
 //
 // A packet that finds every eligible cluster queue full (its home one, and
-// with S > 1 the least-loaded one) waits for room in its home cluster, as
+// with Overflow the least-loaded one) waits for room in its home cluster, as
 // HPU.SubmitWait does: the waiting packets are kept per home cluster, each
 // in arrival order, and whenever a request leaves a cluster the packets
 // waiting for it enter while it has room. A packet waiting for a full
@@ -299,14 +299,14 @@ func (u *VirtualUnit) admitWaiting(ci int) {
 func (u *VirtualUnit) home(p *Packet) int { return int(p.Hdr.Block % uint32(len(u.clusters))) }
 
 // place mirrors HPU.place: it picks the cluster for p (its home one, or with
-// S > 1 the least-loaded one when home is full) and assigns p there, or
+// Overflow and S > 1 the least-loaded one when home is full) and assigns p there, or
 // reports that no eligible cluster has room.
 func (u *VirtualUnit) place(p *Packet) bool {
 	depth := u.cfg.QueueDepth
 	home := u.home(p)
 	ci := home
 	if u.clusters[ci].occ >= depth {
-		if u.cfg.SubsetS == 1 {
+		if !u.cfg.Overflow || u.cfg.SubsetS == 1 {
 			return false
 		}
 		ci = 0

@@ -271,11 +271,12 @@ func TestVirtualWaitPerCluster(t *testing.T) {
 	}
 }
 
-// With S > 1 a full home cluster overflows to the least-loaded one; with
-// S = 1 the packet waits for its home cluster.
+// With Overflow and S > 1 a full home cluster overflows to the
+// least-loaded one; with S = 1, or without Overflow (S = 0 below: S = 2
+// with the default), the packet waits for its home cluster.
 func TestVirtualOverflow(t *testing.T) {
-	for _, s := range []int{2, 1} {
-		u, eg := newVUnit(t, Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 2, SubsetS: s})
+	for _, s := range []int{2, 1, 0} {
+		u, eg := newVUnit(t, Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 2, SubsetS: s, Overflow: s > 0})
 		h := work(eg, 100)
 		var ps []*Packet
 		for range 4 {
@@ -291,6 +292,10 @@ func TestVirtualOverflow(t *testing.T) {
 		case 1: // one core owns block 0: four in a row
 			if over != 0 || st.Now != 400 || st.IngressWaited != 2 {
 				t.Fatalf("S=1: %d overflowed, done at %d, %d waited; want 0, 400, 2", over, st.Now, st.IngressWaited)
+			}
+		case 0: // the two cores of cluster 0, two rounds
+			if over != 0 || st.Now != 200 || st.IngressWaited != 2 {
+				t.Fatalf("S=2 without Overflow: %d overflowed, done at %d, %d waited; want 0, 200, 2", over, st.Now, st.IngressWaited)
 			}
 		}
 		_ = eg

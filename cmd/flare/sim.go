@@ -35,6 +35,8 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		"as the simulated hosts stagger) next to each run")
 	arrivals := fs.String("arrivals", "switch", "switch: one stream of packets with exponential gaps at the switch, the hosts\n"+
 		"taking turns (the paper's method, docs/MODEL.md); hosts: every host with its own exponential gaps")
+	overflow := fs.Bool("overflow", false, "let a packet whose home cluster is full run on the least-loaded cluster (PsPIN's default\n"+
+		"scheduler); off, a block's packets run only on its S cores, as Flare schedules them (§5)")
 	rounds := fs.Int("rounds", 0, "allreduces of each size run back to back, pipelined; 0 = enough for one block per core\n"+
 		"(4KiB on the flare preset: 128), the steady state the model describes; 1 = one allreduce alone")
 	if err := parse(fs, args); err != nil {
@@ -54,7 +56,7 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if es := int64(p.DType.Size()); sizes[0]%es != 0 {
 		return flagError("--from", fmt.Errorf("%s: must be a multiple of the %s size (%d)", *from, p.DType, es))
 	}
-	o := simOptions{seed: *seed, rounds: *rounds}
+	o := simOptions{seed: *seed, rounds: *rounds, overflow: *overflow}
 	switch *arrivals {
 	case "switch":
 		o.arrivals = handlers.ArrivalsSwitch
@@ -85,7 +87,8 @@ const maxSimBytes = 64 << 20
 type simOptions struct {
 	seed     uint64
 	arrivals handlers.Arrivals
-	rounds   int // 0: handlers.SteadyRounds
+	rounds   int  // 0: handlers.SteadyRounds
+	overflow bool // hpu.Config.Overflow
 }
 
 // simConfig is one simulated run on the switch p describes, so that the
@@ -98,7 +101,7 @@ func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) hand
 	return handlers.SimConfig{
 		HPU: hpu.Config{
 			Clusters: p.Clusters, CoresPerCluster: p.CoresPerCluster, SubsetS: p.SubsetS,
-			QueueDepth: p.QueueDepth, L1Bytes: p.L1Bytes, BufferBytes: p.PacketBytes,
+			QueueDepth: p.QueueDepth, L1Bytes: p.L1Bytes, BufferBytes: p.PacketBytes, Overflow: o.overflow,
 		},
 		Hosts: p.Hosts, Bytes: int(bytes), DType: p.DType, Algo: d.Algo, Buffers: d.Buffers, Seed: o.seed,
 		// The model's δ is the inter-arrival at the switch, all hosts

@@ -24,6 +24,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	l1 := fs.String("l1", "1MiB", "L1 memory per cluster (4KiB..1GiB)")
 	fs.IntVar(&cfg.HPU.QueueDepth, "queue", hpu.DefaultQueueDepth, "handler requests a cluster holds, queued and running")
 	fs.IntVar(&cfg.HPU.SubsetS, "policy-s", 0, "cores of a cluster that may run one block's packets, 1..cores (0 = cores)")
+	fs.BoolVar(&cfg.HPU.Overflow, "overflow", false, "with --policy-s > 1, run a packet whose home cluster is full on the least-loaded\n"+
+		"cluster (PsPIN's default) instead of waiting for its home cluster")
 	packet := fs.String("packet", "1KiB", "payload bytes per packet")
 	fs.IntVar(&cfg.MaxJobs, "max-jobs", swtch.DefaultMaxJobs, "jobs at once")
 	fs.DurationVar(&cfg.JobIdle, "job-idle", swtch.DefaultJobIdle, "end a job after this long without packets")
