@@ -12,9 +12,9 @@ import (
 // cost model instead of on core goroutines. Packets arrive at given cycles
 // and are placed as HPU.SubmitWait places them (home cluster = block mod
 // clusters; with Config.Overflow and S > 1 the least-loaded cluster when
-// the home one is full; at most QueueDepth requests, queued plus running, per cluster, the others
-// waiting for their home cluster), and run as PsPIN's cluster scheduler
-// runs them: on the lowest-numbered idle core of the block's subset of S
+// the home one is full; at most QueueDepth requests, queued plus running,
+// per cluster, the others waiting for their home cluster), and run as
+// PsPIN's cluster scheduler runs them: on the lowest-numbered idle core of the block's subset of S
 // cores, or else queued in the cluster until one of those cores is free,
 // which takes the oldest request it may run. (The real-time HPU hands a
 // request to a core's own FIFO at once, the least-loaded core when none is
@@ -298,9 +298,9 @@ func (u *VirtualUnit) admitWaiting(ci int) {
 
 func (u *VirtualUnit) home(p *Packet) int { return int(p.Hdr.Block % uint32(len(u.clusters))) }
 
-// place mirrors HPU.place: it picks the cluster for p (its home one, or with
-// Overflow and S > 1 the least-loaded one when home is full) and assigns p there, or
-// reports that no eligible cluster has room.
+// place mirrors HPU.place: it picks the cluster for p (its home one, or
+// with Overflow and S > 1 the least-loaded one when home is full) and
+// assigns p there, or reports that no eligible cluster has room.
 func (u *VirtualUnit) place(p *Packet) bool {
 	depth := u.cfg.QueueDepth
 	home := u.home(p)

@@ -174,7 +174,7 @@ func treeBufferCycles(p Params, g, deltaE float64) float64 {
 }
 
 // treeSubsetBlocks is how many blocks each core subset serves, at least,
-// in treeBufferCyclesQueued's replay of a switch that keeps receiving
+// in treeBufferCycles's replay of a switch that keeps receiving
 // allreduces.
 const treeSubsetBlocks = 4
 
