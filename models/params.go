@@ -116,9 +116,10 @@ type Params struct {
 	// ("we assume that the cost of copying the data is negligible", §6).
 	CountCopies bool
 	// TreeArrivalOrder takes the tree's M from the order in which staggered
-	// hosts deliver a block's packets (a contiguous range of children,
-	// treeBufferCycles) instead of the paper's (P−1)/log2 P, which does not
-	// depend on the order. Off, the model is the paper's.
+	// hosts deliver a block's packets (a contiguous range of children) and
+	// the subset of S cores that serves them (treeBufferCycles) instead of
+	// the paper's (P−1)/log2 P, which depends on neither. Off, the model is
+	// the paper's.
 	TreeArrivalOrder bool
 
 	// SparsePairsPerBlock is how many (index, value) pairs one host sends

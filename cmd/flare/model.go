@@ -102,7 +102,7 @@ func addParamFlagsTreeM(fs *pflag.FlagSet, copies bool, treeM string) *paramFlag
 	fs.BoolVar(&f.copies, "copies", copies, "charge the handlers' DMA copies in the model (the paper's model takes them as free)")
 	fs.StringVar(&f.reading, "reading", "service", "single-buffer contention formula: service (L(n+1)/2) or waiting-only (the printed L(n-1)/2)")
 	fs.StringVar(&f.treeM, "tree-m", treeM, "the tree's buffers per block M: paper ((P-1)/log2 P) or order (from the order in\n"+
-		"which staggered hosts deliver a block's leaves, as 'flare sim --compare' uses; docs/MODEL.md)")
+		"which staggered hosts deliver a block's leaves to its S cores, as 'flare sim --compare' uses; docs/MODEL.md)")
 	return f
 }
 
