@@ -26,32 +26,23 @@ func (s *sim) Emit(h *wire.Header, payload []byte) {
 	}
 	now := s.unit.Now()
 	s.emitted[b] = now
-	s.unblockFeed()
+	if f := s.feed; f != nil && f.blocked {
+		f.blocked = false
+		if err := s.unit.At(max(now, int64(f.plan)), f.wakeFn); err != nil {
+			panic(err)
+		}
+	}
 	copy(s.out[b*s.pe*s.esize:], payload)
 	for _, host := range s.hosts {
 		host.inflight--
-		if s.feed == nil {
-			host.unblock()
+		if s.feed != nil {
+			continue
 		}
-	}
-}
-
-// unblockFeed wakes the switch's arrival stream if it waits for a host.
-func (s *sim) unblockFeed() {
-	if f := s.feed; f != nil && f.blocked {
-		f.blocked = false
-		if err := s.unit.At(max(s.unit.Now(), int64(f.plan)), f.wakeFn); err != nil {
-			panic(err) // never before the clock
-		}
-	}
-}
-
-// unblock wakes a host (ArrivalsHosts) that waits for its window.
-func (h *simHost) unblock() {
-	if h.blocked {
-		h.blocked = false
-		if err := h.s.unit.At(max(h.s.unit.Now(), int64(h.plan)), h.wakeFn); err != nil {
-			panic(err) // never before the clock
+		if host.blocked {
+			host.blocked = false
+			if err := s.unit.At(max(now, int64(host.plan)), host.wakeFn); err != nil {
+				panic(err) // never before the clock
+			}
 		}
 	}
 }

@@ -107,14 +107,14 @@ type vcluster struct {
 	occMax                         int64
 }
 
-// vcore is one core of a VirtualUnit: the FIFO of packets assigned to it and
-// the coroutine that runs their handlers.
+// vcore is one core of a VirtualUnit: the packet given to it and the
+// coroutine that runs its handler.
 type vcore struct {
 	u        *VirtualUnit
 	cluster  int
 	id       int
-	q        fifo[*Packet] // given to it, not started (at most one)
-	load     int           // given to it and not finished: 0 means idle
+	pending  *Packet // given to it, not started
+	busy     bool    // a packet is pending or running
 	task     *Task
 	next     func() (struct{}, bool) // resumes the coroutine (nil until first used)
 	stop     func()
@@ -343,7 +343,7 @@ func (u *VirtualUnit) assign(ci int, p *Packet) {
 	base := u.subsetBase(p)
 	cores := u.cores[ci*c : (ci+1)*c]
 	for j := range s {
-		if co := &cores[(base+j)%c]; co.load == 0 {
+		if co := &cores[(base+j)%c]; !co.busy {
 			u.start(co, p)
 			return
 		}
@@ -363,8 +363,7 @@ func (u *VirtualUnit) subsetBase(p *Packet) int {
 
 // start gives p to the idle core co.
 func (u *VirtualUnit) start(co *vcore, p *Packet) {
-	co.load++
-	co.q.push(p)
+	co.busy, co.pending = true, p
 	if co.idle {
 		co.idle = false
 		u.push(event{at: u.clock, core: co})
@@ -395,8 +394,8 @@ func (c *vcore) resume() {
 	c.next()
 }
 
-// body is the core's coroutine: it runs the assigned packets in order and
-// suspends when it has none.
+// body is the core's coroutine: it runs the packet given to it and
+// suspends until it is given the next.
 func (c *vcore) body(yield func(struct{}) bool) {
 	c.yield = yield
 	defer func() {
@@ -405,11 +404,13 @@ func (c *vcore) body(yield func(struct{}) bool) {
 		}
 	}()
 	for {
-		for c.q.len() == 0 {
+		for c.pending == nil {
 			c.idle = true
 			c.suspend()
 		}
-		c.execute(c.q.pop())
+		p := c.pending
+		c.pending = nil
+		c.execute(p)
 	}
 }
 
@@ -447,7 +448,7 @@ func (c *vcore) execute(p *Packet) {
 	if u.done != nil {
 		u.done(p)
 	}
-	c.load--
+	c.busy = false
 	u.clusters[c.cluster].occ--
 	u.takeQueued(c)
 	u.admitWaiting(c.cluster)
