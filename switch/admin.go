@@ -11,8 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// adminServer serves /metrics (a private registry), /healthz and
-// /debug/pprof/ on the admin address.
+// adminServer serves /metrics (a private registry), /healthz,
+// /debug/pprof/ and the job registry's /v1/jobs on the admin address;
+// writes, and /v1/, need the bearer secret (authorize).
 type adminServer struct {
 	srv  *http.Server
 	addr net.Addr
@@ -20,8 +21,19 @@ type adminServer struct {
 }
 
 func (s *Switch) startAdmin() (*adminServer, error) {
+	ln, err := net.Listen("tcp", s.cfg.Admin)
+	if err != nil {
+		return nil, err
+	}
+	a := &adminServer{srv: &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 5 * time.Second}, addr: ln.Addr(), done: make(chan struct{})}
+	go func() { a.srv.Serve(ln); close(a.done) }()
+	return a, nil
+}
+
+// adminHandler routes the admin port's requests, behind authorize.
+func (s *Switch) adminHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(s))
+	reg.MustRegister(newCollector(s), newRegistryCollector(s.registry))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: nil}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -33,13 +45,8 @@ func (s *Switch) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", s.cfg.Admin)
-	if err != nil {
-		return nil, err
-	}
-	a := &adminServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, addr: ln.Addr(), done: make(chan struct{})}
-	go func() { a.srv.Serve(ln); close(a.done) }()
-	return a, nil
+	s.routeJobs(mux)
+	return s.authorize(mux)
 }
 
 func (a *adminServer) close() {

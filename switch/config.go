@@ -52,6 +52,14 @@ type Config struct {
 	// among them and LocalHosts as its world.
 	LocalHosts int
 	Logger     *slog.Logger
+	// Admission is AdmissionOpen ("" too: any host may create a job by
+	// joining it) or AdmissionRegistered (only jobs registered over the
+	// admin port, POST /v1/jobs).
+	Admission string
+	// AdminSecretFile holds the admin port's bearer secret: writes and
+	// /v1/ need it (without it the port takes none). Required with
+	// AdmissionRegistered. Read once, by New.
+	AdminSecretFile string
 }
 
 // WithDefaults fills zero fields.

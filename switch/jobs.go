@@ -123,6 +123,9 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 	s.resolveShape(h.DType, body)
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
+	if err := s.grantJoin(from, h, body); err != nil {
+		return nil, err
+	}
 	j := s.jobs.get(h.Job)
 	if j == nil {
 		if len(s.jobs.all()) >= s.cfg.MaxJobs {
@@ -157,7 +160,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 	j.subtree[rank], j.streams[rank] = hosts, stream
 	j.lastActive.Store(time.Now().UnixNano())
 	if !j.admitted && j.joined == len(j.members) {
-		if err := s.admit(j); err != nil {
+		if err := s.admitGranted(j); err != nil {
 			s.endLocked(j, "refused")
 			return nil, err
 		}

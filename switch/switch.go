@@ -55,6 +55,8 @@ type Switch struct {
 
 	parent netip.AddrPort // Config.Parent; invalid at the root or a lone switch
 	links  linkTable      // per-peer traffic counters
+
+	registry *registry // admission mode, admin secret, registered jobs
 }
 
 // inPacket is a receive buffer that becomes an HPU packet without a copy:
@@ -78,7 +80,11 @@ func New(cfg Config) (*Switch, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1)}
+	reg, err := newRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
@@ -155,14 +161,16 @@ func (s *Switch) Run(ctx context.Context) error {
 		return conn.Close() // unblocks the reader
 	})
 	err = g.Wait()
+	// The admin port closes first: once it has, no request (a DELETE that
+	// tells a job's members) can queue a packet while the egress drains.
+	if adminSrv != nil {
+		adminSrv.close()
+	}
 	// Drain: the reader has stopped; queued packets run, their results go out.
 	stopUnit()
 	<-unitDone
 	close(s.out)
 	<-writerDone
-	if adminSrv != nil {
-		adminSrv.close()
-	}
 	if s.cap != nil {
 		if cerr := s.cap.close(); err == nil {
 			err = cerr

@@ -40,6 +40,7 @@ func commands() map[string]command {
 		"decode":    {"print a pcap of Flare packets (flare switch --pcap) as a table", runDecode},
 		"model":     {"the analytic model: choose, sweep, size, collectives, sparse, calibrate", runModel},
 		"sim":       {"allreduces in virtual time on PsPIN cycle costs; --compare against the model", runSim},
+		"jobs":      {"register, list and delete jobs on a switch with --admission registered", runJobs},
 	}
 }
 

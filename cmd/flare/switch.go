@@ -15,7 +15,8 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"  flare switch\n  flare switch --listen 0.0.0.0:7470 --admin 127.0.0.1:9470 --clusters 16\n  flare switch --pcap /var/lib/flare-switch/flare.pcap --pcap-max 256MiB\n"+
 			"  flare switch --listen 10.0.0.1:7470 --children 4                            # root of a tree of 4 leaf switches\n"+
 			"  flare switch --listen 10.0.1.1:7470 --parent 10.0.0.1:7470 --child-index 0  # leaf 0 under it\n"+
-			"  flare switch --listen 10.0.0.1:7470 --children 4 --local-hosts 2            # a root with 2 hosts of its own as well\n", stdout)
+			"  flare switch --listen 10.0.0.1:7470 --children 4 --local-hosts 2            # a root with 2 hosts of its own as well\n"+
+			"  flare switch --admission registered --admin-secret-file /etc/flare/admin-secret  # only jobs registered with flare jobs register\n", stdout)
 	var cfg swtch.Config
 	fs.StringVar(&cfg.Listen, "listen", swtch.DefaultListen, "UDP data address HOST:PORT")
 	fs.StringVar(&cfg.Admin, "admin", swtch.DefaultAdmin, "admin HTTP address HOST:PORT, or off")
@@ -39,6 +40,10 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.ChildIndex, "child-index", 0, "with --parent: this switch's index among the parent's children, 0..N-1 where N is the parent's --children")
 	fs.IntVar(&cfg.Children, "children", 0, "tree of switches: this switch aggregates N child switches (0 = hosts join here)")
 	fs.IntVar(&cfg.LocalHosts, "local-hosts", 0, "with --children: H hosts also join this switch directly in every job, with ranks 0..H-1 and world H")
+	fs.StringVar(&cfg.Admission, "admission", swtch.AdmissionOpen, "open: any host that reaches the data port may create a job by joining it;\n"+
+		"registered: only jobs registered over the admin port (flare jobs register)")
+	fs.StringVar(&cfg.AdminSecretFile, "admin-secret-file", "", "file with the admin port's bearer secret (not readable by every user): admin writes,\n"+
+		"/v1/jobs and /debug/pprof/ need it; required with --admission registered")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args); err != nil {
 		return err
