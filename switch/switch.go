@@ -55,6 +55,7 @@ type Switch struct {
 
 	parent netip.AddrPort // Config.Parent; invalid at the root or a lone switch
 	links  linkTable      // per-peer traffic counters
+	aborts abortLog       // jobs a member aborted lately (abort.go)
 }
 
 // inPacket is a receive buffer that becomes an HPU packet without a copy:
@@ -314,6 +315,9 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	case wire.TypeLeave:
 		s.leave(d.Addr, &p.Hdr)
 		return false
+	case wire.TypeAbort:
+		s.abort(d.Addr, &p.Hdr, payload)
+		return false
 	default:
 		s.drops.add(dropUnexpected)
 		return false
@@ -321,7 +325,9 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	j := s.jobs.get(p.Hdr.Job)
 	if j == nil {
 		s.drops.add(dropUnknownJob)
-		s.answerUnknown(d.Addr, &p.Hdr)
+		if !s.answerAborted(d.Addr, &p.Hdr) {
+			s.answerUnknown(d.Addr, &p.Hdr)
+		}
 		return false
 	}
 	if !fromParent && !s.memberIndex(&p.Hdr) {
