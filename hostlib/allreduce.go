@@ -23,8 +23,10 @@ import (
 // 1 s. The call fails with a *TimeoutError when Options.Timeout passes (or
 // ctx's deadline, whichever comes first), with an error wrapping
 // ctx.Err() when ctx is cancelled, with a *SwitchError when the switch
-// reports the job failed, and with ErrClosed after Close. After a failure
-// buf holds a mix of input and result, and the ranks may be out of step:
+// reports the job failed, with an *AbortedError when another rank aborted
+// the job, and with ErrClosed after Close. A call that fails here (timeout,
+// cancelled, closed) aborts the job for every rank (see the package
+// documentation). After a failure buf holds a mix of input and result:
 // Close and Join again.
 func (s *Session) AllReduceBytes(ctx context.Context, buf []byte) error {
 	if want := s.opts.Elements * s.esize; len(buf) != want {
