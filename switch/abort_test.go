@@ -525,3 +525,48 @@ func metricLabeled(t *testing.T, sw *swtch.Switch, name, labels string) float64 
 	t.Helper()
 	return metric(t, sw, name+"{"+labels+"}")
 }
+
+// TestAbortCancelledJoin: a rank whose Join is cancelled before the job is
+// admitted aborts it, and the ranks already waiting in Join fail at once,
+// not at their join timeout.
+func TestAbortCancelledJoin(t *testing.T) {
+	sw := newAbortSwitch(t)
+	opts := func(r int) hostlib.Options {
+		return hostlib.Options{Switch: sw.Addr().String(), Job: abortJob, Token: 0xab0e7, Rank: r, World: 3,
+			DType: wire.Float32, Op: wire.OpSum, Elements: 1000, JoinTimeout: 30 * time.Second}
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		s, err := hostlib.Join(context.Background(), opts(0))
+		if s != nil {
+			s.Close()
+		}
+		waiting <- err
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := make(chan error, 1)
+	go func() { _, err := hostlib.Join(ctx, opts(1)); cancelled <- err }()
+	// Both joins have reached the switch: two datagrams are in, and the
+	// joins are repeated every 100 ms, so after 250 ms more both ranks'
+	// have been handled, however late rank 1's goroutine ran.
+	for metric(t, sw, "flare_jobs_active") != 1 || metric(t, sw, "flare_rx_packets_total") < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(250 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("rank 1's join: %v; want its cancellation", err)
+	}
+	select {
+	case err := <-waiting:
+		var ae *hostlib.AbortedError
+		if !errors.As(err, &ae) || ae.Rank != 1 || ae.Generation != 0 || !strings.Contains(err.Error(), "join: job 11 aborted by rank 1 (rank 1: join cancelled)") {
+			t.Fatalf("rank 0's join: %v; want it aborted by rank 1", err)
+		}
+		t.Logf("rank 0's join failed %v after rank 1's was cancelled: %v", time.Since(start).Round(10*time.Microsecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("rank 0 still joining 10 s after rank 1's join was cancelled (its join timeout is 30 s)")
+	}
+	waitIdle(t, sw, time.Second)
+}
