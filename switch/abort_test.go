@@ -548,7 +548,7 @@ func TestAbortCancelledJoin(t *testing.T) {
 	go func() { _, err := hostlib.Join(ctx, opts(1)); cancelled <- err }()
 	// Both joins have reached the switch: two datagrams are in, and the
 	// joins are repeated every 100 ms, so after 250 ms more both ranks'
-	// have been handled, however late rank 1's goroutine ran.
+	// have been handled unless rank 1's goroutine ran that late.
 	for metric(t, sw, "flare_jobs_active") != 1 || metric(t, sw, "flare_rx_packets_total") < 2 {
 		time.Sleep(time.Millisecond)
 	}
