@@ -23,8 +23,10 @@ import (
 // 1 s. The call fails with a *TimeoutError when Options.Timeout passes (or
 // ctx's deadline, whichever comes first), with an error wrapping
 // ctx.Err() when ctx is cancelled, with a *SwitchError when the switch
-// reports the job failed, and with ErrClosed after Close. After a failure
-// buf holds a mix of input and result, and the ranks may be out of step:
+// reports the job failed, with an *AbortedError when another rank aborted
+// the job, and with ErrClosed after Close. A call that fails here (timeout,
+// cancelled, closed) aborts the job for every rank (see the package
+// documentation). After a failure buf holds a mix of input and result:
 // Close and Join again.
 func (s *Session) AllReduceBytes(ctx context.Context, buf []byte) error {
 	if want := s.opts.Elements * s.esize; len(buf) != want {
@@ -82,8 +84,14 @@ func (s *Session) call(ctx context.Context, buf []byte) error {
 		return fmt.Errorf("hostlib: allreduce: %w", ErrClosed)
 	default:
 	}
+	if s.aborted != nil {
+		return s.aborted
+	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("hostlib: allreduce: %w", err)
+		// The other ranks make this call: they would wait for it.
+		err = fmt.Errorf("hostlib: allreduce generation %d not started: %w", s.gen+1, err)
+		s.abortFor(err, s.gen+1)
+		return err
 	}
 	s.gen++
 	start := time.Now()
@@ -91,6 +99,7 @@ func (s *Session) call(ctx context.Context, buf []byte) error {
 	s.buf = nil // keep no reference to the caller's memory
 	if err != nil {
 		s.stats.failed.Add(1)
+		s.abortFor(err, s.gen)
 		return err
 	}
 	d := time.Since(start)
@@ -256,78 +265,6 @@ func (s *Session) flush() error {
 		s.sendErr = err
 		s.stats.sendErrors.Add(1)
 		msgs = msgs[n+1:]
-	}
-	return nil
-}
-
-// results processes a received batch: results of this call fill their
-// blocks, an Error that ends the job ends the call, anything else is
-// counted and dropped.
-func (s *Session) results(b *rxBatch) error {
-	for i := range b.msgs[:b.n] {
-		d := &b.msgs[i]
-		var h wire.Header
-		payload, err := h.Unmarshal(d.Buf[:d.N])
-		switch {
-		case err != nil || h.Job != s.opts.Job || h.Token != s.opts.Token:
-		case h.Type == wire.TypeResult && !s.opts.Sparse:
-			s.result(&h, payload)
-			continue
-		case (h.Type == wire.TypeSparse || h.Type == wire.TypeSpill) && s.opts.Sparse:
-			s.sparseResult(&h, payload)
-			continue
-		case h.Type == wire.TypeError:
-			if err := s.failure(&h, payload); err != nil {
-				return err
-			}
-		}
-		s.stats.ignored.Add(1)
-	}
-	return nil
-}
-
-// result copies a result into its block of the call's vector, once.
-func (s *Session) result(h *wire.Header, payload []byte) {
-	b := h.Block
-	if h.Generation != s.gen || int64(b) >= int64(s.blocks) || h.DType != s.opts.DType || h.Op != s.opts.Op {
-		s.stats.ignored.Add(1) // an earlier call's straggler, or not this job's vector
-		return
-	}
-	off, n := s.blockSpan(b)
-	if int(h.Count) != n {
-		s.stats.ignored.Add(1)
-		return
-	}
-	if s.trk.isDone(b) {
-		s.stats.duplicates.Add(1)
-		return
-	}
-	copy(s.buf[off*s.esize:], payload)
-	s.trk.complete(b, time.Since(s.start))
-	if h.Flags&wire.FlagPartial != 0 {
-		s.contrib[b] = uint16(min(int(h.Child), s.opts.World))
-		s.stats.partial.Add(1)
-	}
-}
-
-// failure turns an Error packet for this job into the call's error when it
-// says the job is gone: it timed out on the switch, the switch no longer
-// knows it (it restarted), or the switch failed. Errors about joins (a late
-// answer to a repeated join) and errors about other calls are not this
-// call's business; failure returns nil for them and the caller counts them.
-func (s *Session) failure(h *wire.Header, payload []byte) error {
-	var e wire.ErrorBody
-	if e.Unmarshal(payload) != nil || (h.Generation != 0 && h.Generation != s.gen) {
-		return nil
-	}
-	switch e.Code {
-	case wire.CodeWaiting:
-		if h.Generation == s.gen {
-			s.noteWaiting(e.Message())
-		}
-		return nil
-	case wire.CodeTimeout, wire.CodeUnknownJob, wire.CodeInternal:
-		return fmt.Errorf("hostlib: allreduce generation %d: %w", s.gen, &SwitchError{Code: e.Code, Message: e.Message()})
 	}
 	return nil
 }

@@ -52,8 +52,21 @@
 //
 // Packets go out in batches of up to 64 datagrams per system call and come
 // in the same way, through one reader goroutine per session; in steady state
-// a call allocates nothing. Stats counts packets, retransmissions and call
-// durations.
+// a call allocates nothing. A session takes only what comes from the
+// switch's address with the job's token, and checks every field before it
+// uses it; Stats counts packets, retransmissions, call durations and the
+// datagrams dropped, by reason.
+//
+// # Failure
+//
+// A call that fails here (its timeout, a cancelled context, Close during
+// the call) aborts the job, as NCCL's ncclCommAbort does: the session tells
+// the switch, which ends the job and tells the other ranks, whose calls
+// then fail at once with an *AbortedError naming this rank and why,
+// instead of at their own timeouts. A rank that dies without a word is
+// named by the first survivor's timeout, which aborts for all. After a
+// failed call the job is over: Close, and Join again (the job id is free at
+// once).
 //
 // # Ring allreduce
 //

@@ -26,7 +26,40 @@ var (
 	// ErrTimeout is matched by every timeout of this package: a join that
 	// got no answer in time and a *TimeoutError from AllReduce.
 	ErrTimeout = errors.New("hostlib: timed out")
+
+	// ErrAborted is matched by an *AbortedError: another member of the job
+	// aborted it, and the switch ended it.
+	ErrAborted = errors.New("hostlib: job aborted by a member")
 )
+
+// AbortedError reports that another member's call failed and that it
+// aborted the job (NCCL's ncclCommAbort): the switch ended the job and told
+// every member who and why, so the call fails within a round trip instead
+// of at its timeout. The session's later calls fail with it too; Close and
+// Join again (the job id is free at once). It matches ErrAborted.
+type AbortedError struct {
+	Job        uint32 // the job
+	Generation uint32 // the call that failed here (0 for a Join)
+	// Rank is the rank that aborted, as it joined its switch (in a tree of
+	// switches its rank among its leaf's hosts; Reason names the switches).
+	Rank int
+	// Reason is the switch's account: who and why, e.g. "rank 2: allreduce
+	// generation 3 timed out after 30s with 12 of 4096 blocks missing:
+	// every stuck block waits for rank 3 (...)".
+	Reason string
+}
+
+// Error names the job, the call, the aborting rank and its reason.
+func (e *AbortedError) Error() string {
+	what := fmt.Sprintf("allreduce generation %d", e.Generation)
+	if e.Generation == 0 {
+		what = "join"
+	}
+	return fmt.Sprintf("hostlib: %s: job %d aborted by rank %d (%s); Close and Join again", what, e.Job, e.Rank, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrAborted) hold.
+func (e *AbortedError) Is(target error) bool { return target == ErrAborted }
 
 // SwitchError is an Error packet from the switch: it refused the join or
 // failed the job. Code is for programs, Message for people.

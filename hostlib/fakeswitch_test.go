@@ -3,6 +3,7 @@ package hostlib
 import (
 	"math/rand/v2"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -35,6 +36,7 @@ type fakeSwitch struct {
 	tx   []swtch.Datagram
 	ntx  int
 	done chan struct{}
+	txMu sync.Mutex // the writes of run and of inject
 
 	leaves, dropped atomic.Uint64
 }
@@ -284,7 +286,20 @@ func (f *fakeSwitch) send(to netip.AddrPort, appendTo func([]byte) []byte) {
 
 func (f *fakeSwitch) flush() {
 	if f.ntx > 0 {
+		f.txMu.Lock()
 		_, _ = f.conn.WriteBatch(f.tx[:f.ntx])
+		f.txMu.Unlock()
 		f.ntx = 0
+	}
+}
+
+// inject sends pkt to a host from the switch's socket, as a crafted packet
+// from the switch's address (or an attacker spoofing it) would come.
+func (f *fakeSwitch) inject(t testing.TB, to netip.AddrPort, pkt []byte) {
+	t.Helper()
+	f.txMu.Lock()
+	defer f.txMu.Unlock()
+	if _, err := f.conn.WriteBatch([]swtch.Datagram{{Buf: pkt, N: len(pkt), Addr: to}}); err != nil {
+		t.Fatal(err)
 	}
 }

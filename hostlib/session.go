@@ -69,6 +69,7 @@ type Session struct {
 	contrib  []uint16         // bounded time: contributors of each block of the last call
 	scratch  []byte           // the wire encoding on big-endian machines
 	sp       sparseCall       // a sparse session's per-call state
+	aborted  *AbortedError    // set once the switch said a member aborted the job: every later call fails with it
 
 	stats counters
 }
@@ -83,8 +84,9 @@ type rxBatch struct {
 // during a call.
 type counters struct {
 	calls, failed, sent, received, retransmits, duplicates, ignored, partial, sendErrors atomic.Uint64
-	sentBytes, receivedBytes, spilledPairs                                               atomic.Uint64
+	sentBytes, receivedBytes, spilledPairs, aborts                                       atomic.Uint64
 	last, total                                                                          atomic.Int64
+	drops                                                                                [numDropReasons]atomic.Uint64
 }
 
 // Stats counts a session's traffic and calls.
@@ -95,7 +97,9 @@ type Stats struct {
 	PacketsReceived uint64        // datagrams received, whatever they held
 	Retransmits     uint64        // data packets sent again because their result was overdue
 	Duplicates      uint64        // results of blocks already done (answers to retransmissions that crossed)
-	Ignored         uint64        // other generations, jobs or tokens, malformed or unexpected packets
+	Ignored         uint64        // datagrams dropped: the sum of Dropped
+	Dropped         Drops         // datagrams dropped, by reason (other sources, jobs, tokens, generations, malformed, ...)
+	Aborts          uint64        // calls of this session that failed here and aborted the job for every member
 	Partial         uint64        // results the switch released before every rank contributed
 	SendErrors      uint64        // datagrams the socket refused (counted as lost)
 	BytesSent       uint64        // UDP payload bytes of the datagrams sent (headers included)
@@ -133,7 +137,11 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 		// A switch that answered holds nothing for this rank; otherwise it
 		// may have registered the join, so say goodbye.
 		var se *SwitchError
-		s.shutdown(!errors.As(err, &se))
+		var ae *AbortedError
+		if !errors.As(err, &se) && !errors.As(err, &ae) {
+			s.joinAbort(err)
+		}
+		s.shutdown(!errors.As(err, &se) && !errors.As(err, &ae))
 		return nil, fmt.Errorf("hostlib: join job %d as rank %d of %d at %v: %w", o.Job, o.Rank, o.World, sw, err)
 	}
 	return s, nil
@@ -297,28 +305,39 @@ func (s *Session) join(ctx context.Context) error {
 // It reports whether one settled the join, with the error if it refused.
 func (s *Session) joinReplies(b *rxBatch) (bool, error) {
 	for i := range b.msgs[:b.n] {
-		d := &b.msgs[i]
 		var h wire.Header
-		payload, err := h.Unmarshal(d.Buf[:d.N])
-		if err != nil || h.Job != s.opts.Job || h.Token != s.opts.Token {
-			s.stats.ignored.Add(1)
+		payload, ok := s.receive(&b.msgs[i], &h)
+		if !ok {
 			continue
 		}
 		switch h.Type {
 		case wire.TypeJoinAck:
 			var ack wire.JoinAckBody
 			if ack.Unmarshal(payload) != nil {
-				break
+				s.drop(dropMalformed)
+				continue
 			}
 			return true, s.admit(&ack)
 		case wire.TypeError:
 			var e wire.ErrorBody
-			if e.Unmarshal(payload) != nil {
-				break
+			switch {
+			case e.Unmarshal(payload) != nil:
+				s.drop(dropMalformed)
+			case e.Code == wire.CodeAborted: // another member gave up before the job was admitted
+				s.aborted = &AbortedError{Job: s.opts.Job, Rank: int(h.Child), Reason: e.Message()}
+				return true, s.aborted
+			case e.Code == wire.CodeWaiting:
+				s.drop(dropUnexpected) // about a call, and there is none yet
+			default:
+				return true, &SwitchError{Code: e.Code, Message: e.Message()}
 			}
-			return true, &SwitchError{Code: e.Code, Message: e.Message()}
+			continue
 		}
-		s.stats.ignored.Add(1)
+		if h.Type == wire.TypeResult || h.Type == wire.TypeSparse || h.Type == wire.TypeSpill {
+			s.drop(dropUnexpected) // the job runs, and this rank's ack was lost: the join is resent
+		} else {
+			s.drop(dropType)
+		}
 	}
 	return false, nil
 }
@@ -413,6 +432,8 @@ func (s *Session) Stats() Stats {
 		Retransmits:     c.retransmits.Load(),
 		Duplicates:      c.duplicates.Load(),
 		Ignored:         c.ignored.Load(),
+		Dropped:         c.dropped(),
+		Aborts:          c.aborts.Load(),
 		Partial:         c.partial.Load(),
 		SendErrors:      c.sendErrors.Load(),
 		BytesSent:       c.sentBytes.Load(),

@@ -184,13 +184,17 @@ func (s *Session) queueSparse(b uint32, flags wire.Flags) error {
 func (s *Session) sparseResult(h *wire.Header, payload []byte) {
 	sp := &s.sp
 	b, _ := wire.SplitSparseBlock(h.Block)
+	if r := s.checkSparse(h, payload); r >= 0 {
+		s.drop(r)
+		return
+	}
 	switch {
 	case h.Generation == s.gen+1 && len(sp.next) < maxEarlyPackets:
 		pkt := make([]byte, 0, wire.HeaderLen+len(payload))
 		sp.next = append(sp.next, wire.AppendPacket(pkt, h, payload))
 		return
-	case h.Generation != s.gen || int(b) >= s.blocks || h.Op != s.opts.Op:
-		s.stats.ignored.Add(1)
+	case h.Generation != s.gen:
+		s.drop(dropGeneration)
 		return
 	}
 	if s.trk.isDone(b) {
@@ -199,7 +203,7 @@ func (s *Session) sparseResult(h *wire.Header, payload []byte) {
 	}
 	complete, err := sp.asm[b].Add(h, payload)
 	if err != nil {
-		s.stats.ignored.Add(1)
+		s.drop(dropStream)
 		return
 	}
 	if h.Type == wire.TypeSpill {

@@ -219,6 +219,8 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 		}
 	case h.Type == wire.TypeJoin:
 		fx.checkJoin(t, r.from, &h, dropped, out)
+	case h.Type == wire.TypeAbort:
+		fx.checkAbort(t, r.from, &h, jobBefore, dropped, out) // abort_fuzz_test.go
 	case h.Type == wire.TypeLeave:
 		if len(out) > 0 {
 			t.Fatalf("a leave made the switch send %d packets", len(out))
@@ -244,14 +246,15 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 
 // checkDropAnswer checks what the switch sent for a dropped datagram: at
 // most an Error naming the unknown job, to the sender alone (a host whose
-// switch restarted learns it at once), never anything else.
+// switch restarted learns it at once), or, to a member of the fixture job
+// after it was aborted, the abort; never anything else.
 func checkDropAnswer(t *testing.T, from netip.AddrPort, dropped string, out []sent) {
 	t.Helper()
 	var h wire.Header
 	var e wire.ErrorBody
 	if dropped == dropUnknownJob && len(out) == 1 && out[0].to == from && out[0].multicast == nil {
-		if payload, err := h.Unmarshal(out[0].pkt); err == nil && h.Type == wire.TypeError &&
-			e.Unmarshal(payload) == nil && e.Code == wire.CodeUnknownJob {
+		if payload, err := h.Unmarshal(out[0].pkt); err == nil && h.Type == wire.TypeError && e.Unmarshal(payload) == nil &&
+			(e.Code == wire.CodeUnknownJob || e.Code == wire.CodeAborted && (from == fzRank0 || from == fzRank1)) {
 			return
 		}
 	}

@@ -59,6 +59,12 @@ func sparseData(rank int, b, gen uint32, idx ...uint32) []byte {
 	return wire.AppendPacket(nil, &h, payload)
 }
 
+// abortPacket is rank's Abort of the fixture job.
+func abortPacket(rank int, token uint64) []byte {
+	h := wire.Header{Job: fzJob, Token: token, Generation: 1, Block: uint32(rank), Child: uint16(rank)}
+	return wire.AppendAbort(nil, &h, wire.CodeTimeout, "allreduce generation 1 timed out")
+}
+
 func leavePacket(rank int, token uint64) []byte {
 	h := wire.Header{Type: wire.TypeLeave, Job: fzJob, Token: token, Child: uint16(rank)}
 	return wire.AppendPacket(nil, &h, nil)
@@ -127,6 +133,11 @@ func handleSeeds() []handleSeed {
 		record(selStranger, leavePacket(0, fzToken)), record(selRank0, leavePacket(0, bad)), record(selRank0, leavePacket(0, fzToken)),
 		record(selRank0, leavePacket(0, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)),
 		record(selRank1, leavePacket(1, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)))
+	add("aborts", 0,
+		record(selStranger, abortPacket(0, fzToken)), record(selRank0, abortPacket(0, bad)), record(selRank0, abortPacket(1, fzToken)),
+		record(selRank1, denseData(1, 0, 0, fzToken)), record(selRank1, abortPacket(1, fzToken)), // ends the job
+		record(selRank0, denseData(0, 0, 0, fzToken)), record(selStranger, denseData(0, 0, 0, fzToken)),
+		record(selRank1, abortPacket(1, fzToken)), record(selRank0, fixtureJoin(fuzzVariants[0], 0, fzToken)))
 	add("garbage", 0,
 		record(selRank0, []byte("not a flare packet")), record(selRank1, nil),
 		record(selRank0|selStamp, make([]byte, wire.HeaderLen)),

@@ -55,6 +55,7 @@ type Switch struct {
 
 	parent netip.AddrPort // Config.Parent; invalid at the root or a lone switch
 	links  linkTable      // per-peer traffic counters
+	aborts abortLog       // jobs a member aborted lately (abort.go)
 
 	registry *registry // admission mode, admin secret, registered jobs
 }
@@ -322,6 +323,9 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	case wire.TypeLeave:
 		s.leave(d.Addr, &p.Hdr)
 		return false
+	case wire.TypeAbort:
+		s.abort(d.Addr, &p.Hdr, payload)
+		return false
 	default:
 		s.drops.add(dropUnexpected)
 		return false
@@ -329,7 +333,9 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 	j := s.jobs.get(p.Hdr.Job)
 	if j == nil {
 		s.drops.add(dropUnknownJob)
-		s.answerUnknown(d.Addr, &p.Hdr)
+		if !s.answerAborted(d.Addr, &p.Hdr) {
+			s.answerUnknown(d.Addr, &p.Hdr)
+		}
 		return false
 	}
 	if !fromParent && !s.memberIndex(&p.Hdr) {

@@ -113,6 +113,10 @@ func (s *Switch) fromParent(h *wire.Header, payload []byte) {
 		if body.Code == wire.CodeWaiting {
 			return // the parent waits for a sibling: the hosts' retransmissions go on
 		}
+		if body.Code == wire.CodeAborted {
+			s.parentAborted(h, string(body.Text)) // keeps the aborting rank (abort.go)
+			return
+		}
 		s.parentError(h, body.Code, string(body.Text))
 	}
 }

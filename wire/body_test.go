@@ -120,7 +120,7 @@ func TestErrorBody(t *testing.T) {
 		{"text cut", b[:len(b)-1], ErrLength},
 		{"trailing byte", append(bytes.Clone(b), 0), ErrLength},
 		{"code 0", enc(0, "x"), ErrBody},
-		{"code 10", enc(10, "x"), ErrBody},
+		{"code 11", enc(11, "x"), ErrBody},
 		{"not utf-8", enc(uint16(CodeInternal), "a\xffb"), ErrBody},
 		{"text too long", append([]byte{0, 8, 4, 1}, make([]byte, MaxErrorText+1)...), ErrBody},
 	}
@@ -141,25 +141,31 @@ func TestAppendErrorAlwaysDecodes(t *testing.T) {
 		{"cut at a rune", strings.Repeat("€", 400), strings.Repeat("€", MaxErrorText/3)},
 		{"exactly max", strings.Repeat("x", MaxErrorText), strings.Repeat("x", MaxErrorText)},
 	}
+	appends := []struct {
+		typ    Type
+		append func([]byte, *Header, ErrorCode, string) []byte
+	}{{TypeError, AppendError}, {TypeAbort, AppendAbort}}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pkt := AppendError(nil, &req, CodeUnknownJob, tt.text)
-			var h Header
-			payload, err := h.Unmarshal(pkt)
-			if err != nil {
-				t.Fatalf("Unmarshal: %v", err)
-			}
-			if h.Type != TypeError || h.Count != 0 || h.Job != req.Job || h.Token != req.Token {
-				t.Errorf("header = %+v", h)
-			}
-			var e ErrorBody
-			if err := e.Unmarshal(payload); err != nil {
-				t.Fatalf("ErrorBody.Unmarshal: %v", err)
-			}
-			if e.Code != CodeUnknownJob || e.Message() != tt.want {
-				t.Errorf("got %v %q, want %q", e.Code, e.Message(), tt.want)
-			}
-		})
+		for _, a := range appends {
+			t.Run(a.typ.String()+"/"+tt.name, func(t *testing.T) {
+				pkt := a.append(nil, &req, CodeUnknownJob, tt.text)
+				var h Header
+				payload, err := h.Unmarshal(pkt)
+				if err != nil {
+					t.Fatalf("Unmarshal: %v", err)
+				}
+				if h.Type != a.typ || h.Count != 0 || h.Job != req.Job || h.Token != req.Token {
+					t.Errorf("header = %+v", h)
+				}
+				var e ErrorBody
+				if err := e.Unmarshal(payload); err != nil {
+					t.Fatalf("ErrorBody.Unmarshal: %v", err)
+				}
+				if e.Code != CodeUnknownJob || e.Message() != tt.want {
+					t.Errorf("got %v %q, want %q", e.Code, e.Message(), tt.want)
+				}
+			})
+		}
 	}
 }
 

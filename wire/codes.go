@@ -23,10 +23,15 @@ const (
 	TypeSparse  Type = 6 // host <-> switch: (index, value) pairs of one block (a host's, or the sparse result)
 	TypeSpill   Type = 7 // switch -> host: pairs that collided in the hash table
 	TypeLeave   Type = 8 // host -> switch: leave the job; its buffers return to the pool
-	typeMax          = TypeLeave
+	// TypeAbort: host -> switch (and child switch -> parent): the sender's
+	// call failed (timeout, cancelled, closed); the switch ends the job at
+	// once and tells every other member with a CodeAborted Error. The
+	// payload is an ErrorBody: the cause and the sender's reason.
+	TypeAbort Type = 9
+	typeMax        = TypeAbort
 )
 
-var typeNames = [...]string{"", "join", "join-ack", "error", "data", "result", "sparse", "spill", "leave"}
+var typeNames = [...]string{"", "join", "join-ack", "error", "data", "result", "sparse", "spill", "leave", "abort"}
 
 // Valid reports whether t is a known packet type.
 func (t Type) Valid() bool { return t >= TypeJoin && t <= typeMax }
@@ -250,11 +255,17 @@ const (
 	// block the switch already has from it, naming the children it still
 	// waits for, so a host that times out can say which rank is missing.
 	CodeWaiting ErrorCode = 9
-	codeMax               = CodeWaiting
+	// CodeAborted says a member aborted the job (its Abort reached the
+	// switch, which ended the job): the Error's Child is the rank that
+	// aborted, its text who and why ("rank 2: allreduce generation 3 timed
+	// out ..."). In an Abort's own body it is the cause "cancelled or
+	// closed by the application", next to CodeTimeout.
+	CodeAborted ErrorCode = 10
+	codeMax               = CodeAborted
 )
 
 var codeNames = [...]string{"", "refused-memory", "bad-request", "job-mismatch", "job-full",
-	"too-many-jobs", "timeout", "unknown-job", "internal", "waiting"}
+	"too-many-jobs", "timeout", "unknown-job", "internal", "waiting", "aborted"}
 
 // Valid reports whether c is a known error code.
 func (c ErrorCode) Valid() bool { return c >= CodeRefusedMemory && c <= codeMax }

@@ -24,8 +24,9 @@ const (
 	errOffText    = ErrorBodyMinLen
 )
 
-// ErrorBody is the payload of an Error: why the switch refused a join or
-// failed a job, as a code for programs and a text for people. Multi-byte
+// ErrorBody is the payload of an Error (why the switch refused a join or
+// failed a job) and of an Abort (why a host gave up on the job), as a code
+// for programs and a text for people. Multi-byte
 // fields are big-endian:
 //
 //	 0                   1                   2                   3
@@ -123,8 +124,22 @@ func (e *ErrorBody) String() string {
 // and a text longer than MaxErrorText is cut, so the reply always decodes.
 // Typically h is the header of the packet being answered.
 func AppendError(dst []byte, h *Header, code ErrorCode, text string) []byte {
+	return appendErrorPacket(dst, h, TypeError, code, text)
+}
+
+// AppendAbort appends a whole Abort packet: a copy of h with Type
+// TypeAbort and Count 0, then the cause and the reason, cut and made valid
+// UTF-8 as AppendError does. Set h.Job, h.Token, h.Child (the sender's
+// rank, or a child switch's index with FlagFromSwitch), h.Block (the rank
+// that aborted) and h.Generation (the call that failed).
+func AppendAbort(dst []byte, h *Header, code ErrorCode, text string) []byte {
+	return appendErrorPacket(dst, h, TypeAbort, code, text)
+}
+
+// appendErrorPacket appends a header of type typ and an ErrorBody.
+func appendErrorPacket(dst []byte, h *Header, typ Type, code ErrorCode, text string) []byte {
 	hh := *h
-	hh.Type, hh.Count = TypeError, 0
+	hh.Type, hh.Count = typ, 0
 	dst, tail := grow(dst, HeaderLen)
 	_ = hh.MarshalTo(tail)
 	if !utf8.ValidString(text) {

@@ -52,3 +52,17 @@ func ExampleHeader_Unmarshal() {
 	// join: job 7 rank 3 of 8, 1048576 float32 elements
 	// dropped: map[length:1 short:1]
 }
+
+// An abort: rank 2 of job 7 gives up on allreduce 3 after its timeout.
+// This is the Abort example in docs/PROTOCOL.md.
+func ExampleAppendAbort() {
+	h := wire.Header{Job: 7, Token: 0x0123456789abcdef, Generation: 3, Block: 2, Child: 2}
+	pkt := wire.AppendAbort(nil, &h, wire.CodeTimeout, "timed out")
+	for off := 0; off < len(pkt); off += 16 {
+		fmt.Printf("%04x  % x\n", off, pkt[off:min(off+16, len(pkt))])
+	}
+	// Output:
+	// 0000  01 09 00 00 00 00 00 07 01 23 45 67 89 ab cd ef
+	// 0010  00 00 00 03 00 00 00 02 00 02 00 00 00 00 00 00
+	// 0020  00 06 00 09 74 69 6d 65 64 20 6f 75 74
+}

@@ -122,6 +122,7 @@ func FuzzErrorBody(f *testing.F) {
 			hdrWant = nil
 		}
 		checkHeaderAgrees(t, TypeError, 0, b, hdrWant)
+		checkHeaderAgrees(t, TypeAbort, 0, b, hdrWant)
 		if err != nil {
 			return
 		}
@@ -250,7 +251,7 @@ func checkHeaderAgrees(t *testing.T, typ Type, dt DType, body []byte, want error
 	if want != nil && DropReason(want) == ReasonOther {
 		t.Fatalf("error %v has no drop reason", want)
 	}
-	if want == ErrBody && typ != TypeError {
+	if want == ErrBody && !typ.hasErrorBody() {
 		want = nil // only the body decoder reads join and join-ack fields
 	}
 	h := Header{Type: typ, DType: dt}

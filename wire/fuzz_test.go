@@ -64,7 +64,7 @@ func checkDecode(t *testing.T, data []byte) {
 	if fl.Header != h || !bytes.Equal(fl.Payload, payload) || !bytes.Equal(fl.Contents, data[:HeaderLen]) {
 		t.Fatalf("Flare layer %+v disagrees with header %+v", fl.Header, h)
 	}
-	if n := h.PayloadLen(); n != len(payload) && !(n == -1 && h.Type == TypeError) {
+	if n := h.PayloadLen(); n != len(payload) && !(n == -1 && h.Type.hasErrorBody()) {
 		t.Fatalf("PayloadLen = %d, payload is %d bytes", n, len(payload))
 	}
 	if out := AppendPacket(nil, &h, payload); !bytes.Equal(out, data) {
@@ -93,6 +93,11 @@ func checkBody(t *testing.T, h *Header, payload, data []byte) {
 		var e ErrorBody
 		if err = e.Unmarshal(payload); err == nil {
 			body, pkt = e.Append(nil), AppendError(nil, h, e.Code, e.Message())
+		}
+	case TypeAbort:
+		var e ErrorBody
+		if err = e.Unmarshal(payload); err == nil {
+			body, pkt = e.Append(nil), AppendAbort(nil, h, e.Code, e.Message())
 		}
 	default:
 		return
@@ -135,7 +140,7 @@ func fuzzSeeds() []seedFile {
 		case TypeJoinAck:
 			add("FuzzJoinAckBody", s.name, s.payload)
 			add("FuzzJoinAckBody", s.name+"-algo-auto", set(s.payload, ackOffAlgo, byte(AlgoAuto)))
-		case TypeError:
+		case TypeError, TypeAbort:
 			add("FuzzErrorBody", s.name, s.payload)
 		case TypeSparse, TypeSpill:
 			add("FuzzPairs", s.name, s.payload, byte(s.h.DType), s.h.Count)

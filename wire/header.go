@@ -55,8 +55,8 @@ const IndexLen = 4
 //	|                     payload (type-specific) ...
 //
 // The payload is what Type says: dense elements (Data, Result), index/value
-// pairs (Sparse, Spill), a JoinBody, a JoinAckBody, an ErrorBody, or nothing
-// (Leave). docs/PROTOCOL.md describes each byte.
+// pairs (Sparse, Spill), a JoinBody, a JoinAckBody, an ErrorBody (Error,
+// Abort), or nothing (Leave). docs/PROTOCOL.md describes each byte.
 type Header struct {
 	Version    uint8  // protocol version; MarshalTo writes Version when zero
 	Type       Type   // packet type
@@ -81,7 +81,7 @@ type Header struct {
 //
 // For Join and JoinAck only the body's length is checked here; decode the
 // payload with JoinBody.Unmarshal or JoinAckBody.Unmarshal for its fields.
-// For Error the text length is checked against the payload here.
+// For Error and Abort the text length is checked against the payload here.
 func (h *Header) Unmarshal(b []byte) (payload []byte, err error) {
 	if len(b) < HeaderLen {
 		return nil, ErrShort
@@ -155,7 +155,7 @@ func (h *Header) checkPayload(p []byte) error {
 			return ErrLength
 		}
 	}
-	if h.Type == TypeError {
+	if h.Type.hasErrorBody() {
 		_, err := errorBodyLen(p)
 		return err
 	}
@@ -165,7 +165,11 @@ func (h *Header) checkPayload(p []byte) error {
 	return nil
 }
 
-// payloadLen is the exact payload length for every type but Error, computed
+// hasErrorBody reports whether packets of type t carry an ErrorBody, whose
+// length depends on its text: Error and Abort.
+func (t Type) hasErrorBody() bool { return t == TypeError || t == TypeAbort }
+
+// payloadLen is the exact payload length for every type but Error and Abort, computed
 // in 64 bits so that a large count cannot overflow on 32-bit platforms.
 func (h *Header) payloadLen() uint64 {
 	switch h.Type {
@@ -184,10 +188,11 @@ func (h *Header) payloadLen() uint64 {
 // PayloadLen returns the payload length h calls for: count × element size
 // for Data and Result, count × PairSize for Sparse and Spill, JoinBodyLen,
 // JoinAckBodyLen, and 0 for Leave. It returns -1 when the length is not
-// fixed by the header: for Error (it depends on the body's text length), for
-// an unknown type or dtype, and when the length does not fit in an int.
+// fixed by the header: for Error and Abort (it depends on the body's text
+// length), for an unknown type or dtype, and when the length does not fit
+// in an int.
 func (h *Header) PayloadLen() int {
-	if !h.Type.Valid() || h.Type == TypeError || (h.Type.needsDTypeOp() && !h.DType.Valid()) {
+	if !h.Type.Valid() || h.Type.hasErrorBody() || (h.Type.needsDTypeOp() && !h.DType.Valid()) {
 		return -1
 	}
 	n := h.payloadLen()

@@ -24,7 +24,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 			if cap(payload) != len(payload) {
 				t.Errorf("payload cap = %d, want %d (capped)", cap(payload), len(payload))
 			}
-			if n := h.PayloadLen(); h.Type != TypeError && n != len(payload) {
+			if n := h.PayloadLen(); !h.Type.hasErrorBody() && n != len(payload) {
 				t.Errorf("PayloadLen = %d, want %d", n, len(payload))
 			}
 			if got := AppendPacket(nil, &h, payload); !bytes.Equal(got, s.pkt) {
@@ -94,7 +94,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"version 0", set(data, OffVersion, 0), ErrVersion},
 		{"version 2", set(data, OffVersion, 2), ErrVersion},
 		{"type 0", set(data, OffType, 0), ErrType},
-		{"type 9", set(data, OffType, 9), ErrType},
+		{"type 10", set(data, OffType, 10), ErrType},
 		{"type 255", set(data, OffType, 255), ErrType},
 		{"flag bit 4", set(data, OffFlags, 0, 0x10), ErrFlags},
 		{"flag bit 15", set(data, OffFlags, 0x80, 0), ErrFlags},
@@ -120,6 +120,11 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"error body under 4 bytes", seeds["error"][:HeaderLen+3], ErrLength},
 		{"error text length too big for payload", set(seeds["error"], HeaderLen+2, 0, 100), ErrLength},
 		{"error text too long", hdr(TypeError, 0, 0, 0, append([]byte{0, 1, 4, 1}, longText...)), ErrBody},
+		{"abort body under 4 bytes", seeds["abort"][:HeaderLen+3], ErrLength},
+		{"abort text length too big for payload", set(seeds["abort"], HeaderLen+2, 1, 0), ErrLength},
+		{"abort text too long", hdr(TypeAbort, 0, 0, 0, append([]byte{0, 6, 4, 1}, longText...)), ErrBody},
+		{"abort count 1", set(seeds["abort"], OffCount, 0, 0, 0, 1), ErrLength},
+		{"abort dtype 200", set(seeds["abort"], OffDType, 200), ErrDType},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +153,7 @@ func TestPayloadLen(t *testing.T) {
 		{testHeader(TypeJoinAck, 0, 0, 0), JoinAckBodyLen},
 		{testHeader(TypeLeave, 0, 0, 0), 0},
 		{testHeader(TypeError, 0, 0, 0), -1},
+		{testHeader(TypeAbort, 0, 0, 0), -1},
 		{testHeader(Type(0), Float32, OpSum, 1), -1},
 		{testHeader(TypeData, DType(0), OpSum, 1), -1},
 	}

@@ -75,5 +75,8 @@ func seedPackets() []seed {
 	add("error", testHeader(TypeError, 0, 0, 0), e.Append(nil))
 	add("error-empty-text", testHeader(TypeError, Float32, OpSum, 0), (&ErrorBody{Code: CodeTimeout}).Append(nil))
 	add("leave", testHeader(TypeLeave, 0, 0, 0), nil)
+	abort := testHeader(TypeAbort, 0, 0, 0)
+	abort.Flags, abort.Block = FlagRetransmit, uint32(abort.Child) // a second copy, from rank 1
+	add("abort", abort, (&ErrorBody{Code: CodeTimeout, Text: []byte("allreduce generation 3 timed out after 2s: every stuck block waits for rank 2")}).Append(nil))
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,14 +98,15 @@ func (c *arConfig) localRanks() ([]int, int) {
 func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("allreduce", "Allreduce through a Flare switch (or the host ring baseline) and report the speed.\nWith --ranks N, N ranks run in this process; with --rank R --world N, this process is one rank.",
 		"  flare allreduce --switch 127.0.0.1:7470 --ranks 8 --bytes 16MiB --verify\n"+
-			"  flare allreduce --rank 0 --world 4 --bytes 1MiB --dtype int32 --json   # one process per host\n"+
+			"  export FLARE_TOKEN=$(flare token)                                       # one process per host: one token for all\n"+
+			"  flare allreduce --rank 0 --world 4 --bytes 1MiB --dtype int32 --json\n"+
 			"  flare allreduce --ranks 8 --bytes 1MiB --algo ring                     # host ring baseline\n"+
 			"  flare allreduce --algo ring --rank 0 --world 2 --peers 127.0.0.1:9001,127.0.0.1:9002\n"+
 			"  flare allreduce --switch 10.0.1.1:7470,10.0.2.1:7470 --rank 5 --world 8   # tree: rank 5 is local rank 1 of leaf 1\n", stdout)
 	var c arConfig
 	fs.StringVar(&c.sw, "switch", "127.0.0.1:7470", "switch data address HOST:PORT; in a tree of switches, the leaf switches' addresses\nHOST:PORT,HOST:PORT,...: ranks are spread over them in equal contiguous blocks\n(leaf i holds ranks i*N/L .. (i+1)*N/L-1), each joining its leaf as a local rank;\nHOST:PORT=K,... gives each switch K ranks instead (a switch with --local-hosts K among them)")
 	job := fs.Uint32("job", 1, "job id")
-	fs.Uint64Var(&c.token, "token", 0x466c617265, "job token (a shared secret of the job's hosts)")
+	token := fs.String("token", "", "job token, the secret every rank of the job shares (decimal, or 0x-hex);\nwith --ranks a random one when not given; with --rank give it here or in "+tokenEnv+" (flare token prints one)")
 	fs.IntVar(&c.ranks, "ranks", 0, "run this many ranks in this process")
 	fs.IntVar(&c.rank, "rank", -1, "this process's rank (with --world)")
 	fs.IntVar(&c.world, "world", 0, "world size (with --rank)")
@@ -164,6 +166,9 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("--storage %q: want hash or array", *storage)
 	}
 	if err := c.validate(); err != nil {
+		return err
+	}
+	if err := c.resolveToken(*token, fs.Changed("token"), os.Getenv(tokenEnv)); err != nil {
 		return err
 	}
 	measureFn := measure

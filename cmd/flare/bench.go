@@ -207,7 +207,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				}
 				job++
 				rc := c
-				rc.arConfig.ranks, rc.world, rc.job, rc.token = p, p, job, uint64(job)*7919
+				rc.arConfig.ranks, rc.world, rc.job, rc.token = p, p, job, randomToken()
 				rc.count = int(size) / c.dtype.Size()
 				switch path {
 				case "relay":

@@ -51,7 +51,7 @@ func (c *benchConfig) benchSparse(ctx context.Context, ranks []int, sizes []int6
 	measure := func(p int, size int64, mod func(*benchConfig)) (*arResult, error) {
 		job++
 		rc := *c
-		rc.arConfig.ranks, rc.world, rc.job, rc.token = p, p, job, uint64(job)*7919
+		rc.arConfig.ranks, rc.world, rc.job, rc.token = p, p, job, randomToken()
 		rc.count = int(size) / c.dtype.Size()
 		mod(&rc)
 		return c.measurePath(ctx, rc)

@@ -187,7 +187,7 @@ func (c *benchConfig) benchTree(ctx context.Context, shape treeShape, sizes []in
 	run := func(path string, size int64, density float64) (*treeRow, error) {
 		job++
 		rc := c.arConfig
-		rc.sw, rc.ranks, rc.world, rc.rank, rc.job, rc.token = t.sw, p, p, -1, job, uint64(job)*7919
+		rc.sw, rc.ranks, rc.world, rc.rank, rc.job, rc.token = t.sw, p, p, -1, job, randomToken()
 		rc.count = int(size) / c.dtype.Size()
 		rc.peers = nil
 		switch path {

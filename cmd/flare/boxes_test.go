@@ -368,12 +368,13 @@ func TestE2ETreeBoxes(t *testing.T) {
 		drop0 := bx.dropped(t)
 		rows := make([]arResult, world)
 		g, gctx := errgroup.WithContext(context.Background())
+		token := strconv.FormatUint(randomToken(), 10)
 		for r := range world {
 			// Host box h runs ranks perBox*h .. perBox*h+perBox-1; with
 			// contiguous placement, leaf i serves host boxes of its half.
 			host := bx.box(t, "host"+strconv.Itoa(r/perBox))
 			g.Go(func() error {
-				row, err := host.allreduceIn(gctx, sw, job, "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world),
+				row, err := host.allreduceIn(gctx, sw, job, "--token", token, "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world),
 					"--bytes", size, "--algo", algo, "--iters", strconv.Itoa(iters), "--warmup", "1")
 				if err != nil {
 					return fmt.Errorf("rank %d in box %s: %w", r, host.label, err)

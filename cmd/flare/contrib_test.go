@@ -213,7 +213,7 @@ func TestCaptureDecodeAndTshark(t *testing.T) {
 	// time dir src dst type job gen block child count flags
 	var decoded []string
 	in, outCount := 0, 0
-	typeCode := map[string]string{"join": "1", "join-ack": "2", "error": "3", "data": "4", "result": "5", "sparse": "6", "spill": "7", "leave": "8"}
+	typeCode := map[string]string{"join": "1", "join-ack": "2", "error": "3", "data": "4", "result": "5", "sparse": "6", "spill": "7", "leave": "8", "abort": "9"}
 	for i, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		if i == 0 {

@@ -43,7 +43,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, size := range []int64{4 << 10, 192 << 10, 384 << 10, 1 << 20, 4 << 20} {
 		for _, algo := range []string{"auto", "tree"} {
 			job++
-			c := arConfig{sw: sw.Addr().String(), job: job, token: uint64(job) * 7919, ranks: *ranks, count: int(size / 4),
+			c := arConfig{sw: sw.Addr().String(), job: job, token: randomToken(), ranks: *ranks, count: int(size / 4),
 				dtype: wire.Float32, op: wire.OpSum, algo: algo, iters: *iters, warmup: 1, verify: true, timeout: 30 * time.Second}
 			res, err := measure(ctx, c)
 			if err != nil {

@@ -168,6 +168,7 @@ func allreduce(ctx context.Context, t *testing.T, d *daemon, job, world int, per
 		"--iters", "2", "--warmup", "1", "--timeout", "60s"}, args...)
 	var runs [][]string
 	if perRank {
+		base = append(base, "--token", strconv.FormatUint(randomToken(), 10)) // one process per rank: they share it
 		for r := 0; r < world; r++ {
 			runs = append(runs, append(append([]string(nil), base...), "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world)))
 		}
@@ -389,6 +390,7 @@ func TestHelp(t *testing.T) {
 
 // Bad flags name the flag and the allowed range.
 func TestFlagErrors(t *testing.T) {
+	t.Setenv(tokenEnv, "")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -402,6 +404,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "2", "--dtype", "float32", "--op", "xor"}, "--op:"},
 		{[]string{"allreduce", "--ranks", "2", "--algo", "multi99"}, "--algo \"multi99\""},
 		{[]string{"allreduce", "--rank", "3", "--world", "2"}, "--rank 3 --world 2"},
+		{[]string{"allreduce", "--rank", "0", "--world", "2"}, "--rank 0: no job token. Every rank of the job must give the same secret: set it for all of them with\n  export FLARE_TOKEN=$(flare token)"},
+		{[]string{"allreduce", "--rank", "0", "--world", "2", "--token", "0xz"}, "--token \"0xz\": want the job's 64-bit token, decimal or 0x-hex"},
+		{[]string{"token", "extra"}, "takes no arguments"},
 		{[]string{"nosuch"}, "unknown command \"nosuch\""},
 		{[]string{"alreduce"}, "did you mean \"allreduce\""},
 		{[]string{"allreduce", "--ranks", "2", "--deadline", "1500us"}, "--deadline 1.5ms: must be whole milliseconds"},

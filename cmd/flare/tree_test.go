@@ -135,9 +135,10 @@ func TestE2ETree4x4(t *testing.T) {
 
 	// One process per rank, each naming every leaf: rank r finds its own.
 	g := make(chan error, 16)
+	token := strconv.FormatUint(randomToken(), 10)
 	for r := range 16 {
 		go func() {
-			out, err := exec.CommandContext(ctx, flareBin, "allreduce", "--switch", sw, "--job", "200", "--rank", strconv.Itoa(r), "--world", "16",
+			out, err := exec.CommandContext(ctx, flareBin, "allreduce", "--switch", sw, "--job", "200", "--token", token, "--rank", strconv.Itoa(r), "--world", "16",
 				"--bytes", "256KiB", "--algo", "tree", "--verify", "--json", "--iters", "2", "--warmup", "1", "--timeout", "60s").CombinedOutput()
 			if err != nil {
 				err = fmt.Errorf("rank %d: %v\n%s", r, err, out)

@@ -9,7 +9,10 @@
 local flare = Proto("flare", "Flare in-network allreduce")
 
 local types = { [1] = "join", [2] = "join-ack", [3] = "error", [4] = "data",
-                [5] = "result", [6] = "sparse", [7] = "spill", [8] = "leave" }
+                [5] = "result", [6] = "sparse", [7] = "spill", [8] = "leave", [9] = "abort" }
+local codes = { [1] = "refused-memory", [2] = "bad-request", [3] = "job-mismatch", [4] = "job-full",
+                [5] = "too-many-jobs", [6] = "timeout", [7] = "unknown-job", [8] = "internal",
+                [9] = "waiting", [10] = "aborted" }
 local dtypes = { [1] = "int8", [2] = "int16", [3] = "int32", [4] = "int64",
                  [5] = "float32", [6] = "float64", [7] = "bfloat16" }
 local dsizes = { [1] = 1, [2] = 2, [3] = 4, [4] = 8, [5] = 4, [6] = 8, [7] = 2 }
@@ -53,8 +56,8 @@ f.ack_bufs   = ProtoField.uint8("flare.ack.buffers", "Buffers")
 f.ack_pelems = ProtoField.uint32("flare.ack.packet_elems", "Packet elements")
 f.blocks     = ProtoField.uint32("flare.ack.blocks", "Blocks")
 f.quota      = ProtoField.uint32("flare.ack.quota_buffers", "Quota buffers")
--- Error
-f.err_code   = ProtoField.uint16("flare.error.code", "Code")
+-- Error and Abort
+f.err_code   = ProtoField.uint16("flare.error.code", "Code", base.DEC, codes)
 f.err_text   = ProtoField.string("flare.error.text", "Text")
 
 local HEADER_LEN = 32
@@ -62,7 +65,7 @@ local HEADER_LEN = 32
 local function looks_like_flare(tvb)
   if tvb:len() < HEADER_LEN then return false end
   local t = tvb(1, 1):uint()
-  return tvb(0, 1):uint() == 1 and t >= 1 and t <= 8
+  return tvb(0, 1):uint() == 1 and t >= 1 and t <= 9
 end
 
 function flare.dissector(tvb, pinfo, tree)
@@ -102,8 +105,8 @@ function flare.dissector(tvb, pinfo, tree)
     local b = root:add(flare, p, "Join ack")
     b:add(f.window, p(0, 4)); b:add(f.ack_algo, p(4, 1)); b:add(f.ack_bufs, p(5, 1))
     b:add(f.ack_pelems, p(8, 4)); b:add(f.blocks, p(12, 4)); b:add(f.quota, p(16, 4))
-  elseif t == 3 and rest >= 4 then
-    local b = root:add(flare, p, "Error")
+  elseif (t == 3 or t == 9) and rest >= 4 then
+    local b = root:add(flare, p, t == 3 and "Error" or "Abort")
     b:add(f.err_code, p(0, 2))
     local n = math.min(p(2, 2):uint(), rest - 4)
     if n > 0 then b:add(f.err_text, p(4, n)) end

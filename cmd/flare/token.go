@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// A job's token is the secret every packet of the job carries: the switch
+// drops packets with another, and hosts drop results with another. It
+// travels in clear (docs/SECURITY.md), so it keeps out strangers who
+// cannot see the traffic, not an on-path attacker; a constant baked into
+// the binary kept out no one. So there is no default: ranks in one
+// process share a fresh random token, and ranks in separate processes
+// must be given the same one (--token or FLARE_TOKEN; flare token prints
+// one).
+
+// tokenEnv is the environment variable `flare allreduce --rank` reads the
+// job token from when --token is not given.
+const tokenEnv = "FLARE_TOKEN"
+
+func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("token", "Print a fresh random job token (64 bits, as 0x-hex) for flare allreduce --token or FLARE_TOKEN.\n"+
+		"Give every rank of a job the same token.",
+		"  flare token\n  export FLARE_TOKEN=$(flare token)   # then every rank's flare allreduce --rank R reads it\n", stdout)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "takes no arguments")
+	}
+	fmt.Fprintf(stdout, "0x%016x\n", randomToken())
+	return nil
+}
+
+// randomToken draws a job token from the system's random source.
+func randomToken() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never returns an error: Go ends the program if the system's source fails
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// parseToken reads a token as given to --token or FLARE_TOKEN: a decimal
+// number, or hex with 0x (what flare token prints).
+func parseToken(source, s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: want the job's 64-bit token, decimal or 0x-hex (flare token prints a fresh one)", source, s)
+	}
+	return v, nil
+}
+
+// resolveToken sets c.token: from --token (flag, if given), else from
+// FLARE_TOKEN (env), else, when every rank runs in this process, a random
+// one. Separate processes (--rank) must share one, so without either it is
+// an error saying how to set it. The host ring baseline (--algo ring)
+// uses no switch and no token.
+func (c *arConfig) resolveToken(flag string, flagSet bool, env string) error {
+	switch {
+	case flagSet:
+		v, err := parseToken("--token", flag)
+		c.token = v
+		return err
+	case env != "":
+		v, err := parseToken(tokenEnv, env)
+		c.token = v
+		return err
+	case c.ranks > 0 || c.algo == "ring":
+		c.token = randomToken()
+		return nil
+	}
+	return fmt.Errorf("--rank %d: no job token. Every rank of the job must give the same secret: set it for all of them with\n"+
+		"  export %s=$(flare token)\n"+
+		"(or pass --token 0x... to each rank); a job's packets carry it, and the switch and hosts drop packets without it", c.rank, tokenEnv)
+}
