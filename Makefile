@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures soak clean
+.PHONY: all build lib python python-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures soak clean
 
 all: build
 
@@ -12,6 +12,13 @@ all: build
 # GOFLAGS turns VCS stamping off.
 build:
 	$(GO) build -buildvcs=auto -o bin/flare ./cmd/flare
+
+# The C library: bin/libflare.so and its header bin/flare.h (capi/flare.h,
+# documented there; cgo's generated libflare.h is only the Go side's).
+lib:
+	$(GO) build -buildvcs=auto -buildmode=c-shared -o bin/libflare.so ./capi
+	rm -f bin/libflare.h
+	cp capi/flare.h bin/flare.h
 
 # vet + unit + race, shuffled: what CI runs.
 test: fmt-check vet unit race
