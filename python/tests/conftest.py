@@ -45,6 +45,13 @@ class Switch:
                 pytest.fail("flare switch not healthy after 10 s")
             time.sleep(0.02)
 
+    def metric(self, name):
+        """The sum of the samples of metric name on /metrics."""
+        with urllib.request.urlopen(f"http://{self.admin}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        return sum(float(l.split()[-1]) for l in text.splitlines()
+                   if l.startswith(name) and l[len(name):len(name) + 1] in (" ", "{"))
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.kill()
