@@ -36,6 +36,8 @@ python: lib
 python-test: build
 	@if ! $(PY) -c 'import numpy, pytest, venv, ensurepip' 2>/dev/null; then \
 	  echo "python-test: SKIPPED: $(PY) lacks numpy, pytest or venv (apt-get install python3-numpy python3-pytest python3-venv python3-pip)"; \
+	elif [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then \
+	  echo "python-test: SKIPPED: cgo is disabled (go env CGO_ENABLED), and libflare needs it (install gcc)"; \
 	else \
 	  $(MAKE) --no-print-directory python && $(VENV)/bin/python -m pytest -q -rs python/tests; \
 	fi

@@ -28,6 +28,9 @@ func TestCExample(t *testing.T) {
 	if err != nil {
 		t.Skip("gcc not found: cannot compile examples/c/allreduce.c against libflare (apt-get install gcc)")
 	}
+	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Skipf("cgo is disabled (go env CGO_ENABLED = %q, %v): libflare needs it (CGO_ENABLED=1)", strings.TrimSpace(string(out)), err)
+	}
 	dir := t.TempDir()
 	lib := filepath.Join(dir, "libflare.so")
 	flare := filepath.Join(dir, "flare")
