@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures soak clean
+.PHONY: all build lib python python-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures soak clean
 
 all: build
 
@@ -13,8 +13,37 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o bin/flare ./cmd/flare
 
-# vet + unit + race, shuffled: what CI runs.
-test: fmt-check vet unit race
+# The C library: bin/libflare.so and its header bin/flare.h (capi/flare.h,
+# documented there; cgo's generated libflare.h is only the Go side's).
+lib:
+	$(GO) build -buildvcs=auto -buildmode=c-shared -o bin/libflare.so ./capi
+	rm -f bin/libflare.h
+	cp capi/flare.h bin/flare.h
+
+# The Python package flare (python/flare, ctypes over libflare) installed
+# with its library into a venv that sees Debian's numpy and torch (there
+# is no PyPI here: pip installs from the tree, offline).
+PY   ?= /usr/bin/python3
+VENV ?= .venv
+python: lib
+	cp bin/libflare.so python/flare/libflare.so
+	test -x $(VENV)/bin/python || $(PY) -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/python -m pip install -q --no-build-isolation --no-index --no-deps ./python
+
+# The Python tests against a real switch process (python/tests); the torch
+# ones need torch and say so when it is missing. Without numpy, pytest or
+# venv the whole step says it skipped, and why.
+python-test: build
+	@if ! $(PY) -c 'import numpy, pytest, venv, ensurepip' 2>/dev/null; then \
+	  echo "python-test: SKIPPED: $(PY) lacks numpy, pytest or venv (apt-get install python3-numpy python3-pytest python3-venv python3-pip)"; \
+	elif [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then \
+	  echo "python-test: SKIPPED: cgo is disabled (go env CGO_ENABLED), and libflare needs it (install gcc)"; \
+	else \
+	  $(MAKE) --no-print-directory python && $(VENV)/bin/python -m pytest -q -rs python/tests; \
+	fi
+
+# vet + unit + race, shuffled, and the Python package's tests: what CI runs.
+test: fmt-check vet unit race python-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -71,4 +100,4 @@ figures:
 	$(GO) test ./models -run '^TestFigures$$' -figures -count=1
 
 clean:
-	rm -rf bin
+	rm -rf bin $(VENV) python/build python/flare/libflare.so python/*.egg-info

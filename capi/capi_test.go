@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/wire"
+)
+
+// TestCExample builds libflare.so, the flare binary and
+// examples/c/allreduce.c, starts `flare switch` as its own process and runs
+// the example as three rank processes. The example checks every result
+// itself; this test checks that each rank passed every step and that the
+// example covered exactly the (dtype, op) pairs the switch supports.
+func TestCExample(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found: cannot compile examples/c/allreduce.c against libflare (apt-get install gcc)")
+	}
+	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Skipf("cgo is disabled (go env CGO_ENABLED = %q, %v): libflare needs it (CGO_ENABLED=1)", strings.TrimSpace(string(out)), err)
+	}
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libflare.so")
+	flare := filepath.Join(dir, "flare")
+	example := filepath.Join(dir, "allreduce")
+	run(t, "go", "build", "-buildmode=c-shared", "-o", lib, ".")
+	run(t, "go", "build", "-o", flare, "../cmd/flare")
+	run(t, gcc, "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-o", example, "../examples/c/allreduce.c",
+		"-L"+dir, "-lflare", "-Wl,-rpath,"+dir)
+
+	sw, stop := startSwitch(t, flare)
+	defer stop()
+	const world = 3
+	outs := make([]bytes.Buffer, world)
+	errs := make([]bytes.Buffer, world)
+	cmds := make([]*exec.Cmd, world)
+	for r := range world {
+		cmds[r] = exec.Command(example, sw, "100", fmt.Sprint(r), fmt.Sprint(world))
+		cmds[r].Stdout, cmds[r].Stderr = &outs[r], &errs[r]
+		if err := cmds[r].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r, c := range cmds {
+		if err := waitTimeout(c, 3*time.Minute); err != nil {
+			t.Errorf("rank %d: %v\nstdout:\n%s\nstderr:\n%s", r, err, &outs[r], &errs[r])
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	want := supportedPairs()
+	for r := range world {
+		lines := okLines(outs[r].String())
+		var pairs []string
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) == 2 {
+				pairs = append(pairs, l)
+			}
+		}
+		if !slices.Equal(pairs, want) {
+			t.Errorf("rank %d reduced the pairs\n%v\nbut the switch supports\n%v", r, pairs, want)
+		}
+		for _, step := range []string{"undefined:", "sparse:", "refused:", "timeout:", "fork:", "all"} {
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, step) }) {
+				t.Errorf("rank %d: no %q line in\n%s", r, step, &outs[r])
+			}
+		}
+	}
+	t.Logf("rank 0:\n%s", &outs[0])
+}
+
+// supportedPairs lists "dtype op" for every built-in op defined on every
+// dtype, in the example's order.
+func supportedPairs() []string {
+	var out []string
+	for _, dt := range wire.DTypes {
+		for _, op := range wire.Ops {
+			if _, err := handlers.KernelFor(dt, op); err == nil {
+				out = append(out, dt.String()+" "+op.String())
+			}
+		}
+	}
+	return out
+}
+
+// okLines returns the example's "ok ..." lines without the prefix.
+func okLines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if l, ok := strings.CutPrefix(sc.Text(), "ok "); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func waitTimeout(c *exec.Cmd, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		c.Process.Kill()
+		<-done
+		return fmt.Errorf("still running after %v (killed)", d)
+	}
+}
+
+// startSwitch runs `flare switch` on free loopback ports, waits for its
+// /healthz and returns its data address and a stop function.
+func startSwitch(t *testing.T, flare string) (string, func()) {
+	t.Helper()
+	data, admin := freeAddr(t, "udp"), freeAddr(t, "tcp")
+	var log bytes.Buffer
+	cmd := exec.Command(flare, "switch", "--listen", data, "--admin", admin, "--l1", "4MiB")
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + admin + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return data, stop
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("switch not healthy after 10 s\n%s", &log)
+		}
+	}
+}
+
+func freeAddr(t *testing.T, network string) string {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().String()
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

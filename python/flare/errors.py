@@ -1,0 +1,86 @@
+"""Exceptions of the flare package: one class per libflare result code.
+
+Every exception is a FlareError with the code and the library's message,
+which carries the switch's own explanation where the switch gave one.
+"""
+
+import builtins
+import re
+
+__all__ = [
+    "FlareError", "InvalidArgumentError", "HandleError", "RefusedError", "TimeoutError",
+    "SwitchError", "ClosedError", "ForkError", "FlareOSError",
+]
+
+# Result codes of flare.h.
+OK, EINVAL, EHANDLE, EREFUSED, ETIMEOUT, ESWITCH, ECLOSED, EFORK, EIO = range(9)
+
+
+class FlareError(Exception):
+    """A libflare call failed: code is flare.h's FLARE_E* value, message its text."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class InvalidArgumentError(FlareError, ValueError):
+    """An argument out of range: an option, a buffer's size, dtype or layout."""
+
+
+class HandleError(FlareError):
+    """A session that is closed (or never was one)."""
+
+
+class RefusedError(FlareError):
+    """The switch refused the join; the message is the switch's reason."""
+
+
+class TimeoutError(FlareError, builtins.TimeoutError):
+    """A join or an allreduce did not complete in time.
+
+    ranks lists the ranks the switch said it waits for (empty when it did
+    not say: then the switch may be unreachable)."""
+
+    def __init__(self, code, message):
+        super().__init__(code, message)
+        self.ranks = waiting_ranks(message)
+
+
+class SwitchError(FlareError):
+    """The switch failed the job during a call."""
+
+
+class ClosedError(FlareError):
+    """The session was closed while the call ran."""
+
+
+class ForkError(FlareError):
+    """libflare used in a child forked after it was loaded (use spawn or forkserver)."""
+
+
+class FlareOSError(FlareError, OSError):
+    """A socket or other system error."""
+
+
+_CLASSES = {
+    EINVAL: InvalidArgumentError, EHANDLE: HandleError, EREFUSED: RefusedError,
+    ETIMEOUT: TimeoutError, ESWITCH: SwitchError, ECLOSED: ClosedError,
+    EFORK: ForkError, EIO: FlareOSError,
+}
+
+_WAITS = re.compile(r"waits? for ranks? ([0-9, ]+)")
+
+
+def waiting_ranks(message):
+    """The ranks a timeout's message says the switch waits for, e.g. [2]."""
+    m = _WAITS.search(message)
+    if not m:
+        return []
+    return [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
+
+
+def error_for(code, message):
+    """The exception for a result code."""
+    return _CLASSES.get(code, FlareError)(code, message)
