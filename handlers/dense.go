@@ -328,7 +328,7 @@ func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 	if w.bitmap[word]&bit != 0 {
 		d.Stats.Duplicate.Add(1)
 		bm := w.bitmap
-		reportWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, d.cfg.Children,
+		reportWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, h.Block, d.cfg.Children,
 			func(c int) bool { return bm[c/64]&(1<<(c%64)) == 0 })
 		return nil, false
 	}
@@ -627,7 +627,7 @@ func (d *Dense) resend(t *hpu.Task) {
 		if d.final[0] == nil {
 			return
 		}
-		reportParentWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op)
+		reportParentWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, p.Hdr.Block)
 		if at := d.upAt[slot][p.Hdr.Block]; at != 0 && p.Arrival-at < UplinkResendGap {
 			return // sent up for a sibling's retransmission moments ago
 		}

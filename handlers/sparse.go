@@ -499,7 +499,7 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 	w := b.work
 	if !s.track(w, h.Child, seq, h.Flags&wire.FlagLast != 0) {
 		if seq == 0 {
-			reportWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op, s.cfg.Children, func(c int) bool {
+			reportWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op, blk, s.cfg.Children, func(c int) bool {
 				k := &w.kids[c]
 				return k.total == 0 || k.got < k.total
 			})

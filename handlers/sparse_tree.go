@@ -120,7 +120,7 @@ func (s *Sparse) resendTree(t *hpu.Task, gen, blk uint32) {
 		return
 	}
 	t.Unlock(&down.lock)
-	reportParentWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op)
+	reportParentWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op, blk)
 	up := &s.records[gen&1][blk]
 	t.Lock(&up.lock)
 	now := t.Pkt.Arrival
