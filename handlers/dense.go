@@ -287,8 +287,9 @@ func (d *Dense) Payload(t *hpu.Task) {
 // rejects stale and duplicate packets, takes a work for a block's first
 // packet (opened), and sets the child's bit. It returns the block's work,
 // the packet admitted into it, or nil. It does not allocate aggregation
-// buffers; callers that need one for this packet pass it as buf so that a
-// refused packet never leaves its bit set.
+// buffers: a caller that cannot get one for the packet unadmits it, so
+// that a refused packet never leaves its bit set (the tree allocates its
+// buffer before admission).
 func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 	h := &t.Pkt.Hdr
 	step, abandoned, orphan := b.advance(h.Generation)
