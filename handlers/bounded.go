@@ -30,8 +30,10 @@ func (d *Dense) Expire(t *hpu.Task) {
 			t.Unlock(&b.lock)
 			continue
 		}
-		w, gen, count := b.work, b.gen, int(b.count)
-		b.state, b.work = blockDone, nil
+		// Single-buffer handlers aggregate under the lock: every admitted
+		// packet has settled, and the work leaves the block whole.
+		w, gen, count := b.work, b.gen, int(b.work.gs.admitted)
+		b.complete()
 		b.expires.Store(0)
 		t.Unlock(&b.lock)
 		d.release(t, w, gen, uint32(i), count)
@@ -51,10 +53,11 @@ func (d *Dense) release(t *hpu.Task, w *work, gen, blk uint32, count int) {
 	if d.results[0] != nil {
 		b := &d.blocks[blk]
 		t.Lock(&b.lock)
-		slot := gen & 1
-		copy(d.results[slot][int(blk)*d.cfg.PacketElems*d.esize:], payload)
-		d.resultGen[slot][blk] = gen + 1
-		d.resultCount[slot][blk] = uint16(count)
+		if slot := gen & 1; d.storable(slot, blk, gen) {
+			copy(d.results[slot][int(blk)*d.cfg.PacketElems*d.esize:], payload)
+			d.resultGen[slot][blk] = gen + 1
+			d.resultCount[slot][blk] = uint16(count)
+		}
 		t.Unlock(&b.lock)
 	}
 	t.Emit(&h, payload)

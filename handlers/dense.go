@@ -117,20 +117,10 @@ type Dense struct {
 var _ hpu.Handler = (*Dense)(nil)
 var _ hpu.HeaderHandler = (*Dense)(nil)
 
-// block states
-const (
-	blockIdle   = iota // no packet of this generation yet
-	blockActive        // aggregating
-	blockDone          // result emitted
-)
-
+// block is one block's state: its generation and record (genBlock, the
+// rule in generation.go) and bounded mode's deadline.
 type block struct {
-	lock     hpu.Lock // the single-buffer critical section; the state lock otherwise
-	gen      uint32
-	state    uint8
-	count    int32 // contributions admitted
-	finished int32 // contributions folded (multi: the last to finish folds the B buffers)
-	work     *work
+	genBlock[*work]
 	// expires is when bounded mode releases the active block (the first
 	// packet's arrival plus the deadline), 0 otherwise. Written under the
 	// lock, read without it by Expire's scan.
@@ -138,15 +128,28 @@ type block struct {
 }
 
 // work is the state of a block while it is being aggregated. A job has a
-// fixed set of them (one per buffer of its quota: an active block always
-// holds a buffer), recycled through a free list, so no packet allocates.
+// fixed set of them (see NewDense), recycled through a free list, so no
+// packet allocates. A work abandoned by its block stays with the handlers
+// still folding into it until the last of them settles (generation.go).
 type work struct {
-	start  int64 // when the block's first handler started (Task.Started)
+	gs     genState // contributions admitted (one per child) and settled
+	start  int64    // when the block's first handler started (Task.Started)
 	bitmap []uint64
 	bufs   []*hpu.Buffer // single: [0]; multi: [0..B); tree: heap-indexed nodes
 	filled []bool        // multi: buffer j holds data
 	locks  []hpu.Lock    // multi: one lock per buffer
 }
+
+func (w *work) gstate() *genState { return &w.gs }
+
+// spareWorks is how many block states a job has beyond one per block (as
+// far as its quota can fill them): a work abandoned while handlers still
+// fold into it is out of the pool until the last of them settles, and the
+// block's new generation needs another meanwhile. Each such work is held
+// by a running handler, so they are few and short-lived; a packet of the
+// new generation that finds none is refused (NoBuffer) and retransmitted,
+// as when the quota is exhausted.
+const spareWorks = 8
 
 // NewDense checks cfg and builds the handler with its block table.
 func NewDense(cfg DenseConfig) (*Dense, error) {
@@ -181,7 +184,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 			}
 		}
 	}
-	nwork := min(cfg.Quota.Limit(), d.nblocks)
+	nwork := min(cfg.Quota.Limit(), d.nblocks+min(d.nblocks, spareWorks))
 	words := (cfg.Children + 63) / 64
 	bitmaps := make([]uint64, nwork*words)
 	for i := range nwork {
@@ -280,70 +283,98 @@ func (d *Dense) Payload(t *hpu.Task) {
 	}
 }
 
-// admit runs under b.lock. It moves the block to the packet's generation,
+// admit runs under b.lock. It applies the generation rule (generation.go),
 // rejects stale and duplicate packets, takes a work for a block's first
-// packet, and sets the child's bit. It does not allocate aggregation
-// buffers; callers that need one for this packet pass it as buf so that a
-// refused packet never leaves its bit set.
-func (d *Dense) admit(t *hpu.Task, b *block) bool {
+// packet (opened), and sets the child's bit. It returns the block's work,
+// the packet admitted into it, or nil. It does not allocate aggregation
+// buffers: a caller that cannot get one for the packet unadmits it, so
+// that a refused packet never leaves its bit set (the tree allocates its
+// buffer before admission).
+func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 	h := &t.Pkt.Hdr
-	switch {
-	case h.Generation < b.gen:
+	step, abandoned, orphan := b.advance(h.Generation)
+	if abandoned {
+		d.Stats.Abandoned.Add(1)
+		b.expires.Store(0)
+	}
+	if orphan != nil {
+		d.releaseWork(orphan)
+	}
+	switch step {
+	case genStale:
 		if h.Generation+1 == b.gen {
 			d.resend(t)
 		}
 		d.Stats.Stale.Add(1)
-		return false
-	case h.Generation > b.gen:
-		if b.state == blockActive {
-			d.Stats.Abandoned.Add(1)
-			d.releaseWork(b.work)
-		}
-		b.reset(h.Generation, blockIdle)
-	}
-	if b.state == blockDone {
+		return nil, false
+	case genFinished:
 		d.resend(t)
 		d.Stats.Duplicate.Add(1)
-		return false
-	}
-	if b.state == blockIdle {
-		w := d.works.take()
-		if w == nil {
+		return nil, false
+	case genIdle:
+		nw := d.works.take()
+		if nw == nil {
 			d.Stats.NoBuffer.Add(1)
-			return false
+			return nil, false
 		}
-		b.work, b.state = w, blockActive
-		w.start = t.Started()
+		b.open(nw)
+		nw.start = t.Started()
 		if d.cfg.Deadline > 0 {
 			b.expires.Store(t.Pkt.Arrival + d.cfg.Deadline)
 		}
+		opened = true
 	}
+	w = b.work
 	word, bit := h.Child/64, uint64(1)<<(h.Child%64)
-	if b.work.bitmap[word]&bit != 0 {
+	if w.bitmap[word]&bit != 0 {
 		d.Stats.Duplicate.Add(1)
-		bm := b.work.bitmap
-		reportWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, d.cfg.Children,
+		bm := w.bitmap
+		reportWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, h.Block, d.cfg.Children,
 			func(c int) bool { return bm[c/64]&(1<<(c%64)) == 0 })
-		return false
+		return nil, false
 	}
-	b.work.bitmap[word] |= bit
-	b.count++
+	w.bitmap[word] |= bit
+	w.gs.admit()
 	d.Stats.Packets.Add(1)
-	return true
+	return w, opened
 }
 
 // unadmit undoes admit's bit when the packet cannot be aggregated after all
-// (no buffer), so the host's retransmission is taken.
-func (d *Dense) unadmit(b *block, child uint16) {
-	b.work.bitmap[child/64] &^= uint64(1) << (child % 64)
-	b.count--
+// (no buffer), so the host's retransmission is taken. It runs under
+// b.lock, before the handler left it: a work that holds no other packet
+// goes back to the pool.
+func (d *Dense) unadmit(b *block, w *work, child uint16) {
+	w.bitmap[child/64] &^= uint64(1) << (child % 64)
+	w.gs.unadmit()
 	d.Stats.Packets.Add(-1)
 	d.Stats.NoBuffer.Add(1)
-	if b.count == 0 {
-		d.releaseWork(b.work)
-		b.work, b.state = nil, blockIdle
+	if w.gs.admitted == 0 {
+		d.releaseWork(w)
+		b.unopen()
 		b.expires.Store(0)
 	}
+}
+
+// settle is the end of a handler's use of its block's work, under b.lock,
+// which it releases (generation.go). live says the contribution counts;
+// last that it was the block's last, so the caller owns w and finishes
+// the block. A dropped contribution frees hold, the buffer the handler
+// owns (tree), and the last handler of an abandoned work releases it.
+func (d *Dense) settle(t *hpu.Task, b *block, w *work, hold *hpu.Buffer) (live, last bool) {
+	live, release := w.gs.settle()
+	if live && int(w.gs.settled) == d.cfg.Children {
+		last = true
+		b.complete()
+		b.expires.Store(0)
+	}
+	t.Unlock(&b.lock)
+	if !live && hold != nil {
+		d.cfg.Quota.Free(hold)
+	}
+	if release {
+		d.releaseWork(w)
+	}
+	return live, last
 }
 
 // single: every packet of a block folds into one buffer inside the block's
@@ -353,15 +384,15 @@ func (d *Dense) single(t *hpu.Task) {
 	p := t.Pkt
 	b := &d.blocks[p.Hdr.Block]
 	t.Lock(&b.lock)
-	if !d.admit(t, b) {
+	w, _ := d.admit(t, b)
+	if w == nil {
 		t.Unlock(&b.lock)
 		return
 	}
-	w := b.work
 	if w.bufs[0] == nil {
 		buf := d.cfg.Quota.Alloc(t.Cluster)
 		if buf == nil {
-			d.unadmit(b, p.Hdr.Child)
+			d.unadmit(b, w, p.Hdr.Child)
 			t.Unlock(&b.lock)
 			return
 		}
@@ -372,36 +403,31 @@ func (d *Dense) single(t *hpu.Task) {
 		d.kernel(w.bufs[0].Data[:len(p.Payload)], p.Payload)
 		t.ChargeAggregate(d.cfg.DType, int(p.Hdr.Count))
 	}
-	last := int(b.count) == d.cfg.Children
-	if last {
-		b.state, b.work = blockDone, nil
-		b.expires.Store(0)
-	}
-	t.Unlock(&b.lock)
-	if last {
+	if _, last := d.settle(t, b, w, nil); last {
 		d.finish(t, w, w.bufs[0], int(p.Hdr.Count))
 	}
 }
 
 // multi: B buffers per block (Figure 8). A handler takes whichever buffer is
 // free; if none is, it waits on the one its child index maps to. The last
-// handler to finish folds the other buffers into its own and emits.
+// handler to finish folds the other buffers into its own and emits. The
+// folds run outside the block's lock, so a newer generation may abandon
+// the work meanwhile; the handler then settles into nothing.
 func (d *Dense) multi(t *hpu.Task) {
 	p := t.Pkt
 	b := &d.blocks[p.Hdr.Block]
 	t.Lock(&b.lock)
-	first := b.state != blockActive || b.gen != p.Hdr.Generation
-	if !d.admit(t, b) {
+	w, opened := d.admit(t, b)
+	if w == nil {
 		t.Unlock(&b.lock)
 		return
 	}
-	w := b.work
-	if first {
+	if opened {
 		// M = B: the block's buffers are taken together on its first packet.
 		for j := range w.bufs {
 			if w.bufs[j] = d.cfg.Quota.Alloc(t.Cluster); w.bufs[j] == nil {
 				d.freeBufs(w)
-				d.unadmit(b, p.Hdr.Child)
+				d.unadmit(b, w, p.Hdr.Child)
 				t.Unlock(&b.lock)
 				return
 			}
@@ -435,13 +461,7 @@ func (d *Dense) multi(t *hpu.Task) {
 	t.Unlock(&w.locks[j])
 
 	t.Lock(&b.lock)
-	b.finished++
-	last := int(b.finished) == d.cfg.Children
-	if last {
-		b.state, b.work = blockDone, nil
-	}
-	t.Unlock(&b.lock)
-	if !last {
+	if _, last := d.settle(t, b, w, nil); !last {
 		return
 	}
 	// Every other handler of the block has finished: fold the B-1 others
@@ -465,6 +485,9 @@ func (d *Dense) multi(t *hpu.Task) {
 // index; two siblings fold only when both are present, into the left one,
 // and the result moves up (Figure 9). The pairing depends on child indices
 // alone, so float results are bit-identical whatever the arrival order.
+// A handler folds outside the block's lock holding its own buffer; when it
+// comes back to the lock and finds the work abandoned, it frees that
+// buffer and settles into nothing.
 func (d *Dense) tree(t *hpu.Task) {
 	p := t.Pkt
 	b := &d.blocks[p.Hdr.Block]
@@ -476,12 +499,12 @@ func (d *Dense) tree(t *hpu.Task) {
 		return
 	}
 	t.Lock(&b.lock)
-	if !d.admit(t, b) {
+	w, _ := d.admit(t, b)
+	if w == nil {
 		t.Unlock(&b.lock)
 		d.cfg.Quota.Free(x)
 		return
 	}
-	w := b.work
 	t.Unlock(&b.lock)
 	n := len(p.Payload)
 	copy(x.Data, p.Payload)
@@ -495,10 +518,14 @@ func (d *Dense) tree(t *hpu.Task) {
 			continue
 		}
 		t.Lock(&b.lock)
+		if w.gs.abandoned {
+			d.settle(t, b, w, x)
+			return
+		}
 		y := w.bufs[sib]
 		if y == nil {
 			w.bufs[node] = x
-			t.Unlock(&b.lock)
+			d.settle(t, b, w, nil)
 			return
 		}
 		w.bufs[sib] = nil
@@ -518,9 +545,12 @@ func (d *Dense) tree(t *hpu.Task) {
 		node >>= 1
 	}
 	t.Lock(&b.lock)
-	b.state, b.work = blockDone, nil
-	t.Unlock(&b.lock)
-	d.finish(t, w, x, int(p.Hdr.Count))
+	switch live, last := d.settle(t, b, w, x); {
+	case last:
+		d.finish(t, w, x, int(p.Hdr.Count))
+	case live:
+		panic("handlers: a tree handler reached the root before its block's other handlers settled")
+	}
 }
 
 // hasLeaves reports whether the subtree under heap node n holds at least one
@@ -546,15 +576,16 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 	if d.results[0] != nil {
 		b := &d.blocks[p.Hdr.Block]
 		t.Lock(&b.lock)
-		slot := p.Hdr.Generation & 1
-		copy(d.results[slot][int(p.Hdr.Block)*d.cfg.PacketElems*d.esize:], payload)
-		d.resultGen[slot][p.Hdr.Block] = p.Hdr.Generation + 1
-		if d.resultCount[0] != nil {
-			d.resultCount[slot][p.Hdr.Block] = 0
-		}
-		if d.final[0] != nil {
-			d.final[slot][p.Hdr.Block] = false
-			d.upAt[slot][p.Hdr.Block] = 0
+		if slot := p.Hdr.Generation & 1; d.storable(slot, p.Hdr.Block, p.Hdr.Generation) {
+			copy(d.results[slot][int(p.Hdr.Block)*d.cfg.PacketElems*d.esize:], payload)
+			d.resultGen[slot][p.Hdr.Block] = p.Hdr.Generation + 1
+			if d.resultCount[0] != nil {
+				d.resultCount[slot][p.Hdr.Block] = 0
+			}
+			if d.final[0] != nil {
+				d.final[slot][p.Hdr.Block] = false
+				d.upAt[slot][p.Hdr.Block] = 0
+			}
 		}
 		t.Unlock(&b.lock)
 		t.ChargeCopy(len(payload))
@@ -566,6 +597,15 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 		d.cfg.Quota.Free(res) // the root's buffer is held by no node
 	}
 	d.releaseWork(w)
+}
+
+// storable reports, under the block's lock, whether block blk's result of
+// generation gen may go into its slot: not over a newer generation's (of
+// the same parity), which a handler finishing late would otherwise
+// replace (generation.go).
+func (d *Dense) storable(slot, blk, gen uint32) bool {
+	held := d.resultGen[slot][blk]
+	return held == 0 || held-1 <= gen
 }
 
 // resend answers a retransmitted packet of a finished block with the
@@ -588,7 +628,7 @@ func (d *Dense) resend(t *hpu.Task) {
 		if d.final[0] == nil {
 			return
 		}
-		reportParentWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op)
+		reportParentWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, p.Hdr.Block)
 		if at := d.upAt[slot][p.Hdr.Block]; at != 0 && p.Arrival-at < UplinkResendGap {
 			return // sent up for a sibling's retransmission moments ago
 		}
@@ -676,13 +716,7 @@ func (d *Dense) Close() {
 		if b.state == blockActive {
 			d.releaseWork(b.work)
 		}
-		b.reset(b.gen, blockDone)
+		b.complete()
+		b.expires.Store(0)
 	}
-}
-
-// reset moves the block to gen and state, keeping its lock (which the
-// caller may hold).
-func (b *block) reset(gen uint32, state uint8) {
-	b.gen, b.state, b.count, b.finished, b.work = gen, state, 0, 0, nil
-	b.expires.Store(0)
 }

@@ -221,16 +221,19 @@ type Sparse struct {
 var _ hpu.Handler = (*Sparse)(nil)
 var _ hpu.HeaderHandler = (*Sparse)(nil)
 
+// sparseBlock is one block's generation and record (genBlock, the rule in
+// generation.go); its lock is the single design's critical section and the
+// multi design's state lock.
 type sparseBlock struct {
-	lock  hpu.Lock // single: the critical section; multi: the block's state
-	gen   uint32
-	state uint8 // blockIdle, blockActive, blockDone
-	work  *sparseWork
+	genBlock[*sparseWork]
 }
 
 // sparseWork is a block's state while it aggregates. A job has a fixed set,
 // one per block its quota can hold, recycled so that no packet allocates.
+// A record abandoned by its block stays with the handlers still folding
+// into it until the last of them settles (generation.go).
 type sparseWork struct {
+	gs        genState      // packets admitted and settled (folded, or dropped if abandoned)
 	start     int64         // when the block's first handler started (Task.Started)
 	bufs      []*hpu.Buffer // B×tableBufs table buffers, then the packet buffer
 	out       *hpu.Buffer   // the packet buffer: spill buffer, then flush staging
@@ -242,11 +245,10 @@ type sparseWork struct {
 	seen      []uint64      // P sequence bitmaps: packets admitted per child
 	kids      []sparseChild
 	done      int32    // children whose stream is complete
-	admitted  int64    // packets admitted
-	folded    int64    // packets aggregated (multi: < admitted while handlers fold)
-	orphan    bool     // abandoned while handlers still folded into it
 	keys      []uint64 // hash: the flush's sort keys
 }
+
+func (w *sparseWork) gstate() *genState { return &w.gs }
 
 // sparseChild is one child's stream of a block.
 type sparseChild struct {
@@ -299,7 +301,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	if cfg.Uplink != nil {
 		s.downs = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
 	}
-	nwork := min(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks)
+	nwork := min(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks+min(s.nblocks, spareWorks))
 	for range nwork {
 		s.works.put(s.newWork())
 	}
@@ -395,10 +397,7 @@ func (s *Sparse) single(t *hpu.Task) {
 		return
 	}
 	s.fold(t, w, 0, t.Pkt.Payload, false)
-	w.folded++
-	fin := s.complete(b, w)
-	t.Unlock(&b.lock)
-	if fin {
+	if s.settle(t, b, w) {
 		s.flush(t, w, h.Generation, blk)
 	}
 }
@@ -434,31 +433,27 @@ func (s *Sparse) multi(t *hpu.Task) {
 	t.Unlock(&w.locks[j])
 
 	t.Lock(&b.lock)
-	w.folded++
-	if w.orphan {
-		// A newer generation took the block while this packet folded.
-		idle := w.folded == w.admitted
-		t.Unlock(&b.lock)
-		if idle {
-			s.releaseWork(w)
-		}
-		return
-	}
-	fin := s.complete(b, w)
-	t.Unlock(&b.lock)
-	if fin {
+	if s.settle(t, b, w) {
 		s.flush(t, w, h.Generation, blk)
 	}
 }
 
-// complete reports, under the block's lock, whether every child's stream
-// is in and aggregated; then the block is done and w leaves it.
-func (s *Sparse) complete(b *sparseBlock, w *sparseWork) bool {
-	if int(w.done) != s.cfg.Children || w.folded != w.admitted {
-		return false
+// settle ends a handler's use of its block's record, under b.lock, which
+// it releases (generation.go). It reports whether the block is complete,
+// every child's stream in and aggregated: then w has left the block and
+// the caller flushes it. The last handler of an abandoned record (a newer
+// generation took the block while it folded) releases it.
+func (s *Sparse) settle(t *hpu.Task, b *sparseBlock, w *sparseWork) bool {
+	live, release := w.gs.settle()
+	fin := live && int(w.done) == s.cfg.Children && !w.gs.busy()
+	if fin {
+		b.complete()
 	}
-	b.state, b.work = blockDone, nil
-	return true
+	t.Unlock(&b.lock)
+	if release {
+		s.releaseWork(w)
+	}
+	return fin
 }
 
 // admit runs under the block's lock. It moves the block to the packet's
@@ -469,26 +464,25 @@ func (s *Sparse) complete(b *sparseBlock, w *sparseWork) bool {
 func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 	h := &t.Pkt.Hdr
 	blk, _ := wire.SplitSparseBlock(h.Block)
-	switch {
-	case h.Generation < b.gen:
+	step, abandoned, orphan := b.advance(h.Generation)
+	if abandoned {
+		s.Stats.Abandoned.Add(1)
+	}
+	if orphan != nil {
+		s.releaseWork(orphan)
+	}
+	switch step {
+	case genStale:
 		s.Stats.Stale.Add(1)
 		if h.Generation == b.gen-1 {
 			s.resend(t, h.Generation, blk)
 		}
 		return nil
-	case h.Generation > b.gen:
-		if b.state == blockActive {
-			s.Stats.Abandoned.Add(1)
-			s.abandon(b.work)
-		}
-		b.gen, b.state, b.work = h.Generation, blockIdle, nil
-	}
-	switch b.state {
-	case blockDone:
+	case genFinished:
 		s.Stats.Duplicate.Add(1)
 		s.resend(t, h.Generation, blk)
 		return nil
-	case blockIdle:
+	case genIdle:
 		// Memory is taken before the packet is recorded, so a refused packet
 		// leaves no trace and the host's retransmission is taken.
 		w := s.works.take()
@@ -499,20 +493,20 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 			s.Stats.NoBuffer.Add(1)
 			return nil
 		}
-		b.work, b.state = w, blockActive
+		b.open(w)
 		w.start = t.Started()
 	}
 	w := b.work
 	if !s.track(w, h.Child, seq, h.Flags&wire.FlagLast != 0) {
 		if seq == 0 {
-			reportWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op, s.cfg.Children, func(c int) bool {
+			reportWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op, blk, s.cfg.Children, func(c int) bool {
 				k := &w.kids[c]
 				return k.total == 0 || k.got < k.total
 			})
 		}
 		return nil
 	}
-	w.admitted++
+	w.gs.admit()
 	s.Stats.Packets.Add(1)
 	s.Stats.Pairs.Add(int64(h.Count))
 	return w
@@ -545,17 +539,6 @@ func (s *Sparse) track(w *sparseWork, child uint16, seq uint32, last bool) bool 
 	return true
 }
 
-// abandon drops an unfinished block's state when a newer generation takes
-// the block. Under multi, handlers may still fold into it: the last of
-// them releases it.
-func (s *Sparse) abandon(w *sparseWork) {
-	if w.folded == w.admitted {
-		s.releaseWork(w)
-		return
-	}
-	w.orphan = true
-}
-
 // allocBufs takes a block's memory from the quota: all of it or none.
 func (s *Sparse) allocBufs(w *sparseWork, cluster int) bool {
 	for i := range w.bufs {
@@ -585,7 +568,7 @@ func (s *Sparse) releaseWork(w *sparseWork) {
 	clear(w.occ)
 	clear(w.seen)
 	clear(w.kids)
-	w.nspill, w.dseq, w.done, w.admitted, w.folded, w.orphan = 0, 0, 0, 0, 0, false
+	w.nspill, w.dseq, w.done = 0, 0, 0
 	s.works.put(w)
 }
 
@@ -598,6 +581,6 @@ func (s *Sparse) Close() {
 		if b.state == blockActive {
 			s.releaseWork(b.work)
 		}
-		b.state, b.work = blockDone, nil
+		b.complete()
 	}
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/flare-net/flare/hpu"
@@ -16,7 +15,10 @@ import (
 // indexed by generation parity), since a host may still be finishing the
 // previous call when the others have moved on.
 type sparseRecord struct {
-	mu   sync.Mutex
+	// lock is taken through the Task: the record is held across the
+	// charged copies and the Emits of a replay, so in virtual time another
+	// core that wants it must spin in cycles, not block the simulation.
+	lock hpu.Lock
 	gen  uint32
 	pkts []byte  // the stream's packets, header and payload, back to back
 	lens []int32 // each packet's length in pkts
@@ -33,20 +35,27 @@ type sparseRecord struct {
 }
 
 // record appends an emitted packet to its block's record.
-func (s *Sparse) record(h *wire.Header, payload []byte) {
+func (s *Sparse) record(t *hpu.Task, h *wire.Header, payload []byte) {
 	if !s.cfg.KeepResults {
 		return
 	}
 	blk, _ := wire.SplitSparseBlock(h.Block)
 	r := &s.records[h.Generation&1][blk]
-	r.mu.Lock()
+	t.Lock(&r.lock)
+	if len(r.lens) > 0 && r.gen > h.Generation {
+		// A late packet of an older generation (a spill from a handler
+		// still folding into an abandoned block) never replaces a newer
+		// generation's record (generation.go).
+		t.Unlock(&r.lock)
+		return
+	}
 	if r.gen != h.Generation {
 		r.gen, r.pkts, r.lens, r.upAt = h.Generation, r.pkts[:0], r.lens[:0], 0
 	}
 	n := len(r.pkts)
 	r.pkts = wire.AppendPacket(r.pkts, h, payload)
 	r.lens = append(r.lens, int32(len(r.pkts)-n))
-	r.mu.Unlock()
+	t.Unlock(&r.lock)
 }
 
 // resend answers the first packet of a child's retransmitted stream for a
@@ -68,16 +77,16 @@ func (s *Sparse) resend(t *hpu.Task, gen, blk uint32) {
 		return
 	}
 	r := &s.records[gen&1][blk]
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	t.Lock(&r.lock)
 	if r.gen == gen {
 		s.replay(t, r, wire.FlagRetransmit, h0.Child, &s.Stats.Resent)
 	}
+	t.Unlock(&r.lock)
 }
 
 // replay emits every packet of record r again, with flags added and the
 // child field set (a unicast to that child, or this switch's index at its
-// parent), counting each in n. The caller holds r.mu.
+// parent), counting each in n. The caller holds r.lock.
 func (s *Sparse) replay(t *hpu.Task, r *sparseRecord, flags wire.Flags, child uint16, n *atomic.Int64) {
 	off := 0
 	for _, l := range r.lens {

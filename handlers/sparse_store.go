@@ -155,6 +155,6 @@ func (s *Sparse) emit(t *hpu.Task, w *sparseWork, typ wire.Type, flags wire.Flag
 	}
 	w.dseq++
 	t.ChargeCopy(len(payload))
-	s.record(&h, payload)
+	s.record(t, &h, payload)
 	t.Emit(&h, payload)
 }

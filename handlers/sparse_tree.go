@@ -56,10 +56,10 @@ func (d sparseFromParent) Payload(t *hpu.Task) {
 	blk, seq := wire.SplitSparseBlock(p.Hdr.Block)
 	last := p.Hdr.Flags&wire.FlagLast != 0
 	r := &s.downs[p.Hdr.Generation&1][blk]
-	r.mu.Lock()
+	t.Lock(&r.lock)
 	switch {
 	case p.Hdr.Generation < r.gen:
-		r.mu.Unlock()
+		t.Unlock(&r.lock)
 		s.Stats.Stale.Add(1)
 		return
 	case p.Hdr.Generation > r.gen || !r.started:
@@ -73,11 +73,11 @@ func (d sparseFromParent) Payload(t *hpu.Task) {
 	bit := uint64(1) << (seq % 64)
 	switch {
 	case r.seen[seq/64]&bit != 0:
-		r.mu.Unlock()
+		t.Unlock(&r.lock)
 		s.Stats.Duplicate.Add(1)
 		return
 	case r.last >= 0 && (last || int(seq) > r.last):
-		r.mu.Unlock()
+		t.Unlock(&r.lock)
 		s.Stats.Invalid.Add(1)
 		return
 	}
@@ -92,14 +92,14 @@ func (d sparseFromParent) Payload(t *hpu.Task) {
 	n := len(r.pkts)
 	r.pkts = wire.AppendPacket(r.pkts, &h, p.Payload)
 	r.lens = append(r.lens, int32(len(r.pkts)-n))
-	r.mu.Unlock()
+	t.Unlock(&r.lock)
 	t.ChargeCopy(len(p.Payload))
 	t.Emit(&h, p.Payload)
 	s.Stats.Down.Add(1)
 }
 
 // complete reports whether record r holds the whole stream of gen. The
-// caller holds r.mu.
+// caller holds r.lock.
 func (r *sparseRecord) complete(gen uint32) bool {
 	return r.started && r.gen == gen && r.last >= 0 && r.got == r.last+1
 }
@@ -113,21 +113,20 @@ func (r *sparseRecord) complete(gen uint32) bool {
 func (s *Sparse) resendTree(t *hpu.Task, gen, blk uint32) {
 	child := t.Pkt.Hdr.Child
 	down := &s.downs[gen&1][blk]
-	down.mu.Lock()
+	t.Lock(&down.lock)
 	if down.complete(gen) {
 		s.replay(t, down, wire.FlagRetransmit, child, &s.Stats.Resent)
-		down.mu.Unlock()
+		t.Unlock(&down.lock)
 		return
 	}
-	down.mu.Unlock()
-	reportParentWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op)
+	t.Unlock(&down.lock)
+	reportParentWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op, blk)
 	up := &s.records[gen&1][blk]
-	up.mu.Lock()
-	defer up.mu.Unlock()
+	t.Lock(&up.lock)
 	now := t.Pkt.Arrival
-	if up.gen != gen || (up.upAt != 0 && now-up.upAt < UplinkResendGap) {
-		return
+	if up.gen == gen && (up.upAt == 0 || now-up.upAt >= UplinkResendGap) {
+		up.upAt = now
+		s.replay(t, up, wire.FlagRetransmit, s.cfg.Uplink.Child, &s.Stats.ResentUp)
 	}
-	up.upAt = now
-	s.replay(t, up, wire.FlagRetransmit, s.cfg.Uplink.Child, &s.Stats.ResentUp)
+	t.Unlock(&up.lock)
 }

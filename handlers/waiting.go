@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"strconv"
-	"sync"
 
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
@@ -11,16 +10,16 @@ import (
 // maxWaitingNamed is how many missing children a waiting report lists.
 const maxWaitingNamed = 8
 
-// waitingScratch is the one scratch buffer of waiting reports, so that a
+// waitingScratch holds the scratch buffers of waiting reports, so that a
 // report allocates nothing (duplicates are part of the steady state on a
-// lossy network). Reports are rare and short, and Emit copies the packet
-// before it returns, so one buffer under a lock serves every core. (A
-// sync.Pool would allocate whenever a core's goroutine moved to another P,
-// or the race detector dropped a pooled buffer.)
-var waitingScratch struct {
-	sync.Mutex
-	buf [512]byte
-}
+// lossy network). A report takes one for itself and puts it back after
+// its Emit, which copies the packet; no lock is held across Emit, which
+// may block (a full egress queue) and must not stall the other cores'
+// reports. There are as many buffers as reports were ever sent at once,
+// at most one per core. (A sync.Pool would allocate whenever a core's
+// goroutine moved to another P, or the race detector dropped a pooled
+// buffer.)
+var waitingScratch workPool[[512]byte]
 
 // reportWaiting answers a retransmitted packet of a block the switch
 // already has from its sender, while the block still waits for other
@@ -29,7 +28,10 @@ var waitingScratch struct {
 // contributed): "block 12 of allreduce 3 waits for ranks 0, 2: nothing
 // from them yet". A host that times out can then say which rank held it
 // up, not only which blocks.
-func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, children int, missing func(c int) bool) {
+//
+// blk is the block's id: the header's block field for dense blocks, the
+// block without the stream's sequence number for sparse ones.
+func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, blk uint32, children int, missing func(c int) bool) {
 	h0 := &t.Pkt.Hdr
 	if h0.Flags&wire.FlagRetransmit == 0 {
 		return
@@ -43,7 +45,7 @@ func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire
 	if n == 0 {
 		return
 	}
-	sendWaiting(t, job, token, dt, op, func(text []byte) []byte {
+	sendWaiting(t, job, token, dt, op, blk, func(text []byte) []byte {
 		if n == 1 {
 			text = append(text, "rank "...)
 		} else {
@@ -73,25 +75,29 @@ func reportWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire
 // of allreduce 3 waits for the parent switch: the partial from here went
 // up, no result yet". The parent's own answers name its missing children
 // (sibling switches) to this switch, not to the host.
-func reportParentWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op) {
+func reportParentWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, blk uint32) {
 	if t.Pkt.Hdr.Flags&wire.FlagRetransmit == 0 {
 		return
 	}
-	sendWaiting(t, job, token, dt, op, func(text []byte) []byte {
+	sendWaiting(t, job, token, dt, op, blk, func(text []byte) []byte {
 		return append(text, "the parent switch: the partial from here went up, no result yet"...)
 	})
 }
 
 // sendWaiting sends "block B of allreduce G waits for " and what appends
-// to it as a CodeWaiting error to the sender of the task's packet, in
-// waitingScratch.
-func sendWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, what func(text []byte) []byte) {
-	waitingScratch.Lock()
-	defer waitingScratch.Unlock()
+// to it as a CodeWaiting error to the sender of the task's packet, built
+// in a buffer of waitingScratch. B is blk, the block's id in full (the
+// header carries the retransmitted packet's block field).
+func sendWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, blk uint32, what func(text []byte) []byte) {
+	buf := waitingScratch.take()
+	if buf == nil {
+		buf = new([512]byte) // more reports at once than ever before
+	}
+	defer waitingScratch.put(buf)
 	h0 := &t.Pkt.Hdr
-	text := waitingScratch.buf[:0]
+	text := buf[:0]
 	text = append(text, "block "...)
-	text = strconv.AppendUint(text, uint64(h0.Block&0xffff), 10)
+	text = strconv.AppendUint(text, uint64(blk), 10)
 	text = append(text, " of allreduce "...)
 	text = strconv.AppendUint(text, uint64(h0.Generation), 10)
 	text = what(append(text, " waits for "...))
