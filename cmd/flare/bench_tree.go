@@ -504,7 +504,16 @@ func (t *treeBench) inNetwork(ctx context.Context, rc arConfig) (*treeRow, error
 	retx, spill := hostStats()
 	row.Retransmits, row.SpilledPairs = int64(retx-retx0), int64(spill-spill0)/int64(rc.iters)
 	row.summarise(times)
-	iters := float64(rc.iters)
+	if err := t.linkBytes(row, counters, before, after, float64(world), float64(rc.iters)); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// linkBytes fills the row's bytes per call from the leaves' counters
+// before and after the measured calls: each direction of the host and
+// leaf links, all of it and its loss recovery.
+func (t *treeBench) linkBytes(row *treeRow, counters [][]swtch.LinkCounter, before, after linkSnap, world, iters float64) error {
 	var all, rec [4]float64 // host up, host down, leaf up, leaf down
 	for i, cs := range counters {
 		hosts := 0
@@ -521,15 +530,15 @@ func (t *treeBench) inNetwork(ctx context.Context, rc arConfig) (*treeRow, error
 			}
 		}
 		if hosts != t.shape.hosts {
-			return nil, fmt.Errorf("leaf %d counted traffic on %d host links, want %d", i, hosts, t.shape.hosts)
+			return fmt.Errorf("leaf %d counted traffic on %d host links, want %d", i, hosts, t.shape.hosts)
 		}
 	}
-	p, l := float64(world)*iters, float64(len(t.leaves))*iters
+	p, l := world*iters, float64(len(t.leaves))*iters
 	row.HostUpBytes, row.HostDownBytes, row.LeafUpBytes, row.LeafDownBytes = all[0]/p, all[1]/p, all[2]/l, all[3]/l
 	row.HostUpRetxBytes, row.HostDownRetxBytes, row.LeafUpRetxBytes, row.LeafDownRetxBytes = rec[0]/p, rec[1]/p, rec[2]/l, rec[3]/l
 	row.LinkBytes = (all[0] + all[1] + all[2] + all[3]) / iters
 	row.RetxLinkBytes = (rec[0] + rec[1] + rec[2] + rec[3]) / iters
-	return row, nil
+	return nil
 }
 
 // hostRing measures the host baseline over the same ranks: the ring
