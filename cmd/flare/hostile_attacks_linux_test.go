@@ -71,22 +71,37 @@ func hugeJoin(dt wire.DType, elements uint64, packetElems uint32, mustRefuse boo
 }
 
 // fillHugeJob is what the sole member of an admitted huge job can do
-// next: send a block of every page of the job's stored results (or of
-// its per-block state, when a block is smaller than 64 bytes), so that the
-// memory the switch set aside becomes resident. At most 256,000 packets
-// (up to 1 GiB of pages touched, twice the bound) or 5 s.
+// next: send a block of every page of the job's stored results (or, when
+// a block is smaller than 32 bytes, of any per-block state of 32 bytes or
+// more, such as a block table), so that the memory the switch set aside
+// becomes resident. It stops once the daemon's resident set passes the
+// bound (the attack worked), and after at most 256,000 packets (1 GiB of
+// pages) or 10 s; every 512 packets it lets the daemon's socket drain, so
+// that what it sends arrives.
 func fillHugeJob(t *testing.T, d *daemon, p *rawPeer, token uint64, dt wire.DType, ack wire.JoinAckBody) string {
 	pe := int(ack.PacketElems)
-	stride := max(1, 4096/max(pe*dt.Size(), 64))
+	stride := max(1, 4096/max(pe*dt.Size(), 32))
 	payload := make([]byte, pe*dt.Size())
-	start, sent := time.Now(), 0
-	for b := 0; b < int(ack.Blocks) && sent < 256_000 && time.Since(start) < 5*time.Second && d.alive(); b += stride {
+	start, sent, port, pid := time.Now(), 0, udpPort(d.data), d.cmd.Process.Pid
+	why := "256000 packets"
+	for b := 0; b < int(ack.Blocks) && sent < 256_000; b += stride {
 		h := wire.Header{Type: wire.TypeData, Job: 77, Token: token, Generation: 1, Block: uint32(b), DType: dt, Op: wire.OpSum, Count: uint32(pe)}
 		p.send(t, wire.AppendPacket(nil, &h, payload))
-		sent++
+		if sent++; sent%512 != 0 {
+			continue
+		}
+		waitUntil(time.Second, func() bool { q, _, ok := udpSocket(port); return !ok || q == 0 })
+		if rss, _, err := procMemory(pid); err != nil || rss > hostileRSSBound {
+			why = fmt.Sprintf("the daemon's RSS passed %d MiB", hostileRSSBound>>20)
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			why = "10 s"
+			break
+		}
 	}
 	waitQuiet(p)
-	return fmt.Sprintf("then %d data packets, one every %d blocks, in %v", sent, stride, time.Since(start).Round(time.Millisecond))
+	return fmt.Sprintf("then %d data packets, one every %d blocks, in %v (stopped: %s)", sent, stride, time.Since(start).Round(time.Millisecond), why)
 }
 
 // halfJoins opens jobs of world 1024 from one address with rank 0 only,
