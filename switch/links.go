@@ -1,8 +1,11 @@
 package swtch
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"sync/atomic"
+
+	"github.com/flare-net/flare/wire"
 )
 
 // Per-link traffic: every datagram in from and out to a peer this switch
@@ -10,6 +13,13 @@ import (
 // against that peer, in UDP payload bytes (the Flare header included) and
 // in datagrams, so the traffic on each link of a tree is measured, not only
 // modelled. The set of peers is bounded by the members of live jobs.
+//
+// The datagrams of loss recovery are counted once more on their own: those
+// whose header carries FlagRetransmit (a host's data sent again, the
+// switch's answers to it: a resent result or a waiting report, a partial
+// sent up again and the parent's answer to that). A measurement can then
+// tell what the protocol sends once per block from what a slow or lossy
+// path added, instead of reading every retransmission as traffic.
 
 // Link roles, the metric's `link` label.
 const (
@@ -22,6 +32,16 @@ type link struct {
 	role                                   string
 	refs                                   int // jobs naming the peer; under the job table's lock
 	rxBytes, txBytes, rxPackets, txPackets atomic.Int64
+	// the part of the above that carried FlagRetransmit
+	rxRetxBytes, txRetxBytes, rxRetxPackets, txRetxPackets atomic.Int64
+}
+
+// retransmitted reports whether datagram b is a Flare packet marked
+// FlagRetransmit. It reads the version and flags only: a datagram the
+// reader will drop as malformed is classified by the same two fields.
+func retransmitted(b []byte) bool {
+	return len(b) >= wire.HeaderLen && b[wire.OffVersion] == wire.Version &&
+		wire.Flags(binary.BigEndian.Uint16(b[wire.OffFlags:]))&wire.FlagRetransmit != 0
 }
 
 // linkTable maps peer addresses to their counters: a copy-on-write
@@ -86,8 +106,13 @@ func (t *linkTable) countRx(msgs []Datagram) {
 	}
 	for i := range msgs {
 		if l := links[msgs[i].Addr]; l != nil {
-			l.rxBytes.Add(int64(msgs[i].N))
+			n := msgs[i].N
+			l.rxBytes.Add(int64(n))
 			l.rxPackets.Add(1)
+			if retransmitted(msgs[i].Buf[:n]) {
+				l.rxRetxBytes.Add(int64(n))
+				l.rxRetxPackets.Add(1)
+			}
 		}
 	}
 }
@@ -100,8 +125,13 @@ func (t *linkTable) countTx(msgs []Datagram) {
 	}
 	for i := range msgs {
 		if l := links[msgs[i].Addr]; l != nil {
-			l.txBytes.Add(int64(msgs[i].N))
+			n := msgs[i].N
+			l.txBytes.Add(int64(n))
 			l.txPackets.Add(1)
+			if retransmitted(msgs[i].Buf[:n]) {
+				l.txRetxBytes.Add(int64(n))
+				l.txRetxPackets.Add(1)
+			}
 		}
 	}
 }

@@ -14,6 +14,19 @@ type LinkTraffic struct {
 	Peer                                   netip.AddrPort
 	Role                                   string // "child" or "parent"
 	RxBytes, TxBytes, RxPackets, TxPackets int64
+	// Retransmit is the part of the traffic above whose datagrams carried
+	// FlagRetransmit: loss recovery (a host's retransmissions, the answers
+	// to them, partials sent up again and the parent's answers). The rest
+	// is what the protocol sends once per block, except that a non-root
+	// switch multicasts a result its parent sent again (an answer to a
+	// partial sent up again) to its children unmarked, as it does the
+	// first one.
+	Retransmit RetransmitTraffic
+}
+
+// RetransmitTraffic is a link's loss-recovery traffic (LinkTraffic.Retransmit).
+type RetransmitTraffic struct {
+	RxBytes, TxBytes, RxPackets, TxPackets int64
 }
 
 // LinkCounter reads one link's counters live. The switch keeps a child
@@ -34,7 +47,9 @@ func (c LinkCounter) Role() string { return c.l.role }
 // Load reads the counters now.
 func (c LinkCounter) Load() LinkTraffic {
 	return LinkTraffic{Peer: c.peer, Role: c.l.role, RxBytes: c.l.rxBytes.Load(), TxBytes: c.l.txBytes.Load(),
-		RxPackets: c.l.rxPackets.Load(), TxPackets: c.l.txPackets.Load()}
+		RxPackets: c.l.rxPackets.Load(), TxPackets: c.l.txPackets.Load(),
+		Retransmit: RetransmitTraffic{RxBytes: c.l.rxRetxBytes.Load(), TxBytes: c.l.txRetxBytes.Load(),
+			RxPackets: c.l.rxRetxPackets.Load(), TxPackets: c.l.txRetxPackets.Load()}}
 }
 
 // LinkCounters lists the links the switch counts now (the parent, and the

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,9 +91,19 @@ type treeRow struct {
 	LeafDownBytes float64 `json:"leaf_link_down_bytes"`
 	LinkBytes     float64 `json:"link_bytes"`
 	LinkBytesFrom string  `json:"link_bytes_from"` // switches or hosts
-	Retransmits   int64   `json:"retransmits"`
-	SpilledPairs  int64   `json:"spilled_pairs,omitempty"` // per call, over the ranks (hash storage)
-	Verified      bool    `json:"verified"`
+	// The part of those bytes that was loss recovery (in-network rows):
+	// datagrams marked FlagRetransmit, the hosts' retransmissions and every
+	// answer to them (swtch.LinkTraffic.Retransmit). A leaf multicasts the
+	// root's answer to a partial it sent up again to all of its hosts
+	// unmarked, so host↓ holds such repeats outside HostDownRetxBytes.
+	HostUpRetxBytes   float64 `json:"host_link_up_retx_bytes,omitempty"`
+	HostDownRetxBytes float64 `json:"host_link_down_retx_bytes,omitempty"`
+	LeafUpRetxBytes   float64 `json:"leaf_link_up_retx_bytes,omitempty"`
+	LeafDownRetxBytes float64 `json:"leaf_link_down_retx_bytes,omitempty"`
+	RetxLinkBytes     float64 `json:"retx_link_bytes,omitempty"`
+	Retransmits       int64   `json:"retransmits"`
+	SpilledPairs      int64   `json:"spilled_pairs,omitempty"` // per call, over the ranks (hash storage)
+	Verified          bool    `json:"verified"`
 	// The model's row for the same tree (models.Collectives, a fat tree of
 	// 2×HOSTS-port switches: LEAVES leaves of HOSTS hosts).
 	ModelAlgorithm string  `json:"model_algorithm"`
@@ -140,7 +152,8 @@ func (c *benchConfig) benchTree(ctx context.Context, shape treeShape, sizes []in
 			shape, shape.leaves, shape.hosts, p, c.dtype, c.op)
 		fmt.Fprintf(stdout, "Times on loopback through a few shared cores do not compare with the model's 100 Gbit/s links: compare the ratios\n"+
 			"(in-network vs the host baseline of the same size), not the absolute times.\n"+
-			"Bytes per call: host↑/↓ per host link (mean), leaf↑/↓ per leaf-root link (mean), links = summed over every link.\n"+
+			"Bytes per call: host↑/↓ per host link (mean), leaf↑/↓ per leaf-root link (mean), links = summed over every link,\n"+
+			"of them recovery = the datagrams marked as retransmissions (a host's, and the switches' answers to them).\n"+
 			"In-network rows: the switches' link counters. Host rows (ring, host-sparse): the ranks' own counters placed on the same\n"+
 			"tree (a hop between leaves crosses host↑, leaf↑, leaf↓, host↓).\n")
 		for _, size := range sizes {
@@ -153,7 +166,7 @@ func (c *benchConfig) benchTree(ctx context.Context, shape treeShape, sizes []in
 		}
 		fmt.Fprintln(stdout)
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "size\tdensity\tpath\talgo\tmedian\thost↑\thost↓\tleaf↑\tleaf↓\tlinks\tmodel links\ttime vs base\tmodel\ttraffic vs base\tmodel\tmeasured/model\tretx\tverified\t")
+		fmt.Fprintln(tw, "size\tdensity\tpath\talgo\tmedian\thost↑\thost↓\tleaf↑\tleaf↓\tlinks\tof them recovery\tmodel links\ttime vs base\tmodel\ttraffic vs base\tmodel\tmeasured/model\tretx\tverified\t")
 	}
 	emit := func(rows ...*treeRow) error {
 		for _, r := range rows {
@@ -167,10 +180,10 @@ func (c *benchConfig) benchTree(ctx context.Context, shape treeShape, sizes []in
 			if r.Density > 0 {
 				d = fmt.Sprintf("%.1f%%", r.Density*100)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f ms\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f ms\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
 				formatSize(r.Bytes), d, r.Path, r.Algo, r.MedianS*1e3,
 				humanBytes(int64(r.HostUpBytes)), humanBytes(int64(r.HostDownBytes)), humanBytes(int64(r.LeafUpBytes)), humanBytes(int64(r.LeafDownBytes)),
-				humanBytes(int64(r.LinkBytes)), humanBytes(int64(r.ModelLinkBytes)),
+				humanBytes(int64(r.LinkBytes)), humanBytes(int64(r.RetxLinkBytes)), humanBytes(int64(r.ModelLinkBytes)),
 				ratio(r.TimeVsBaseline), ratio(r.ModelTimeVsBaseline), ratio(r.TrafficVsBaseline), ratio(r.ModelTrafficVsBase),
 				plainRatio(r.TrafficVsModel), r.Retransmits, yesNo(r.Verified, r.Path))
 		}
@@ -373,9 +386,54 @@ func startBenchTree(ctx, stop context.Context, g *errgroup.Group, c *benchConfig
 	return t, nil
 }
 
-// linkSettle lets the switches' egress count the last datagrams of a call
-// (a host can hold a result a moment before the sender's counter moves).
-const linkSettle = 5 * time.Millisecond
+// The counters are read when the tree is quiet: a host can hold a result a
+// moment before the sender's counter moves, and the answer to a
+// retransmission a host sent just before its call ended may still be in a
+// socket or a switch's queue. settleLinks polls every linkSettle until
+// nothing moved over linkQuiet polls in a row, for at most linkSettleMax,
+// so that every datagram a call caused is counted in that call's window,
+// however slow the machine.
+const (
+	linkSettle    = 2 * time.Millisecond
+	linkQuiet     = 3
+	linkSettleMax = 2 * time.Second
+)
+
+// settleLinks waits for the tree to be quiet (the leaves' and the root's
+// link counters and the sessions' packet counts unchanged) and returns the
+// leaves' counters then.
+func (t *treeBench) settleLinks(counters [][]swtch.LinkCounter, sessions []*hostlib.Session) linkSnap {
+	type state struct {
+		leaves   linkSnap
+		root     []swtch.LinkTraffic
+		sessions []hostlib.Stats
+	}
+	read := func() state {
+		st := state{leaves: snapshot(counters), root: t.root.LinkTraffic()}
+		for _, s := range sessions {
+			st.sessions = append(st.sessions, s.Stats())
+		}
+		return st
+	}
+	same := func(a, b state) bool {
+		return maps.Equal(a.leaves, b.leaves) && slices.Equal(a.root, b.root) && slices.EqualFunc(a.sessions, b.sessions,
+			func(x, y hostlib.Stats) bool {
+				return x.PacketsSent == y.PacketsSent && x.PacketsReceived == y.PacketsReceived
+			})
+	}
+	last := read()
+	for quiet, deadline := 0, time.Now().Add(linkSettleMax); quiet < linkQuiet && time.Now().Before(deadline); {
+		time.Sleep(linkSettle)
+		cur := read()
+		if same(cur, last) {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = cur
+	}
+	return last.leaves
+}
 
 // linkSnap is every counter of the tree's leaves at one moment.
 type linkSnap map[swtch.LinkCounter]swtch.LinkTraffic
@@ -436,44 +494,51 @@ func (t *treeBench) inNetwork(ctx context.Context, rc arConfig) (*treeRow, error
 		return g.Wait()
 	}
 	times, err := t.loop(ctx, d, func() {
-		time.Sleep(linkSettle)
-		before = snapshot(counters)
+		before = t.settleLinks(counters, sessions)
 		retx0, spill0 = hostStats()
 	}, call)
 	if err != nil {
 		return nil, err
 	}
-	time.Sleep(linkSettle)
-	after := snapshot(counters)
+	after := t.settleLinks(counters, sessions)
 	retx, spill := hostStats()
 	row.Retransmits, row.SpilledPairs = int64(retx-retx0), int64(spill-spill0)/int64(rc.iters)
 	row.summarise(times)
-	iters := float64(rc.iters)
-	var hostUp, hostDown, leafUp, leafDown float64
+	if err := t.linkBytes(row, counters, before, after, float64(world), float64(rc.iters)); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// linkBytes fills the row's bytes per call from the leaves' counters
+// before and after the measured calls: each direction of the host and
+// leaf links, all of it and its loss recovery.
+func (t *treeBench) linkBytes(row *treeRow, counters [][]swtch.LinkCounter, before, after linkSnap, world, iters float64) error {
+	var all, rec [4]float64 // host up, host down, leaf up, leaf down
 	for i, cs := range counters {
 		hosts := 0
 		for _, c := range cs {
 			a, b := after[c], before[c]
 			rx, tx := float64(a.RxBytes-b.RxBytes), float64(a.TxBytes-b.TxBytes)
+			rrx, rtx := float64(a.Retransmit.RxBytes-b.Retransmit.RxBytes), float64(a.Retransmit.TxBytes-b.Retransmit.TxBytes)
 			switch {
 			case c.Role() == "parent":
-				leafUp += tx
-				leafDown += rx
+				all[2], all[3], rec[2], rec[3] = all[2]+tx, all[3]+rx, rec[2]+rtx, rec[3]+rrx
 			case rx > 0: // a host of this job (a link left over from an earlier job carries nothing)
-				hostUp += rx
-				hostDown += tx
+				all[0], all[1], rec[0], rec[1] = all[0]+rx, all[1]+tx, rec[0]+rrx, rec[1]+rtx
 				hosts++
 			}
 		}
 		if hosts != t.shape.hosts {
-			return nil, fmt.Errorf("leaf %d counted traffic on %d host links, want %d", i, hosts, t.shape.hosts)
+			return fmt.Errorf("leaf %d counted traffic on %d host links, want %d", i, hosts, t.shape.hosts)
 		}
 	}
-	p, l := float64(world), float64(len(t.leaves))
-	row.HostUpBytes, row.HostDownBytes = hostUp/p/iters, hostDown/p/iters
-	row.LeafUpBytes, row.LeafDownBytes = leafUp/l/iters, leafDown/l/iters
-	row.LinkBytes = (hostUp + hostDown + leafUp + leafDown) / iters
-	return row, nil
+	p, l := world*iters, float64(len(t.leaves))*iters
+	row.HostUpBytes, row.HostDownBytes, row.LeafUpBytes, row.LeafDownBytes = all[0]/p, all[1]/p, all[2]/l, all[3]/l
+	row.HostUpRetxBytes, row.HostDownRetxBytes, row.LeafUpRetxBytes, row.LeafDownRetxBytes = rec[0]/p, rec[1]/p, rec[2]/l, rec[3]/l
+	row.LinkBytes = (all[0] + all[1] + all[2] + all[3]) / iters
+	row.RetxLinkBytes = (rec[0] + rec[1] + rec[2] + rec[3]) / iters
+	return nil
 }
 
 // hostRing measures the host baseline over the same ranks: the ring

@@ -55,25 +55,63 @@ func TestE2EBenchTree(t *testing.T) {
 		if r.ModelLinkBytes <= 0 || r.TrafficVsBaseline <= 0 || r.ModelTrafficVsBase <= 0 || r.Baseline != "ring" {
 			t.Errorf("%s: model columns or ratios missing: %+v", r.Path, r)
 		}
-		t.Logf("%-10s median %6.2f ms  host up %.0f down %.0f  leaf up %.0f down %.0f  links %.0f (model %.0f)  retransmits %d",
-			r.Path, r.MedianS*1e3, r.HostUpBytes, r.HostDownBytes, r.LeafUpBytes, r.LeafDownBytes, r.LinkBytes, r.ModelLinkBytes, r.Retransmits)
+		t.Logf("%-10s median %6.2f ms  host up %.0f down %.0f  leaf up %.0f down %.0f  links %.0f (model %.0f)  retransmits %d, recovery host up %.0f down %.0f leaf up %.0f down %.0f",
+			r.Path, r.MedianS*1e3, r.HostUpBytes, r.HostDownBytes, r.LeafUpBytes, r.LeafDownBytes, r.LinkBytes, r.ModelLinkBytes, r.Retransmits,
+			r.HostUpRetxBytes, r.HostDownRetxBytes, r.LeafUpRetxBytes, r.LeafDownRetxBytes)
 	}
 	in, ring := rows[0], rows[1]
 	if in.LinkBytesFrom != "switches" || ring.LinkBytesFrom != "hosts" {
 		t.Errorf("link bytes from %q and %q, want switches and hosts", in.LinkBytesFrom, ring.LinkBytesFrom)
 	}
 
-	// In-network: one packet per block each way on every link, plus
-	// whatever retransmissions the hosts made (each at most one packet up
-	// and its answer down); the counters are read around the measured
-	// calls, so joins and leaves are not in them.
+	// In-network: one packet per block each way on every link, plus loss
+	// recovery, which the switches count apart (datagrams marked
+	// FlagRetransmit); the counters are read around the measured calls, on
+	// a quiet tree, so joins and leaves are not in them and every answer
+	// is in the window of what it answers. What is sent as new is once per
+	// block, and every block gets through at least once. Recovery follows
+	// from its cause, and each answer is at most the size of what it
+	// answers (the sizes are whole blocks): a host's retransmission is
+	// answered to that host with one packet (its result again, or a
+	// waiting report), and makes its leaf send the block's partial up
+	// again at most once; the root answers that with one packet, and a
+	// result so answered the leaf multicasts to every one of its hosts,
+	// unmarked, like the first (so host↓'s unmarked bytes may exceed one
+	// result per block by leaf↓'s recovery bytes: leaves × hosts = P).
 	want := z + blocks*wire.HeaderLen
-	extra := float64(in.Retransmits) * (1024 + wire.HeaderLen) / p / float64(in.Iters)
-	for name, got := range map[string]float64{"host up": in.HostUpBytes, "host down": in.HostDownBytes,
-		"leaf up": in.LeafUpBytes, "leaf down": in.LeafDownBytes} {
-		if got < 0.99*want || got > 1.01*want+extra {
-			t.Errorf("in-network %s: %.0f bytes per call, want %.0f (+%.0f for retransmissions)", name, got, want, extra)
+	links := []struct {
+		name           string
+		all, retx, rep float64
+	}{
+		{"host up", in.HostUpBytes, in.HostUpRetxBytes, 0},
+		{"host down", in.HostDownBytes, in.HostDownRetxBytes, in.LeafDownRetxBytes},
+		{"leaf up", in.LeafUpBytes, in.LeafUpRetxBytes, 0},
+		{"leaf down", in.LeafDownBytes, in.LeafDownRetxBytes, 0},
+	}
+	for _, k := range links {
+		if k.all < 0.99*want || k.all-k.retx > 1.01*want+k.rep {
+			t.Errorf("in-network %s: %.0f bytes per call, %.0f of them recovery: want %.0f sent once per block (+%.0f for results sent again)",
+				k.name, k.all, k.retx, want, k.rep)
 		}
+	}
+	for _, c := range []struct {
+		what            string
+		effect, cause   float64
+		effectN, causeN float64 // links of each side
+	}{
+		{"host down, answers to retransmissions", in.HostDownRetxBytes, in.HostUpRetxBytes, p, p},
+		{"leaf up, partials sent again", in.LeafUpRetxBytes, in.HostUpRetxBytes, leaves, p},
+		{"leaf down, the root's answers", in.LeafDownRetxBytes, in.LeafUpRetxBytes, leaves, leaves},
+	} {
+		if c.effect*c.effectN > c.cause*c.causeN {
+			t.Errorf("in-network %s: %.0f bytes per call over %v links, more than their cause's %.0f over %v",
+				c.what, c.effect*c.effectN, c.effectN, c.cause*c.causeN, c.causeN)
+		}
+	}
+	// Every retransmission the leaves counted, a host sent (and counted):
+	// one packet of at most a block.
+	if got, max := in.HostUpRetxBytes*p*float64(in.Iters), float64(in.Retransmits)*(1024+wire.HeaderLen); got > max {
+		t.Errorf("in-network: leaves received %.0f bytes of retransmissions, the hosts sent %d (%.0f bytes at most)", got, in.Retransmits, max)
 	}
 	if got, want := in.LinkBytes, 2*p*in.HostUpBytes; got < 0.99*want {
 		t.Errorf("in-network links %.0f bytes, want at least 2·P·host up = %.0f", got, want)

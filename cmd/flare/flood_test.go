@@ -531,9 +531,20 @@ type metrics map[string]float64
 
 func scrape(t *testing.T, d *daemon) metrics {
 	t.Helper()
-	resp, err := http.Get("http://" + d.admin + "/metrics")
+	m, err := tryScrape(d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return m
+}
+
+// tryScrape reads /metrics, or says why it could not (the daemon may be
+// gone: the hostile suite scrapes daemons it may have killed).
+func tryScrape(d *daemon) (metrics, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + d.admin + "/metrics")
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	m := metrics{}
@@ -547,11 +558,11 @@ func scrape(t *testing.T, d *daemon) metrics {
 		i := strings.LastIndexByte(line, ' ')
 		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
+			return nil, fmt.Errorf("metrics line %q: %v", line, err)
 		}
 		m[line[:i]] = v
 	}
-	return m
+	return m, sc.Err()
 }
 
 func (m metrics) get(name string) float64 { return m[name] }

@@ -1,0 +1,38 @@
+package swtch
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/flare-net/flare/wire"
+)
+
+// The link counters count every datagram of a known peer, and the ones
+// marked FlagRetransmit once more on their own; an unknown peer's and a
+// short datagram's flags are not read.
+func TestLinkCountsRetransmitsApart(t *testing.T) {
+	peer := netip.MustParseAddrPort("127.0.0.1:5000")
+	var lt linkTable
+	lt.ref(linkChild, peer)
+	h := wire.Header{Type: wire.TypeData, Job: 1, DType: wire.Int32, Op: wire.OpSum, Count: 2}
+	plain := wire.AppendPacket(nil, &h, make([]byte, 8))
+	h.Flags = wire.FlagRetransmit
+	again := wire.AppendPacket(nil, &h, make([]byte, 8))
+	h.Type, h.Count = wire.TypeError, 0
+	waiting := wire.AppendError(nil, &h, wire.CodeWaiting, "block 0 of allreduce 0 waits for rank 1")
+	short := again[:wire.HeaderLen-1]
+	dg := func(b []byte, to netip.AddrPort) Datagram { return Datagram{Buf: b, N: len(b), Addr: to} }
+	other := netip.MustParseAddrPort("127.0.0.1:5001")
+	lt.countRx([]Datagram{dg(plain, peer), dg(again, peer), dg(short, peer), dg(again, other)})
+	lt.countTx([]Datagram{dg(plain, peer), dg(waiting, peer), dg(plain, other)})
+	got := LinkCounter{peer: peer, l: lt.load()[peer]}.Load()
+	want := LinkTraffic{Peer: peer, Role: linkChild,
+		RxBytes: int64(len(plain) + len(again) + len(short)), TxBytes: int64(len(plain) + len(waiting)), RxPackets: 3, TxPackets: 2,
+		Retransmit: RetransmitTraffic{RxBytes: int64(len(again)), TxBytes: int64(len(waiting)), RxPackets: 1, TxPackets: 1}}
+	if got != want {
+		t.Errorf("counters %+v, want %+v", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { lt.countRx([]Datagram{dg(again, peer)}) }); n != 0 {
+		t.Errorf("countRx allocates %v times per batch", n)
+	}
+}
