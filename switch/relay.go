@@ -2,9 +2,7 @@ package swtch
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/flare-net/flare/wire"
@@ -58,14 +56,16 @@ func (r *Relay) Run(ctx context.Context) error {
 		msgs[i].Buf = make([]byte, r.cfg.Conn.MaxDatagram)
 	}
 	var ack []byte
+	var retry readRetry
 	for {
 		k, err := conn.ReadBatch(msgs)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			if retry.failed(ctx, err) {
 				return nil
 			}
-			return fmt.Errorf("relay: read: %w", err)
+			continue // a transient error (ENOBUFS, ECONNREFUSED, ...): receive on
 		}
+		retry.ok()
 		out = out[:0]
 		for i := range msgs[:k] {
 			d := &msgs[i]

@@ -34,11 +34,13 @@ type Switch struct {
 	unknownLimit rateLimit
 	// refusalLimit bounds the answers (and log lines) to refused joins.
 	refusalLimit rateLimit
+	ioLogLimit   rateLimit // log lines about socket errors
 	// Bounded-time jobs get a deadline tick; the ticker sleeps while there
 	// are none.
 	boundedJobs atomic.Int32
 	boundedWake chan struct{}
 	drops       dropCounters
+	ioErrors    ioErrorCounters
 	rxPackets   atomic.Int64
 	txPackets   atomic.Int64
 	// blocks completed by jobs that have ended, and their summed latency
@@ -78,10 +80,11 @@ func New(cfg Config) (*Switch, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1)}
+	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1)}
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
+	s.ioLogLimit = rateLimit{rate: 1, tokens: 1, last: time.Now()}
 	maxDgram := cfg.Conn.MaxDatagram
 	s.inPool.New = func() any {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
@@ -220,19 +223,24 @@ func (s *Switch) expirer(ctx context.Context) {
 			return
 		case now := <-t.C:
 			for _, j := range s.jobs.all() {
-				live := j.live.Load()
-				if live == nil || live.expire == nil {
-					continue
-				}
-				ip := s.inPool.Get().(*inPacket)
-				ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
-				ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job = live.expire, now.UnixNano(), nil, j
-				j.inflight.Add(1)
-				if s.unit.Submit(&ip.pkt) != nil {
-					s.done(&ip.pkt)
-				}
+				s.tick(j, now)
 			}
 		}
+	}
+}
+
+// tick submits job j's deadline handler, if it has one.
+func (s *Switch) tick(j *job, now time.Time) {
+	live := j.live.Load()
+	if live == nil || live.expire == nil {
+		return
+	}
+	ip := s.inPool.Get().(*inPacket)
+	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
+	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job = live.expire, now.UnixNano(), nil, j
+	j.inflight.Add(1)
+	if s.unit.Submit(&ip.pkt) != nil {
+		s.done(&ip.pkt)
 	}
 }
 
@@ -251,14 +259,18 @@ func (s *Switch) reader(ctx context.Context) error {
 		slots[i] = s.inPool.Get().(*inPacket)
 		msgs[i].Buf = slots[i].buf
 	}
+	var retry readRetry
 	for {
 		k, err := s.conn.ReadBatch(msgs)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			if retry.failed(ctx, err) {
 				return nil
 			}
-			return fmt.Errorf("read: %w", err)
+			s.ioErrors.add(dirRx, err)
+			s.logIOError("receive", err, retry.consecutive)
+			continue
 		}
+		retry.ok()
 		s.rxPackets.Add(int64(k))
 		s.links.countRx(msgs[:k])
 		if s.cap != nil {
@@ -324,6 +336,13 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 		s.answerUnknown(d.Addr, &p.Hdr)
 		return false
 	}
+	return s.accept(j, d, ip, payload, fromParent, now)
+}
+
+// accept runs the member checks of a data packet of job j and readies it
+// for the processing unit.
+func (s *Switch) accept(j *job, d *Datagram, ip *inPacket, payload []byte, fromParent bool, now int64) bool {
+	p := &ip.pkt
 	if !fromParent && !s.memberIndex(&p.Hdr) {
 		s.drops.add(dropNotMember)
 		return false
@@ -525,14 +544,7 @@ func (s *Switch) writer() {
 			s.cap.record(msgs, false)
 		}
 		s.links.countTx(msgs)
-		for sent := 0; sent < len(msgs); {
-			k, err := s.conn.WriteBatch(msgs[sent:])
-			if err != nil {
-				s.drops.add(dropSendError)
-				k = max(k, 1) // skip the datagram that failed
-			}
-			sent += k
-		}
+		s.sendAll(msgs)
 		s.txPackets.Add(int64(len(msgs)))
 		clear(msgs) // keep no references to pooled buffers
 		msgs = msgs[:0]
@@ -565,6 +577,45 @@ func (s *Switch) writer() {
 			runtime.Gosched()
 		}
 		flush()
+	}
+}
+
+// sendAll sends msgs through the conn. WriteBatch stops at a datagram it
+// cannot send, after sending those before it: that datagram is tried once
+// more when the error is transient (transient), and otherwise, or when it
+// fails again, dropped and counted once; the rest of the batch goes on.
+// On a closed socket (shutdown) the rest is dropped.
+func (s *Switch) sendAll(msgs []Datagram) {
+	retried := false
+	for sent := 0; sent < len(msgs); {
+		k, err := s.conn.WriteBatch(msgs[sent:])
+		if err == nil {
+			return
+		}
+		sent += k
+		if k > 0 {
+			retried = false // msgs[sent] is a datagram not tried before
+		}
+		s.ioErrors.add(dirTx, err)
+		switch {
+		case errors.Is(err, net.ErrClosed):
+			s.drops.addN(dropSendError, int64(len(msgs)-sent))
+			return
+		case transient(err) && !retried:
+			retried = true
+			continue
+		}
+		s.logIOError("send", err, 1)
+		s.drops.add(dropSendError)
+		sent++ // skip the datagram that failed
+		retried = false
+	}
+}
+
+// logIOError logs a socket error, at most once a second.
+func (s *Switch) logIOError(op string, err error, consecutive int) {
+	if s.ioLogLimit.allow(time.Now()) {
+		s.log.Warn("socket error, going on", "op", op, "error", err, "consecutive", consecutive)
 	}
 }
 
