@@ -40,7 +40,8 @@ type job struct {
 	live atomic.Pointer[liveJob]
 
 	lastActive atomic.Int64 // unix ns of the last packet
-	inflight   atomic.Int64 // packets submitted to the HPU and not yet done
+	inflight   atomic.Int64 // packets submitted to the HPU and not yet done (see enter)
+	closing    atomic.Bool  // set when the job ends, before its teardown waits for inflight
 	rx, tx     atomic.Int64
 }
 
@@ -52,6 +53,20 @@ type liveJob struct {
 	expire  hpu.Handler      // bounded-time jobs: the handler's deadline tick
 	down    hpu.Handler      // sparse jobs at a non-root switch: the parent's stream
 	addrs   []netip.AddrPort // member addresses by rank, as admitted
+}
+
+// enter counts a packet of j in flight, unless j has ended. The count
+// comes before the check, and endLocked sets closing before its teardown
+// waits for the count to reach 0, so either the teardown waits for this
+// packet or this sees closing: a packet looked up in the table just before
+// its job ended never runs on the closed handler.
+func (j *job) enter() bool {
+	j.inflight.Add(1)
+	if j.closing.Load() {
+		j.inflight.Add(-1)
+		return false
+	}
+	return true
 }
 
 // jobHandler is what the daemon holds of a job's handler, dense or sparse:
@@ -331,6 +346,7 @@ func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
 // endLocked removes the job from the table (its packets are dropped from
 // now on) and frees its memory once its queued packets have run.
 func (s *Switch) endLocked(j *job, why string) {
+	j.closing.Store(true)
 	s.jobs.update(func(m map[uint32]*job) { delete(m, j.id) })
 	if j.handler != nil {
 		s.completedEnded.Add(j.handler.completed())

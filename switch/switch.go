@@ -62,9 +62,10 @@ type Switch struct {
 // inPacket is a receive buffer that becomes an HPU packet without a copy:
 // the reader swaps it out of its batch and a fresh one in.
 type inPacket struct {
-	buf []byte
-	pkt hpu.Packet
-	job *job
+	buf  []byte
+	pkt  hpu.Packet
+	job  *job     // counted in its inflight until done
+	live *liveJob // the job as admitted: where the handler's emits go
 }
 
 // outPacket is one encoded packet on its way to one or more addresses.
@@ -235,10 +236,12 @@ func (s *Switch) tick(j *job, now time.Time) {
 	if live == nil || live.expire == nil {
 		return
 	}
+	if !j.enter() {
+		return // ending
+	}
 	ip := s.inPool.Get().(*inPacket)
 	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
-	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job = live.expire, now.UnixNano(), nil, j
-	j.inflight.Add(1)
+	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live = live.expire, now.UnixNano(), nil, j, live
 	if s.unit.Submit(&ip.pkt) != nil {
 		s.done(&ip.pkt)
 	}
@@ -367,6 +370,10 @@ func (s *Switch) accept(j *job, d *Datagram, ip *inPacket, payload []byte, fromP
 		s.drops.add(dropUnexpected)
 		return false
 	}
+	if !j.enter() {
+		s.drops.add(dropUnknownJob) // it ended after the lookup
+		return false
+	}
 	j.lastActive.Store(now)
 	j.rx.Add(1)
 	p.Payload = payload
@@ -375,8 +382,7 @@ func (s *Switch) accept(j *job, d *Datagram, ip *inPacket, payload []byte, fromP
 		p.Handler = live.down
 	}
 	p.Arrival = now
-	ip.job = j
-	j.inflight.Add(1)
+	ip.job, ip.live = j, live
 	return true
 }
 
@@ -408,7 +414,7 @@ func (s *Switch) answerUnknown(to netip.AddrPort, h *wire.Header) {
 func (s *Switch) done(p *hpu.Packet) {
 	ip := p.Ref.(*inPacket)
 	ip.job.inflight.Add(-1)
-	ip.job = nil
+	ip.job, ip.live = nil, nil
 	p.Handler, p.Payload = nil, nil
 	s.inPool.Put(ip)
 }
@@ -490,15 +496,15 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 	s.out <- op
 }
 
-// Emit is the egress the handlers call from core goroutines: the packet is
-// encoded once and queued for the writer, which sends it to every member
-// (a result), to one member (a resent result) or up to the parent.
-func (s *Switch) Emit(h *wire.Header, payload []byte) {
-	j := s.jobs.get(h.Job)
-	if j == nil || j.token != h.Token {
-		return // the job ended while its last packets ran (and its id may be another job's now)
-	}
-	live := j.live.Load()
+// EmitFor is the egress the handlers call from core goroutines
+// (hpu.PacketEgress): the packet is encoded once and queued for the
+// writer, which sends it to every member (a result), to one member (a
+// resent result) or up to the parent. The members are those of the job
+// the packet p came with, which its handler belongs to; a job of the same
+// id and token created since is another job.
+func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
+	ip := p.Ref.(*inPacket)
+	j, live := ip.job, ip.live
 	op := s.outPool.Get().(*outPacket)
 	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
 	op.job, op.to = live, netip.AddrPort{}
@@ -511,6 +517,14 @@ func (s *Switch) Emit(h *wire.Header, payload []byte) {
 	j.tx.Add(1)
 	s.out <- op
 }
+
+// Emit is hpu.Egress's method, which the unit never calls on a
+// PacketEgress: every emit comes with its packet (EmitFor).
+func (s *Switch) Emit(*wire.Header, []byte) {
+	panic("swtch: Emit without its packet; the processing unit calls EmitFor")
+}
+
+var _ hpu.PacketEgress = (*Switch)(nil)
 
 // writer sends queued packets in batches. One channel receive wakes it,
 // then it takes whatever else is queued (up to writerHold packets) and
