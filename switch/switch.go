@@ -41,19 +41,25 @@ type Switch struct {
 	boundedWake chan struct{}
 	drops       dropCounters
 	ioErrors    ioErrorCounters
+	refusals    refusalCounters
+	evictions   evictionCounters
+	budget      memBudget   // host memory of all jobs (Config.MaxMemory)
+	pending     pendingJobs // under jobs.mu
 	rxPackets   atomic.Int64
 	txPackets   atomic.Int64
 	// blocks completed by jobs that have ended, and their summed latency
 	// (live jobs are read at scrape)
 	completedEnded, latencyEnded atomic.Int64
 
-	inPool  sync.Pool // *inPacket
-	outPool sync.Pool // *outPacket
-	out     chan *outPacket
-	wg      sync.WaitGroup // job teardown goroutines
-	ready   chan struct{}
-	admin   net.Addr
-	cap     *capture // nil unless --pcap
+	inPool    sync.Pool // *inPacket
+	outPool   sync.Pool // *outPacket
+	out       chan *outPacket
+	wg        sync.WaitGroup // job teardown goroutines
+	admitting sync.WaitGroup // handlers being built (build)
+	bigBuilds chan struct{}  // one large handler built at a time (bigBuild)
+	ready     chan struct{}
+	admin     net.Addr
+	cap       *capture // nil unless --pcap
 
 	parent netip.AddrPort // Config.Parent; invalid at the root or a lone switch
 	links  linkTable      // per-peer traffic counters
@@ -81,7 +87,8 @@ func New(cfg Config) (*Switch, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1)}
+	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newRefusalCounters(), out: make(chan *outPacket, 4096), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1)}
+	s.budget.limit = cfg.MaxMemory
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
@@ -159,7 +166,9 @@ func (s *Switch) Run(ctx context.Context) error {
 		return conn.Close() // unblocks the reader
 	})
 	err = g.Wait()
-	// Drain: the reader has stopped; queued packets run, their results go out.
+	// Drain: the reader has stopped; handlers being built finish (and ack
+	// their members), queued packets run, their results go out.
+	s.settle()
 	stopUnit()
 	<-unitDone
 	close(s.out)
@@ -451,6 +460,7 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		j, jerr = s.join(from, h, &body, member, hosts, stream)
 	}
 	if jerr != nil {
+		s.refusals.add(jerr.reason)
 		if !s.refusalLimit.allow(time.Now()) {
 			s.drops.add(dropRefusedJoin) // a flood of bad joins gets neither answers nor log lines
 			return
@@ -460,31 +470,8 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.send(from, func(b []byte) []byte { return wire.AppendError(b, &reply, jerr.code, jerr.msg) })
 		return
 	}
-	if j == nil || !j.admitted {
-		return
-	}
-	// The first time, everybody is told; later (a join resent because the
-	// ack was lost) only the one asking. A child switch tells its members
-	// once its parent has acked it (parentAck), and joins there first.
-	s.jobs.mu.Lock()
-	if s.hasParent() && !j.upAcked {
-		first := !j.upAsked
-		j.upAsked = true
-		s.jobs.mu.Unlock()
-		if first {
-			s.joinParent(j)
-		}
-		return
-	}
-	members := append([]netip.AddrPort(nil), j.members...)
-	first := j.joined == len(j.members) && !j.ackSent
-	j.ackSent = true
-	s.jobs.mu.Unlock()
-	for rank, addr := range members {
-		if !first && addr != from {
-			continue
-		}
-		s.ackMember(j, rank, addr)
+	if j != nil {
+		s.announce(j, from)
 	}
 }
 

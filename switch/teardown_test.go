@@ -14,10 +14,11 @@ import (
 // go through handle() as the reader hands them over, and accepted packets
 // run on a virtual task in the test goroutine when the test says so.
 type jobFixture struct {
-	t     *testing.T
-	s     *Switch
-	task  *hpu.Task
-	clock int64
+	t      *testing.T
+	s      *Switch
+	task   *hpu.Task
+	clock  int64
+	noWait bool // deliver does not wait for the admissions a join starts
 }
 
 func newJobFixture(t *testing.T, mut func(*Config)) *jobFixture {
@@ -47,6 +48,9 @@ func (fx *jobFixture) deliver(from netip.AddrPort, pkt []byte) *inPacket {
 		return ip
 	}
 	s.inPool.Put(ip)
+	if !fx.noWait {
+		s.settle() // a join that completed a job: its handler is built
+	}
 	return nil
 }
 
@@ -68,6 +72,17 @@ func (fx *jobFixture) drain() []*outPacket {
 			return out
 		}
 	}
+}
+
+// waitAdmitted waits until job id is admitted (its handler built).
+func (fx *jobFixture) waitAdmitted(id uint32) {
+	fx.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if j := fx.s.jobs.get(id); j != nil && j.live.Load() != nil {
+			return
+		}
+	}
+	fx.t.Fatalf("job %d was not admitted within 20 s", id)
 }
 
 func (fx *jobFixture) end(id uint32) {
