@@ -145,7 +145,8 @@ func (s *Switch) Run(ctx context.Context) error {
 	}
 	off := conn.Offload()
 	s.log.Info("switch listening", "data", conn.LocalAddr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
-		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "gso", off.GSO, "gro", off.GRO)
+		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
+		"gso", off.GSO, "gro", off.GRO)
 	close(s.ready)
 
 	unitCtx, stopUnit := context.WithCancel(context.Background())
