@@ -24,9 +24,9 @@ const (
 	// DefaultMaxMemory is the host memory all jobs may hold together
 	// (Config.MaxMemory) where the machine does not say less: a quarter of
 	// the physical memory (or of the cgroup's limit) caps it, so that the
-	// default is safe on a small box. 1 GiB admits a 256 Mi-element
-	// float32 job (its two generations of stored results) and more jobs of
-	// usual sizes.
+	// default is safe on a small box. 1 GiB admits a float32 job of about
+	// 124 Mi elements (two generations of stored results, 8 bytes an
+	// element, and its block table), or many jobs of usual sizes.
 	DefaultMaxMemory = 1 << 30
 	// DefaultMaxPending is the most pending (half-joined) jobs at once,
 	// DefaultMaxPendingPerSource the most one source address creates, and
