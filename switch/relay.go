@@ -3,6 +3,7 @@ package swtch
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/netip"
 
 	"github.com/flare-net/flare/wire"
@@ -106,6 +107,10 @@ func (r *Relay) ack(b []byte, h *wire.Header, payload []byte) []byte {
 		pe = r.cfg.PacketBytes / h.DType.Size()
 	}
 	blocks := (int(body.Elements) + pe - 1) / pe
+	if blocks > math.MaxUint32 || blocks < 1 {
+		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: h.Job, Token: h.Token, Child: h.Child}
+		return wire.AppendError(b, &reply, wire.CodeBadRequest, "relay: the join-ack's block count holds 1..4294967295 blocks")
+	}
 	algo, bufs := body.Algo, int(body.Buffers)
 	if algo == wire.AlgoAuto {
 		algo, bufs = wire.AlgoSingle, 0
