@@ -44,7 +44,7 @@ type pendingMember struct {
 // Upper bounds, checked by TestPendingCharges.
 const (
 	pendingJobBytes    = 2048
-	pendingMemberBytes = 128
+	pendingMemberBytes = 192
 )
 
 // Eviction reasons, the why label of flare_pending_evictions_total.
