@@ -162,6 +162,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	}
 	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size()}
 	d.nblocks = (cfg.Elements + cfg.PacketElems - 1) / cfg.PacketElems
+	// Footprint counts every allocation below: change both together.
 	d.blocks = make([]block, d.nblocks)
 	nbufs := 1
 	switch cfg.Algo {

@@ -58,6 +58,14 @@ type SparseConfig struct {
 	// follow the host rules above.
 	SwitchChildren int
 	ChildStream    int
+	// Reserve, when not nil, is asked before the stored streams
+	// (KeepResults, and a non-root switch's copies of its parent's
+	// streams) grow by n bytes. When it refuses, that block's stream of
+	// that generation is not stored, and a host that lost a packet of it
+	// is not answered (it times out; nothing wrong is sent). The daemon
+	// charges its memory budget here; NewSparse's own allocations are in
+	// Footprint.
+	Reserve func(n int64) bool
 }
 
 // validate names the first field out of range and the allowed range.
@@ -187,6 +195,7 @@ type SparseStats struct {
 	ResentUp      atomic.Int64 // packets of a block's stream sent up again (Uplink: the parent's stream is late)
 	Down          atomic.Int64 // packets of the parent's streams passed down (Uplink)
 	LatencyNs     atomic.Int64 // over flushed blocks: first handler to flush (Task.Started, as DenseStats)
+	Unstored      atomic.Int64 // streams left unstored because Reserve refused their growth
 }
 
 // Sparse is the handler for one job's sparse allreduce: hash storage with a
@@ -294,6 +303,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 		s.probe = min(HashProbe, s.cells)
 	}
 	s.occWords = (s.cells + 63) / 64
+	// Footprint counts every allocation below: change both together.
 	s.blocks = make([]sparseBlock, s.nblocks)
 	if cfg.KeepResults {
 		s.records = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}

@@ -32,6 +32,9 @@ type sparseRecord struct {
 	seen    []uint64
 	got     int
 	last    int
+	// unstored: a packet of this generation's stream was refused room
+	// (SparseConfig.Reserve), so the record holds none of it.
+	unstored bool
 }
 
 // record appends an emitted packet to its block's record.
@@ -50,11 +53,9 @@ func (s *Sparse) record(t *hpu.Task, h *wire.Header, payload []byte) {
 		return
 	}
 	if r.gen != h.Generation {
-		r.gen, r.pkts, r.lens, r.upAt = h.Generation, r.pkts[:0], r.lens[:0], 0
+		r.gen, r.pkts, r.lens, r.upAt, r.unstored = h.Generation, r.pkts[:0], r.lens[:0], 0, false
 	}
-	n := len(r.pkts)
-	r.pkts = wire.AppendPacket(r.pkts, h, payload)
-	r.lens = append(r.lens, int32(len(r.pkts)-n))
+	s.keep(r, h, payload)
 	t.Unlock(&r.lock)
 }
 
@@ -78,7 +79,7 @@ func (s *Sparse) resend(t *hpu.Task, gen, blk uint32) {
 	}
 	r := &s.records[gen&1][blk]
 	t.Lock(&r.lock)
-	if r.gen == gen {
+	if r.gen == gen && !r.unstored {
 		s.replay(t, r, wire.FlagRetransmit, h0.Child, &s.Stats.Resent)
 	}
 	t.Unlock(&r.lock)
@@ -102,4 +103,48 @@ func (s *Sparse) replay(t *hpu.Task, r *sparseRecord, flags wire.Flags, child ui
 		t.Emit(&h, payload)
 		n.Add(1)
 	}
+}
+
+// keep appends one packet to record r, growing its storage only as far as
+// SparseConfig.Reserve grants. When the growth is refused the record
+// drops what it holds of the generation and stays empty until the next
+// one (a partial stream is never replayed). The caller holds r.mu.
+func (s *Sparse) keep(r *sparseRecord, h *wire.Header, payload []byte) {
+	if r.unstored {
+		return
+	}
+	size := wire.HeaderLen + len(payload)
+	if len(r.pkts)+size > cap(r.pkts) || len(r.lens) == cap(r.lens) {
+		if !s.growRecord(r, size) {
+			r.pkts, r.lens, r.unstored = r.pkts[:0], r.lens[:0], true
+			s.Stats.Unstored.Add(1)
+			return
+		}
+	}
+	n := len(r.pkts)
+	r.pkts = wire.AppendPacket(r.pkts, h, payload)
+	r.lens = append(r.lens, int32(len(r.pkts)-n))
+}
+
+// growRecord makes room in r for one more packet of size bytes, doubling
+// as append would, after Reserve granted the added capacity.
+func (s *Sparse) growRecord(r *sparseRecord, size int) bool {
+	pk, ln := cap(r.pkts), cap(r.lens)
+	if len(r.pkts)+size > pk {
+		pk = max(2*pk, len(r.pkts)+size)
+	}
+	if len(r.lens) == ln {
+		ln = max(2*ln, 4)
+	}
+	grow := int64(pk-cap(r.pkts)) + 4*int64(ln-cap(r.lens))
+	if s.cfg.Reserve != nil && !s.cfg.Reserve(grow) {
+		return false
+	}
+	if pk > cap(r.pkts) {
+		r.pkts = append(make([]byte, 0, pk), r.pkts...)
+	}
+	if ln > cap(r.lens) {
+		r.lens = append(make([]int32, 0, ln), r.lens...)
+	}
+	return true
 }

@@ -63,7 +63,7 @@ func (d sparseFromParent) Payload(t *hpu.Task) {
 		s.Stats.Stale.Add(1)
 		return
 	case p.Hdr.Generation > r.gen || !r.started:
-		r.gen, r.pkts, r.lens, r.started = p.Hdr.Generation, r.pkts[:0], r.lens[:0], true
+		r.gen, r.pkts, r.lens, r.started, r.unstored = p.Hdr.Generation, r.pkts[:0], r.lens[:0], true, false
 		clear(r.seen)
 		r.got, r.last = 0, -1
 	}
@@ -89,9 +89,7 @@ func (d sparseFromParent) Payload(t *hpu.Task) {
 	h := p.Hdr
 	h.Flags &= wire.FlagLast
 	h.Child = 0
-	n := len(r.pkts)
-	r.pkts = wire.AppendPacket(r.pkts, &h, p.Payload)
-	r.lens = append(r.lens, int32(len(r.pkts)-n))
+	s.keep(r, &h, p.Payload)
 	t.Unlock(&r.lock)
 	t.ChargeCopy(len(p.Payload))
 	t.Emit(&h, p.Payload)
@@ -101,7 +99,7 @@ func (d sparseFromParent) Payload(t *hpu.Task) {
 // complete reports whether record r holds the whole stream of gen. The
 // caller holds r.lock.
 func (r *sparseRecord) complete(gen uint32) bool {
-	return r.started && r.gen == gen && r.last >= 0 && r.got == r.last+1
+	return r.started && r.gen == gen && !r.unstored && r.last >= 0 && r.got == r.last+1
 }
 
 // resendTree answers a host's retransmitted stream for a block this
@@ -124,7 +122,7 @@ func (s *Sparse) resendTree(t *hpu.Task, gen, blk uint32) {
 	up := &s.records[gen&1][blk]
 	t.Lock(&up.lock)
 	now := t.Pkt.Arrival
-	if up.gen == gen && (up.upAt == 0 || now-up.upAt >= UplinkResendGap) {
+	if up.gen == gen && !up.unstored && (up.upAt == 0 || now-up.upAt >= UplinkResendGap) {
 		up.upAt = now
 		s.replay(t, up, wire.FlagRetransmit, s.cfg.Uplink.Child, &s.Stats.ResentUp)
 	}

@@ -52,6 +52,7 @@ type core struct {
 	mu       sync.Mutex
 	q        []*Packet // assigned, not yet taken; at most the cluster's depth
 	sleeping bool      // under mu: the goroutine waits on wake, and whoever queues next sends it
+	exited   bool      // under mu: the goroutine has returned (the unit stopped); nothing may be queued
 	wake     chan struct{}
 	load     atomic.Int64 // assigned and not finished: 0 means idle
 	task     Task
@@ -97,6 +98,7 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 		for k := 0; k < cfg.CoresPerCluster; k++ {
 			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1)}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
+			co.task.pegress, _ = egress.(PacketEgress)
 			cl.cores = append(cl.cores, co)
 		}
 		h.clusters = append(h.clusters, cl)
@@ -135,6 +137,7 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 		co.mu.Lock()
 		if len(co.q) == 0 {
 			if ctx.Err() != nil {
+				co.exited = true // under mu: a push from now on is refused, not lost
 				co.mu.Unlock()
 				return // stopped, and nothing left to run
 			}
@@ -202,8 +205,32 @@ func (h *HPU) Submit(p *Packet) error {
 	if err != nil {
 		return err
 	}
-	co.push(p, true)
+	return h.commit(co, p)
+}
+
+// commit queues p on the core place chose, or undoes the placing and
+// returns ErrClosed when that core has exited meanwhile: place's check of
+// stopped may precede the cores' exit, and a packet queued after it would
+// never run nor be given back.
+func (h *HPU) commit(co *core, p *Packet) error {
+	if _, ok := co.push(p, true); !ok {
+		h.unplace(co)
+		return ErrClosed
+	}
 	return nil
+}
+
+// unplace undoes place's counts for a packet that was not queued.
+func (h *HPU) unplace(co *core) {
+	co.load.Add(-1)
+	cl := co.cluster
+	cl.occ.Add(-1)
+	if cl.waiting.Load() > 0 {
+		select {
+		case cl.room <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // place picks the cluster and core for p and counts it in; ErrQueueFull
@@ -238,8 +265,7 @@ func (h *HPU) SubmitWait(ctx context.Context, p *Packet) error {
 	if err != nil {
 		return err
 	}
-	co.push(p, true)
-	return nil
+	return h.commit(co, p)
 }
 
 func (h *HPU) placeWait(ctx context.Context, p *Packet) (*core, error) {
@@ -287,7 +313,12 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 		if err != nil {
 			return i, err
 		}
-		if co.push(p, false) {
+		sleeping, ok := co.push(p, false)
+		if !ok {
+			h.unplace(co)
+			return i, ErrClosed
+		}
+		if sleeping {
 			if np == len(pending) {
 				wakeAll()
 			}
@@ -300,17 +331,22 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 
 // push appends p to the core's FIFO. It reports whether the core was
 // asleep; then it must be signalled, at once when wake is set, or later by
-// the caller.
-func (co *core) push(p *Packet, wake bool) bool {
+// the caller. It reports !ok, and queues nothing, when the core's
+// goroutine has exited.
+func (co *core) push(p *Packet, wake bool) (sleeping, ok bool) {
 	co.mu.Lock()
+	if co.exited {
+		co.mu.Unlock()
+		return false, false
+	}
 	co.q = append(co.q, p)
-	sleeping := co.sleeping
+	sleeping = co.sleeping
 	co.sleeping = false
 	co.mu.Unlock()
 	if sleeping && wake {
 		co.signal()
 	}
-	return sleeping
+	return sleeping, true
 }
 
 func (co *core) signal() {

@@ -44,6 +44,15 @@ type Egress interface {
 	Emit(h *wire.Header, payload []byte)
 }
 
+// PacketEgress is an Egress that is told which packet's handler emits:
+// Task.Emit calls EmitFor instead of Emit. A daemon whose jobs share one
+// egress finds the job by the packet (its Ref), never by the ids in the
+// header, which a job created after this one ended may reuse.
+type PacketEgress interface {
+	Egress
+	EmitFor(p *Packet, h *wire.Header, payload []byte)
+}
+
 // Lock guards an aggregation buffer (or a block's state). Handlers take it
 // through Task.Lock so that waiting is measured and charged.
 //
@@ -66,6 +75,7 @@ type Task struct {
 
 	cost     *CostModel
 	egress   Egress
+	pegress  PacketEgress // egress, when it is one
 	virtual  bool
 	now      int64 // virtual: the current cycle of this handler
 	started  int64 // when the handler started: ns on the daemon's clock (real time) or the cycle (virtual)
@@ -102,6 +112,10 @@ func (t *Task) ChargeCopy(n int) { t.Charge(t.cost.Copy(n)) }
 // the handler decides the type, the daemon the addresses).
 func (t *Task) Emit(h *wire.Header, payload []byte) {
 	t.out = *h
+	if t.pegress != nil {
+		t.pegress.EmitFor(t.Pkt, &t.out, payload)
+		return
+	}
 	t.egress.Emit(&t.out, payload)
 }
 
@@ -167,7 +181,7 @@ func (t *Task) Unlock(l *Lock) {
 }
 
 func (t *Task) reset(p *Packet, cluster, core int) {
-	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, virtual: t.virtual, now: t.now, started: t.now, sim: t.sim}
+	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, pegress: t.pegress, virtual: t.virtual, now: t.now, started: t.now, sim: t.sim}
 }
 
 // run executes the handler's stages for the task's packet. It reports
@@ -203,6 +217,7 @@ func (t *Task) Started() int64 { return t.started }
 // starts at cycle start and locks compare cycles instead of blocking.
 func NewVirtualTask(cost *CostModel, egress Egress, p *Packet, cluster, core int, start int64) *Task {
 	t := &Task{cost: cost, egress: egress, virtual: true, now: start}
+	t.pegress, _ = egress.(PacketEgress)
 	t.reset(p, cluster, core)
 	return t
 }

@@ -269,8 +269,11 @@ func (s *Switch) listed(g *grant) RegisteredJob {
 	e := RegisteredJob{Job: g.job, World: g.world, MemoryCapBytes: g.memoryCap, Sources: g.sourceStrings(), State: stateRegistered}
 	if j := s.jobs.get(g.job); j != nil {
 		e.Joined, e.State = j.joined-j.left, stateJoining
-		if j.admitted {
-			e.State, e.HeldBytes = stateRunning, s.heldBytes(j)
+		if j.pend != nil {
+			e.Joined = len(j.pend)
+		}
+		if j.admitted && j.quota != nil {
+			e.State, e.HeldBytes = stateRunning, s.heldBytes(j.charge, j.quota)
 		}
 	}
 	return e

@@ -21,21 +21,50 @@ const (
 	DefaultWindow      = 64 // blocks in flight per host when memory allows
 	DefaultJoinRate    = 1000
 	DefaultPcapMax     = 1 << 30
+	// DefaultMaxMemory is the host memory all jobs may hold together
+	// (Config.MaxMemory) where the machine does not say less: a quarter of
+	// the physical memory (or of the cgroup's limit) caps it, so that the
+	// default is safe on a small box. 1 GiB admits a float32 job of about
+	// 124 Mi elements (two generations of stored results, 8 bytes an
+	// element, and its block table), or many jobs of usual sizes.
+	DefaultMaxMemory = 1 << 30
+	// DefaultMaxPending is the most pending (half-joined) jobs at once,
+	// DefaultMaxPendingPerSource the most one source address creates, and
+	// DefaultJoinTimeout how long a pending job waits for its ranks (the
+	// hosts' own join timeout, hostlib.DefaultJoinTimeout).
+	DefaultMaxPending          = 32
+	DefaultMaxPendingPerSource = 8
+	DefaultJoinTimeout         = 10 * time.Second
 )
 
 // Config is the daemon's configuration. Zero fields take defaults.
 type Config struct {
-	Listen      string        // UDP data address
-	Admin       string        // HTTP admin address (/metrics, /healthz, /debug/pprof/); "off" disables it
-	HPU         hpu.Config    // processing unit shape; its BufferBytes is set from PacketBytes
-	PacketBytes int           // payload bytes per packet (a multiple of 8)
-	MaxJobs     int           // jobs admitted or pending at once
-	JobIdle     time.Duration // a job with no packet for this long ends and frees its memory
-	Window      int           // target blocks in flight per host (shrunk to fit memory)
-	JoinRate    int           // joins accepted per second (a token bucket)
-	Conn        ConnConfig    // socket batch size and offload
-	PcapPath    string        // capture every datagram in and out to this pcap file; "" = off
-	PcapMax     int64         // size bound of the capture file in bytes (0 = DefaultPcapMax)
+	Listen      string     // UDP data address
+	Admin       string     // HTTP admin address (/metrics, /healthz, /debug/pprof/); "off" disables it
+	HPU         hpu.Config // processing unit shape; its BufferBytes is set from PacketBytes
+	PacketBytes int        // payload bytes per packet (a multiple of 8)
+	MaxJobs     int        // jobs admitted or pending at once
+	// MaxMemory is the host memory, in bytes, that all jobs together may
+	// hold besides their L1 quotas: stored results, block tables, block
+	// states, sparse streams, member tables, pending joins. A job whose
+	// footprint does not fit is refused at admission. 0: DefaultMaxMemory,
+	// capped at a quarter of the machine's memory.
+	MaxMemory int64
+	// MaxPending bounds the pending jobs (not every rank joined yet), and
+	// MaxPendingPerSource those one source address created; beyond either,
+	// or with the job table full, the oldest pending job makes room.
+	// JoinTimeout ends a pending job whose ranks have not all joined
+	// within it of its first join. 0: the defaults (capped at MaxJobs and
+	// MaxPending).
+	MaxPending          int
+	MaxPendingPerSource int
+	JoinTimeout         time.Duration
+	JobIdle             time.Duration // a job with no packet for this long ends and frees its memory
+	Window              int           // target blocks in flight per host (shrunk to fit memory)
+	JoinRate            int           // joins accepted per second (a token bucket)
+	Conn                ConnConfig    // socket batch size and offload
+	PcapPath            string        // capture every datagram in and out to this pcap file; "" = off
+	PcapMax             int64         // size bound of the capture file in bytes (0 = DefaultPcapMax)
 	// Parent, when set (HOST:PORT), makes this switch a child in a tree of
 	// switches: once a job's members have joined here, the switch joins the
 	// job at Parent as child ChildIndex and sends each finished block up
@@ -76,6 +105,18 @@ func (c Config) WithDefaults() Config {
 	if c.MaxJobs == 0 {
 		c.MaxJobs = DefaultMaxJobs
 	}
+	if c.MaxMemory == 0 {
+		c.MaxMemory = defaultMaxMemory()
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = min(DefaultMaxPending, c.MaxJobs)
+	}
+	if c.MaxPendingPerSource == 0 {
+		c.MaxPendingPerSource = min(DefaultMaxPendingPerSource, c.MaxPending)
+	}
+	if c.JoinTimeout == 0 {
+		c.JoinTimeout = DefaultJoinTimeout
+	}
 	if c.JobIdle == 0 {
 		c.JobIdle = DefaultJobIdle
 	}
@@ -115,6 +156,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--packet %d: must be a multiple of 8 in 8..8192 bytes", c.PacketBytes)
 	case c.MaxJobs < 1 || c.MaxJobs > 1<<16:
 		return fmt.Errorf("--max-jobs %d: must be in 1..65536", c.MaxJobs)
+	case c.MaxMemory < 1<<20 || c.MaxMemory > 1<<40:
+		return fmt.Errorf("--max-memory %d: must be in 1MiB..1TiB", c.MaxMemory)
+	case c.MaxPending < 1 || c.MaxPending > c.MaxJobs:
+		return fmt.Errorf("--max-pending %d: must be in 1..%d (--max-jobs)", c.MaxPending, c.MaxJobs)
+	case c.MaxPendingPerSource < 1 || c.MaxPendingPerSource > c.MaxPending:
+		return fmt.Errorf("--max-pending-per-source %d: must be in 1..%d (--max-pending)", c.MaxPendingPerSource, c.MaxPending)
+	case c.JoinTimeout < 100*time.Millisecond || c.JoinTimeout > time.Hour:
+		return fmt.Errorf("--join-timeout %v: must be in 100ms..1h", c.JoinTimeout)
 	case c.JobIdle < time.Second || c.JobIdle > 24*time.Hour:
 		return fmt.Errorf("--job-idle %v: must be in 1s..24h", c.JobIdle)
 	case c.Window < 1 || c.Window > 1<<16:
@@ -168,3 +217,13 @@ func hpuFlagError(err error, h hpu.Config) error {
 
 // maxChildren re-exports the handler's fan-in bound for join validation.
 const maxChildren = handlers.MaxChildren
+
+// defaultMaxMemory is DefaultMaxMemory, capped at a quarter of what the
+// machine (or the cgroup the daemon runs in) has.
+func defaultMaxMemory() int64 {
+	m := int64(DefaultMaxMemory)
+	if p := machineMemory(); p > 0 {
+		m = max(min(m, p/4), 1<<20)
+	}
+	return m
+}

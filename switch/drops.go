@@ -38,10 +38,12 @@ func newDropCounters() dropCounters {
 	return dropCounters{reasons: r, counts: make([]atomic.Int64, len(r))}
 }
 
-func (d *dropCounters) add(reason string) {
+func (d *dropCounters) add(reason string) { d.addN(reason, 1) }
+
+func (d *dropCounters) addN(reason string, n int64) {
 	for i, r := range d.reasons {
 		if r == reason {
-			d.counts[i].Add(1)
+			d.counts[i].Add(n)
 			return
 		}
 	}

@@ -187,6 +187,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	d := Datagram{Buf: ip.buf, N: n, Addr: r.from}
 	fx.clock += int64(time.Millisecond)
 	accepted := s.handle(&d, ip, fx.clock)
+	s.settle() // a join that completed a job: its handler is built, its members acked
 	if accepted {
 		fx.task.Restart(&ip.pkt, 0, 0, fx.clock)
 		fx.task.Run()
@@ -319,7 +320,14 @@ func (fx *handleFixture) jobState(id uint32) jobSnapshot {
 	if j == nil {
 		return jobSnapshot{}
 	}
-	return jobSnapshot{token: j.token, members: slices.Clone(j.members)}
+	members := slices.Clone(j.members)
+	if j.pend != nil { // pending: the ranks joined so far
+		members = make([]netip.AddrPort, j.world())
+		for r, m := range j.pend {
+			members[r] = m.addr
+		}
+	}
+	return jobSnapshot{token: j.token, members: members}
 }
 
 // sent is one packet the switch queued for the writer.

@@ -1,8 +1,12 @@
 package swtch
 
 import (
+	"container/list"
+	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,37 +16,62 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
-// job is one allreduce job: its members, its handler and its memory.
+// job is one allreduce job: its members, its handler and its memory. It
+// is pending while ranks are missing (pend, pending.go), then built off
+// the reader (building, admit.go), then admitted; fields are under the
+// table lock unless they are atomics.
 type job struct {
-	id      uint32
-	token   uint64
-	spec    wire.JoinBody // what every member must agree on (World, Algo, Buffers, Options, Elements, PacketElems)
-	dtype   wire.DType
-	op      wire.Op
-	members []netip.AddrPort // by rank; zero until joined
+	id    uint32
+	token uint64
+	spec  wire.JoinBody // what every member must agree on (World, Algo, Buffers, Options, Elements, PacketElems)
+	dtype wire.DType
+	op    wire.Op
+
+	// While pending: the ranks joined so far, one entry each, so that a
+	// job of a large world with one rank joined holds one entry; nil once
+	// every rank has joined (the members below are set then).
+	pend    map[int]pendingMember
+	pendEl  *list.Element // in the switch's pending list, while pending
+	source  netip.Addr    // the address of the join that created the job
+	created int64         // unix ns of that join
+
+	members []netip.AddrPort // by rank, from when every rank joined; zero once left
 	subtree []int            // hosts under each member: 1 for a host, a child switch's join World
 	streams []int            // sparse: the longest stream of a block each child switch sends (its join's TimeoutMillis)
 	joined  int
 	left    int
-	hosts   int // hosts under this switch in the job, set at admission
+	hosts   int // hosts under this switch in the job
 
 	// A child switch in a tree (Config.Parent): upAsked once it has joined
-	// the job at its parent, upAcked once the parent acked.
-	upAsked, upAcked bool
+	// the job at its parent, upAcked once the parent acked. A sparse job's
+	// join there asks for its block size and says its longest stream.
+	upAsked, upAcked       bool
+	upBlockElems, upStream int
 
-	// Set at admission, under the table lock.
+	// building: every rank joined and the handler is being built (build).
+	// Set at admission: the rest.
+	building bool
 	admitted bool
 	ackSent  bool
 	ack      wire.JoinAckBody
 	handler  jobHandler
 	quota    *hpu.Quota
+	// charge is what the job holds of the memory budget: its pending
+	// state, then its footprint. streamBytes is what a sparse job's stored
+	// streams reserved as they grew (released with the charge).
+	charge      int64
+	streamBytes atomic.Int64
 	// live is what the packet path reads without a lock: nil until admitted.
 	live atomic.Pointer[liveJob]
 
 	lastActive atomic.Int64 // unix ns of the last packet
-	inflight   atomic.Int64 // packets submitted to the HPU and not yet done
+	inflight   atomic.Int64 // packets submitted to the HPU and not yet done (see enter)
+	closing    atomic.Bool  // set when the job ends, before its teardown waits for inflight
 	rx, tx     atomic.Int64
 }
+
+// world is the number of members the job takes.
+func (j *job) world() int { return int(j.spec.World) }
 
 // liveJob is the immutable part of an admitted job that readers, cores and
 // the writer use concurrently.
@@ -52,6 +81,20 @@ type liveJob struct {
 	expire  hpu.Handler      // bounded-time jobs: the handler's deadline tick
 	down    hpu.Handler      // sparse jobs at a non-root switch: the parent's stream
 	addrs   []netip.AddrPort // member addresses by rank, as admitted
+}
+
+// enter counts a packet of j in flight, unless j has ended. The count
+// comes before the check, and endLocked sets closing before its teardown
+// waits for the count to reach 0, so either the teardown waits for this
+// packet or this sees closing: a packet looked up in the table just before
+// its job ended never runs on the closed handler.
+func (j *job) enter() bool {
+	j.inflight.Add(1)
+	if j.closing.Load() {
+		j.inflight.Add(-1)
+		return false
+	}
+	return true
 }
 
 // jobHandler is what the daemon holds of a job's handler, dense or sparse:
@@ -102,16 +145,26 @@ func (t *jobTable) update(f func(m map[uint32]*job)) {
 	t.snap.Store(&m)
 }
 
-// joinError is a refusal sent back to a host.
+// joinError is a refusal sent back to a host. reason is its label in
+// flare_join_refusals_total: the code's name unless refuseFor names a
+// finer one.
 type joinError struct {
-	code wire.ErrorCode
-	msg  string
+	code   wire.ErrorCode
+	reason string
+	msg    string
 }
 
 func (e *joinError) Error() string { return e.msg }
 
 func refuse(code wire.ErrorCode, format string, args ...any) *joinError {
-	return &joinError{code: code, msg: fmt.Sprintf(format, args...)}
+	return &joinError{code: code, reason: code.String(), msg: fmt.Sprintf(format, args...)}
+}
+
+// refuseFor is refuse with a refusal reason of refusalReasons.
+func refuseFor(reason string, code wire.ErrorCode, format string, args ...any) *joinError {
+	e := refuse(code, format, args...)
+	e.reason = reason
+	return e
 }
 
 // join records a member. It returns the job when the member is in (the
@@ -128,14 +181,10 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 	}
 	j := s.jobs.get(h.Job)
 	if j == nil {
-		if len(s.jobs.all()) >= s.cfg.MaxJobs {
-			return nil, refuse(wire.CodeTooManyJobs, "job %d: the switch runs %d jobs, its limit (--max-jobs)", h.Job, s.cfg.MaxJobs)
+		var jerr *joinError
+		if j, jerr = s.newPending(from, h, body); jerr != nil {
+			return nil, jerr
 		}
-		j = &job{id: h.Job, token: h.Token, spec: *body, dtype: h.DType, op: h.Op, members: make([]netip.AddrPort, body.World), subtree: make([]int, body.World), streams: make([]int, body.World)}
-		j.spec.TimeoutMillis = 0
-		j.lastActive.Store(time.Now().UnixNano())
-		s.jobs.update(func(m map[uint32]*job) { m[h.Job] = j })
-		s.log.Info("job created", "job", j.id, "world", body.World, "dtype", h.DType, "op", h.Op, "elements", body.Elements)
 	}
 	if h.Token != j.token {
 		s.drops.add(dropToken)
@@ -147,27 +196,17 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined with %s/%s, %d elements, world %d; the job has %s/%s, %d elements, world %d",
 			h.Job, h.Child, h.DType, h.Op, body.Elements, body.World, j.dtype, j.op, j.spec.Elements, j.spec.World)
 	}
+	j.lastActive.Store(time.Now().UnixNano())
+	if j.pend != nil {
+		return s.joinPending(j, from, rank, hosts, stream)
+	}
 	switch cur := j.members[rank]; {
 	case cur == from:
-	case cur.IsValid() && j.admitted:
-		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d already joined from %s", h.Job, rank, cur)
 	case cur.IsValid():
-		j.members[rank] = from // a restarted host before admission
-	default:
+		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d already joined from %s", h.Job, rank, cur)
+	default: // the rank left the admitted job and joins it again
 		j.members[rank] = from
 		j.joined++
-	}
-	j.subtree[rank], j.streams[rank] = hosts, stream
-	j.lastActive.Store(time.Now().UnixNano())
-	if !j.admitted && j.joined == len(j.members) {
-		if err := s.admitGranted(j); err != nil {
-			s.endLocked(j, "refused")
-			return nil, err
-		}
-		for _, n := range j.subtree {
-			j.hosts += n
-		}
-		s.links.ref(linkChild, j.members...)
 	}
 	return j, nil
 }
@@ -215,94 +254,9 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: %v", h.Job, err)
 	}
 	if !s.joinLimit.allow(time.Now()) {
-		return refuse(wire.CodeTooManyJobs, "job %d: too many joins per second (--join-rate %d); retry later", h.Job, s.cfg.JoinRate)
+		return refuseFor(refusalJoinRate, wire.CodeTooManyJobs, "job %d: too many joins per second (--join-rate %d); retry later", h.Job, s.cfg.JoinRate)
 	}
 	return nil
-}
-
-// admit resolves the design, sizes the window and the quota, and builds the
-// handler. It runs under the table lock once every rank has joined.
-//
-// Sizing (a first-order Little's-law estimate until the model decides it):
-// hosts stagger within window-sized groups and a host cannot run more than
-// one group ahead of the slowest, so at most 2W blocks are open at once,
-// each holding M buffers at its peak (1 for single, B for multi, P for
-// tree). The window starts at the configured target and shrinks until
-// 2W·M buffers fit in the free memory; a job whose W = 1 does not fit is
-// refused with the numbers.
-func (s *Switch) admit(j *job) *joinError {
-	if s.hasParent() && j.spec.Options&wire.OptBounded != 0 {
-		return refuse(wire.CodeBadRequest, "job %d: this switch has a parent (--parent): bounded time needs one switch (a parent cannot tell a released partial from a late one); run the job on one switch", j.id)
-	}
-	if j.spec.Options&wire.OptSparse != 0 {
-		return s.admitSparse(j)
-	}
-	esize := j.dtype.Size()
-	pe := int(j.spec.PacketElems)
-	if pe == 0 {
-		pe = s.cfg.PacketBytes / esize
-	}
-	elements := int(j.spec.Elements)
-	nblocks := (elements + pe - 1) / pe
-	algo, b := j.spec.Algo, int(j.spec.Buffers)
-	if algo == wire.AlgoAuto {
-		algo, b = handlers.Choose(elements*esize, j.spec.Options&wire.OptReproducible != 0)
-	}
-	bounded := j.spec.Options&wire.OptBounded != 0
-	if bounded {
-		algo, b = wire.AlgoSingle, 0 // its buffer is the partial aggregate at any moment
-	}
-	dcfg := handlers.DenseConfig{Job: j.id, Token: j.token, Algo: algo, Buffers: b, Children: len(j.members),
-		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true,
-		Deadline: int64(j.spec.DeadlineMillis) * int64(time.Millisecond)}
-	if s.hasParent() {
-		dcfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}
-	}
-	m := dcfg.MinBuffers()
-	w, q, jerr := s.reserve(j, nblocks, m)
-	if jerr != nil {
-		return jerr
-	}
-	dcfg.Quota = q
-	d, err := handlers.NewDense(dcfg)
-	if err != nil {
-		q.Release()
-		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
-	}
-	j.handler, j.quota, j.admitted = denseJob{d}, q, true
-	live := &liveJob{handler: j.handler, addrs: append([]netip.AddrPort(nil), j.members...)}
-	if bounded {
-		live.expire = hpu.HandlerFunc(d.Expire)
-		s.boundedJobs.Add(1)
-		select {
-		case s.boundedWake <- struct{}{}:
-		default:
-		}
-	}
-	j.live.Store(live)
-	j.ack = wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pe),
-		Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())}
-	s.log.Info("job admitted", "job", j.id, "world", len(j.members), "algo", algo, "buffers", b,
-		"window", w, "quota_buffers", q.Limit(), "blocks", nblocks)
-	return nil
-}
-
-// reserve sizes the window and reserves the job's quota: at most 2W of its
-// nblocks blocks are open at once, each holding m buffers. W starts at the
-// configured target and halves until that fits the free memory; a job for
-// which W = 1 does not fit is refused with the numbers.
-func (s *Switch) reserve(j *job, nblocks, m int) (int, *hpu.Quota, *joinError) {
-	need := func(w int) int { return min(nblocks, 2*w) * m }
-	free := s.unit.Memory().Free()
-	w := min(s.cfg.Window, nblocks)
-	for w > 1 && need(w) > free {
-		w = max(1, min(w/2, free/(2*m)))
-	}
-	q, err := s.unit.Memory().Reserve(need(w))
-	if err != nil {
-		return 0, nil, refuse(wire.CodeRefusedMemory, "job %d %v", j.id, err)
-	}
-	return w, q, nil
 }
 
 // leave removes a member; the job ends when every member has left.
@@ -320,6 +274,9 @@ func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
 	case h.Token != j.token:
 		s.drops.add(dropToken)
 		return
+	case j.pend != nil:
+		s.leavePending(j, int(h.Child), from)
+		return
 	case int(h.Child) >= len(j.members) || j.members[h.Child] != from:
 		s.drops.add(dropNotMember)
 		return
@@ -332,9 +289,14 @@ func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
 }
 
 // endLocked removes the job from the table (its packets are dropped from
-// now on) and frees its memory once its queued packets have run.
+// now on) and frees its memory once its queued packets have run. A job
+// still being built is freed by build, which finds it closing.
 func (s *Switch) endLocked(j *job, why string) {
+	j.closing.Store(true)
 	s.jobs.update(func(m map[uint32]*job) { delete(m, j.id) })
+	if j.pend != nil {
+		s.unpend(j)
+	}
 	if j.handler != nil {
 		s.completedEnded.Add(j.handler.completed())
 		s.latencyEnded.Add(j.handler.latencyNs())
@@ -348,28 +310,62 @@ func (s *Switch) endLocked(j *job, why string) {
 			s.leaveParent(j)
 		}
 	}
-	s.log.Info("job ended", "job", j.id, "why", why, "rx_packets", j.rx.Load(), "tx_packets", j.tx.Load())
+	level := slog.LevelInfo
+	if !j.admitted {
+		level = slog.LevelDebug // pending jobs come and go with every stray join
+	}
+	s.log.Log(context.Background(), level, "job ended", "job", j.id, "why", why, "rx_packets", j.rx.Load(), "tx_packets", j.tx.Load())
+	if j.building {
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		for j.inflight.Load() > 0 {
 			time.Sleep(time.Millisecond)
 		}
-		if j.handler != nil {
-			j.handler.Close()
-		}
-		if j.quota != nil {
-			j.quota.Release()
-		}
+		s.free(j.handler, j.quota, j)
 	}()
 }
 
-// reap ends jobs idle for longer than JobIdle.
+// free closes a job's handler, releases its quota and gives its memory
+// back to the budget. A large job's memory is returned to the system at
+// once, so that the budget the next job is admitted against is what the
+// process really has free, not garbage the collector has yet to find.
+func (s *Switch) free(h jobHandler, q *hpu.Quota, j *job) {
+	if h != nil {
+		h.Close()
+	}
+	if q != nil {
+		q.Release()
+	}
+	s.jobs.mu.Lock()
+	n := j.charge + j.streamBytes.Swap(0)
+	j.charge = 0
+	j.handler, j.quota = nil, nil
+	s.jobs.mu.Unlock()
+	j.live.Store(nil)
+	if n >= freeOSMemoryAt {
+		debug.FreeOSMemory()
+	}
+	s.budget.release(n)
+}
+
+// freeOSMemoryAt is the size of an ended job from which free returns its
+// memory to the system before the budget takes it back.
+const freeOSMemoryAt = 64 << 20
+
+// reap ends jobs idle for longer than JobIdle, and pending jobs whose
+// ranks have not all joined within JoinTimeout of the first.
 func (s *Switch) reap(now time.Time) {
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
 	for _, j := range s.jobs.all() {
-		if now.Sub(time.Unix(0, j.lastActive.Load())) > s.cfg.JobIdle {
+		switch {
+		case j.pend != nil && now.Sub(time.Unix(0, j.created)) > s.cfg.JoinTimeout:
+			s.evictions.add(evictJoinTimeout)
+			s.endLocked(j, "join-timeout")
+		case now.Sub(time.Unix(0, j.lastActive.Load())) > s.cfg.JobIdle:
 			s.endLocked(j, "idle")
 		}
 	}

@@ -15,6 +15,7 @@ type collector struct {
 	rx, tx, drops, jobs, bufs, bufsTotal, blocks, blockLat, bufSeconds, handler, queue *prometheus.Desc
 	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC                     *prometheus.Desc
 	linkBytes, linkPackets                                                             *prometheus.Desc
+	memBudget, memReserved, pending, refusals, evictions, ioErrors                     *prometheus.Desc
 }
 
 func newCollector(s *Switch) *collector {
@@ -43,12 +44,19 @@ func newCollector(s *Switch) *collector {
 		tauC:        d("flare_tau_cycles", "Mean handler service time in PsPIN cycles (the paper's tau)."),
 		linkBytes:   d("flare_link_bytes_total", "UDP payload bytes (Flare header included) exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
 		linkPackets: d("flare_link_packets_total", "Datagrams exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
+		memBudget:   d("flare_memory_budget_bytes", "Host memory all jobs together may hold besides L1 (--max-memory)."),
+		memReserved: d("flare_memory_reserved_bytes", "Host memory reserved against the budget now: admitted jobs' footprints, sparse streams, pending joins."),
+		pending:     d("flare_jobs_pending", "Jobs in the table whose ranks have not all joined."),
+		refusals:    d("flare_join_refusals_total", "Joins refused, by reason (answered or not).", "reason"),
+		evictions:   d("flare_pending_evictions_total", "Pending jobs ended to make room or for taking too long to gather their ranks, by reason.", "why"),
+		ioErrors:    d("flare_io_errors_total", "Socket errors the reader (rx) and writer (tx) lived through, by errno.", "dir", "errno"),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.blockLat, c.bufSeconds, c.handler, c.queue,
-		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC, c.linkBytes, c.linkPackets} {
+		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC, c.linkBytes, c.linkPackets,
+		c.memBudget, c.memReserved, c.pending, c.refusals, c.evictions, c.ioErrors} {
 		ch <- d
 	}
 }
@@ -91,6 +99,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.linkBytes, float64(l.txBytes.Load()), p, l.role, "tx")
 		counter(c.linkPackets, float64(l.rxPackets.Load()), p, l.role, "rx")
 		counter(c.linkPackets, float64(l.txPackets.Load()), p, l.role, "tx")
+	}
+	gauge(c.memBudget, float64(s.budget.limit))
+	gauge(c.memReserved, float64(s.budget.reserved.Load()))
+	gauge(c.pending, float64(s.pending.n.Load()))
+	for reason, n := range s.refusals.snapshot() {
+		counter(c.refusals, float64(n), reason)
+	}
+	for i, why := range evictionReasons {
+		counter(c.evictions, float64(s.evictions.counts[i].Load()), why)
+	}
+	for k, n := range s.ioErrors.snapshot() {
+		counter(c.ioErrors, float64(n), k.dir, k.errno)
 	}
 	mem := s.unit.Memory()
 	gauge(c.bufs, float64(mem.InUse()))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -193,7 +194,7 @@ const (
 	refusedMemoryCap    = "memory-cap"
 )
 
-var refusalReasons = [...]string{refusedUnregistered, refusedSource, refusedToken, refusedWorld, refusedMemoryCap}
+var grantRefusalReasons = [...]string{refusedUnregistered, refusedSource, refusedToken, refusedWorld, refusedMemoryCap}
 
 // registry holds the admission mode, the admin secret and, in registered
 // mode, the registrations. grants is guarded by the job table's lock
@@ -203,9 +204,9 @@ type registry struct {
 	mode         string
 	secret       []byte // the admin bearer secret; nil: the admin port takes no writes
 	grants       map[uint32]*grant
-	count        atomic.Int64                      // len(grants), for the metric
-	refusals     [len(refusalReasons)]atomic.Int64 // by refusalReasons index
-	unauthorized atomic.Int64                      // admin requests refused for want of the bearer
+	count        atomic.Int64                           // len(grants), for the metric
+	refusals     [len(grantRefusalReasons)]atomic.Int64 // by grantRefusalReasons index
+	unauthorized atomic.Int64                           // admin requests refused for want of the bearer
 }
 
 // newRegistry checks the admission settings and reads the admin secret.
@@ -274,7 +275,7 @@ func (r *registry) authorized(bearer string) bool {
 }
 
 func (r *registry) refused(reason string) {
-	r.refusals[slices.Index(refusalReasons[:], reason)].Add(1)
+	r.refusals[slices.Index(grantRefusalReasons[:], reason)].Add(1)
 }
 
 // grantJoin checks a join against the job's registration, before the join
@@ -305,35 +306,29 @@ func (s *Switch) grantJoin(from netip.AddrPort, h *wire.Header, body *wire.JoinB
 	return nil
 }
 
-// admitGranted admits a job whose members have all joined (admit) and
-// then holds it to its registration's memory cap: a job whose footprint
-// (heldBytes) exceeds the cap is refused with the numbers, and the caller
-// ends it, which returns what it reserved. The caller holds s.jobs.mu.
-func (s *Switch) admitGranted(j *job) *joinError {
-	if err := s.admit(j); err != nil {
-		return err
-	}
+// capGranted holds a planned job to its registration's memory cap: a job
+// whose footprint (heldBytes: its host memory and its L1 quota) exceeds
+// the cap is refused with the numbers, and the caller ends it, which
+// returns what it reserved. The caller holds s.jobs.mu.
+func (s *Switch) capGranted(j *job, p *plan) *joinError {
 	g := s.registry.grants[j.id]
 	if s.registry.mode != AdmissionRegistered || g == nil {
 		return nil
 	}
-	if held := s.heldBytes(j); held > g.memoryCap {
+	if held := s.heldBytes(j.charge, p.quota); held > g.memoryCap {
 		s.registry.refused(refusedMemoryCap)
-		return refuse(wire.CodeRefusedMemory, "job %d needs %d bytes on the switch (%d aggregation buffers of %d bytes for a window of %d blocks); its registration caps it at %d bytes (memory_cap_bytes): register it with a larger cap, or run the switch with a smaller --window",
-			j.id, held, j.quota.Limit(), s.cfg.HPU.BufferBytes, j.ack.Window, g.memoryCap)
+		return refuse(wire.CodeRefusedMemory, "job %d needs %d bytes on the switch (%d bytes of host memory and %d aggregation buffers of %d bytes for a window of %d blocks); its registration caps it at %d bytes (memory_cap_bytes): register it with a larger cap, or run the switch with a smaller --window",
+			j.id, held, j.charge, p.quota.Limit(), s.cfg.HPU.BufferBytes, p.window, g.memoryCap)
 	}
 	return nil
 }
 
 // heldBytes is the footprint a registration's memory cap bounds: the
-// bytes of the aggregation buffers reserved for the job at admission (its
-// L1 quota), which is all a job can make the switch hold beyond its fixed
-// handler state.
-func (s *Switch) heldBytes(j *job) int64 {
-	if j.quota == nil {
-		return 0
-	}
-	return int64(j.quota.Limit()) * int64(s.cfg.HPU.BufferBytes)
+// job's host memory as admission charged it to the budget (stored
+// results, block table, member tables) and the bytes of the aggregation
+// buffers reserved for it (its L1 quota).
+func (s *Switch) heldBytes(charge int64, q *hpu.Quota) int64 {
+	return charge + int64(q.Limit())*int64(s.cfg.HPU.BufferBytes)
 }
 
 // registryCollector exports the registry's counters on the admin port.
@@ -359,7 +354,7 @@ func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.registered, prometheus.GaugeValue, float64(c.r.count.Load()))
-	for i, reason := range refusalReasons {
+	for i, reason := range grantRefusalReasons {
 		ch <- prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, float64(c.r.refusals[i].Load()), reason)
 	}
 	ch <- prometheus.MustNewConstMetric(c.unauth, prometheus.CounterValue, float64(c.r.unauthorized.Load()))

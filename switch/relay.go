@@ -2,9 +2,8 @@ package swtch
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
+	"math"
 	"net/netip"
 
 	"github.com/flare-net/flare/wire"
@@ -58,14 +57,16 @@ func (r *Relay) Run(ctx context.Context) error {
 		msgs[i].Buf = make([]byte, r.cfg.Conn.MaxDatagram)
 	}
 	var ack []byte
+	var retry readRetry
 	for {
 		k, err := conn.ReadBatch(msgs)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			if retry.failed(ctx, err) {
 				return nil
 			}
-			return fmt.Errorf("relay: read: %w", err)
+			continue // a transient error (ENOBUFS, ECONNREFUSED, ...): receive on
 		}
+		retry.ok()
 		out = out[:0]
 		for i := range msgs[:k] {
 			d := &msgs[i]
@@ -106,6 +107,10 @@ func (r *Relay) ack(b []byte, h *wire.Header, payload []byte) []byte {
 		pe = r.cfg.PacketBytes / h.DType.Size()
 	}
 	blocks := (int(body.Elements) + pe - 1) / pe
+	if blocks > math.MaxUint32 || blocks < 1 {
+		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: h.Job, Token: h.Token, Child: h.Child}
+		return wire.AppendError(b, &reply, wire.CodeBadRequest, "relay: the join-ack's block count holds 1..4294967295 blocks")
+	}
 	algo, bufs := body.Algo, int(body.Buffers)
 	if algo == wire.AlgoAuto {
 		algo, bufs = wire.AlgoSingle, 0

@@ -1,7 +1,6 @@
 package swtch
 
 import (
-	"net/netip"
 	"slices"
 
 	"github.com/flare-net/flare/handlers"
@@ -35,14 +34,16 @@ const (
 	sparseHashPackets = 4
 )
 
-// admitSparse sizes a sparse job: blocks of BlockElems indices (the hosts'
+// planSparse sizes a sparse job: blocks of BlockElems indices (the hosts'
 // request in the join's PacketElems, or DefaultSparseBlockElems, at most
 // 65,536 blocks), pairs per packet from the switch's packet size, a hash
 // table of a few packets' worth of pairs, and a quota of 2W blocks as for
 // dense jobs. The ack carries pairs per packet in PacketElems and the block
 // count in Blocks; a host finds the block's range as
-// ceil(Elements / Blocks), which the switch makes exact.
-func (s *Switch) admitSparse(j *job) *joinError {
+// ceil(Elements / Blocks), which the switch makes exact. The streams the
+// job stores grow with its data and reserve their memory from the budget
+// as they grow (SparseConfig.Reserve).
+func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 	elements := int(j.spec.Elements)
 	be := sparseBlockElems(elements, int(j.spec.PacketElems))
 	nblocks := (elements + be - 1) / be
@@ -51,8 +52,15 @@ func (s *Switch) admitSparse(j *job) *joinError {
 		algo, b = wire.AlgoSingle, 1
 	}
 	pairs := s.cfg.PacketBytes / wire.PairSize(j.dtype)
-	cfg := handlers.SparseConfig{Job: j.id, Token: j.token, Children: len(j.members), DType: j.dtype, Op: j.op,
+	cfg := &handlers.SparseConfig{Job: j.id, Token: j.token, Children: j.world(), DType: j.dtype, Op: j.op,
 		Storage: j.spec.Storage, Buffers: b, Elements: elements, BlockElems: be, HashSlots: sparseHashPackets * pairs, PacketPairs: pairs, KeepResults: true}
+	cfg.Reserve = func(n int64) bool {
+		if !s.budget.reserve(n) {
+			return false
+		}
+		j.streamBytes.Add(n)
+		return true
+	}
 	if s.hasParent() {
 		cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}
 	}
@@ -60,28 +68,21 @@ func (s *Switch) admitSparse(j *job) *joinError {
 		streams := j.streams[:s.cfg.Children] // the child switches; hosts follow
 		cfg.SwitchChildren, cfg.ChildStream = s.cfg.Children, slices.Max(streams)
 		if slices.Min(streams) < 1 {
-			return refuse(wire.CodeBadRequest, "job %d: a child switch's sparse join says nothing of its stream length (a switch of another version?)", j.id)
+			return nil, refuse(wire.CodeBadRequest, "job %d: a child switch's sparse join says nothing of its stream length (a switch of another version?)", j.id)
 		}
 	}
-	m := cfg.BlockBuffers(s.cfg.PacketBytes)
-	w, q, jerr := s.reserve(j, nblocks, m)
+	bb := s.cfg.PacketBytes
+	w, q, jerr := s.reserve(j, nblocks, cfg.BlockBuffers(bb), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs, bb) })
 	if jerr != nil {
-		return jerr
+		return nil, jerr
 	}
 	cfg.Quota = q
-	h, err := handlers.NewSparse(cfg)
-	if err != nil {
-		q.Release()
-		return refuse(wire.CodeBadRequest, "job %d: %v", j.id, err)
-	}
-	j.handler, j.quota, j.admitted = sparseJob{h}, q, true
-	j.live.Store(&liveJob{handler: j.handler, sparse: true, down: h.Down(), addrs: append([]netip.AddrPort(nil), j.members...)})
+	ackBuffers := b
 	if algo == wire.AlgoSingle {
-		b = 0
+		ackBuffers = 0
 	}
-	j.ack = wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pairs),
-		Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())}
-	s.log.Info("sparse job admitted", "job", j.id, "world", len(j.members), "storage", j.spec.Storage, "buffers", b,
-		"block_elems", be, "hash_slots", cfg.HashSlots, "window", w, "quota_buffers", q.Limit(), "blocks", nblocks)
-	return nil
+	return &plan{sparse: cfg, quota: q, window: w,
+		ack: wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(ackBuffers), PacketElems: uint32(pairs), Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())},
+		log: []any{"sparse", true, "storage", j.spec.Storage, "buffers", ackBuffers, "block_elems", be, "hash_slots", cfg.HashSlots,
+			"window", w, "quota_buffers", q.Limit(), "blocks", nblocks}}, nil
 }

@@ -34,24 +34,32 @@ type Switch struct {
 	unknownLimit rateLimit
 	// refusalLimit bounds the answers (and log lines) to refused joins.
 	refusalLimit rateLimit
+	ioLogLimit   rateLimit // log lines about socket errors
 	// Bounded-time jobs get a deadline tick; the ticker sleeps while there
 	// are none.
 	boundedJobs atomic.Int32
 	boundedWake chan struct{}
 	drops       dropCounters
+	ioErrors    ioErrorCounters
+	refusals    refusalCounters
+	evictions   evictionCounters
+	budget      memBudget   // host memory of all jobs (Config.MaxMemory)
+	pending     pendingJobs // under jobs.mu
 	rxPackets   atomic.Int64
 	txPackets   atomic.Int64
 	// blocks completed by jobs that have ended, and their summed latency
 	// (live jobs are read at scrape)
 	completedEnded, latencyEnded atomic.Int64
 
-	inPool  sync.Pool // *inPacket
-	outPool sync.Pool // *outPacket
-	out     chan *outPacket
-	wg      sync.WaitGroup // job teardown goroutines
-	ready   chan struct{}
-	admin   net.Addr
-	cap     *capture // nil unless --pcap
+	inPool    sync.Pool // *inPacket
+	outPool   sync.Pool // *outPacket
+	out       chan *outPacket
+	wg        sync.WaitGroup // job teardown goroutines
+	admitting sync.WaitGroup // handlers being built (build)
+	bigBuilds chan struct{}  // one large handler built at a time (bigBuild)
+	ready     chan struct{}
+	admin     net.Addr
+	cap       *capture // nil unless --pcap
 
 	parent netip.AddrPort // Config.Parent; invalid at the root or a lone switch
 	links  linkTable      // per-peer traffic counters
@@ -63,9 +71,10 @@ type Switch struct {
 // inPacket is a receive buffer that becomes an HPU packet without a copy:
 // the reader swaps it out of its batch and a fresh one in.
 type inPacket struct {
-	buf []byte
-	pkt hpu.Packet
-	job *job
+	buf  []byte
+	pkt  hpu.Packet
+	job  *job     // counted in its inflight until done
+	live *liveJob // the job as admitted: where the handler's emits go
 }
 
 // outPacket is one encoded packet on its way to one or more addresses.
@@ -85,10 +94,13 @@ func New(cfg Config) (*Switch, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), out: make(chan *outPacket, 4096), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
+	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newRefusalCounters(),
+		out: make(chan *outPacket, 4096), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
+	s.budget.limit = cfg.MaxMemory
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
+	s.ioLogLimit = rateLimit{rate: 1, tokens: 1, last: time.Now()}
 	maxDgram := cfg.Conn.MaxDatagram
 	s.inPool.New = func() any {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
@@ -141,7 +153,8 @@ func (s *Switch) Run(ctx context.Context) error {
 	}
 	off := conn.Offload()
 	s.log.Info("switch listening", "data", conn.LocalAddr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
-		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "gso", off.GSO, "gro", off.GRO)
+		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
+		"gso", off.GSO, "gro", off.GRO)
 	close(s.ready)
 
 	unitCtx, stopUnit := context.WithCancel(context.Background())
@@ -167,7 +180,9 @@ func (s *Switch) Run(ctx context.Context) error {
 	if adminSrv != nil {
 		adminSrv.close()
 	}
-	// Drain: the reader has stopped; queued packets run, their results go out.
+	// Drain: the reader has stopped; handlers being built finish (and ack
+	// their members), queued packets run, their results go out.
+	s.settle()
 	stopUnit()
 	<-unitDone
 	close(s.out)
@@ -229,19 +244,26 @@ func (s *Switch) expirer(ctx context.Context) {
 			return
 		case now := <-t.C:
 			for _, j := range s.jobs.all() {
-				live := j.live.Load()
-				if live == nil || live.expire == nil {
-					continue
-				}
-				ip := s.inPool.Get().(*inPacket)
-				ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
-				ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job = live.expire, now.UnixNano(), nil, j
-				j.inflight.Add(1)
-				if s.unit.Submit(&ip.pkt) != nil {
-					s.done(&ip.pkt)
-				}
+				s.tick(j, now)
 			}
 		}
+	}
+}
+
+// tick submits job j's deadline handler, if it has one.
+func (s *Switch) tick(j *job, now time.Time) {
+	live := j.live.Load()
+	if live == nil || live.expire == nil {
+		return
+	}
+	if !j.enter() {
+		return // ending
+	}
+	ip := s.inPool.Get().(*inPacket)
+	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
+	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live = live.expire, now.UnixNano(), nil, j, live
+	if s.unit.Submit(&ip.pkt) != nil {
+		s.done(&ip.pkt)
 	}
 }
 
@@ -260,14 +282,18 @@ func (s *Switch) reader(ctx context.Context) error {
 		slots[i] = s.inPool.Get().(*inPacket)
 		msgs[i].Buf = slots[i].buf
 	}
+	var retry readRetry
 	for {
 		k, err := s.conn.ReadBatch(msgs)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			if retry.failed(ctx, err) {
 				return nil
 			}
-			return fmt.Errorf("read: %w", err)
+			s.ioErrors.add(dirRx, err)
+			s.logIOError("receive", err, retry.consecutive)
+			continue
 		}
+		retry.ok()
 		s.rxPackets.Add(int64(k))
 		s.links.countRx(msgs[:k])
 		if s.cap != nil {
@@ -338,6 +364,13 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 		}
 		return false
 	}
+	return s.accept(j, d, ip, payload, fromParent, now)
+}
+
+// accept runs the member checks of a data packet of job j and readies it
+// for the processing unit.
+func (s *Switch) accept(j *job, d *Datagram, ip *inPacket, payload []byte, fromParent bool, now int64) bool {
+	p := &ip.pkt
 	if !fromParent && !s.memberIndex(&p.Hdr) {
 		s.drops.add(dropNotMember)
 		return false
@@ -362,6 +395,10 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 		s.drops.add(dropUnexpected)
 		return false
 	}
+	if !j.enter() {
+		s.drops.add(dropUnknownJob) // it ended after the lookup
+		return false
+	}
 	j.lastActive.Store(now)
 	j.rx.Add(1)
 	p.Payload = payload
@@ -370,8 +407,7 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 		p.Handler = live.down
 	}
 	p.Arrival = now
-	ip.job = j
-	j.inflight.Add(1)
+	ip.job, ip.live = j, live
 	return true
 }
 
@@ -403,7 +439,7 @@ func (s *Switch) answerUnknown(to netip.AddrPort, h *wire.Header) {
 func (s *Switch) done(p *hpu.Packet) {
 	ip := p.Ref.(*inPacket)
 	ip.job.inflight.Add(-1)
-	ip.job = nil
+	ip.job, ip.live = nil, nil
 	p.Handler, p.Payload = nil, nil
 	s.inPool.Put(ip)
 }
@@ -440,6 +476,7 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		j, jerr = s.join(from, h, &body, member, hosts, stream)
 	}
 	if jerr != nil {
+		s.refusals.add(jerr.reason)
 		if !s.refusalLimit.allow(time.Now()) {
 			s.drops.add(dropRefusedJoin) // a flood of bad joins gets neither answers nor log lines
 			return
@@ -449,31 +486,8 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.send(from, func(b []byte) []byte { return wire.AppendError(b, &reply, jerr.code, jerr.msg) })
 		return
 	}
-	if j == nil || !j.admitted {
-		return
-	}
-	// The first time, everybody is told; later (a join resent because the
-	// ack was lost) only the one asking. A child switch tells its members
-	// once its parent has acked it (parentAck), and joins there first.
-	s.jobs.mu.Lock()
-	if s.hasParent() && !j.upAcked {
-		first := !j.upAsked
-		j.upAsked = true
-		s.jobs.mu.Unlock()
-		if first {
-			s.joinParent(j)
-		}
-		return
-	}
-	members := append([]netip.AddrPort(nil), j.members...)
-	first := j.joined == len(j.members) && !j.ackSent
-	j.ackSent = true
-	s.jobs.mu.Unlock()
-	for rank, addr := range members {
-		if !first && addr != from {
-			continue
-		}
-		s.ackMember(j, rank, addr)
+	if j != nil {
+		s.announce(j, from)
 	}
 }
 
@@ -485,15 +499,15 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 	s.out <- op
 }
 
-// Emit is the egress the handlers call from core goroutines: the packet is
-// encoded once and queued for the writer, which sends it to every member
-// (a result), to one member (a resent result) or up to the parent.
-func (s *Switch) Emit(h *wire.Header, payload []byte) {
-	j := s.jobs.get(h.Job)
-	if j == nil || j.token != h.Token {
-		return // the job ended while its last packets ran (and its id may be another job's now)
-	}
-	live := j.live.Load()
+// EmitFor is the egress the handlers call from core goroutines
+// (hpu.PacketEgress): the packet is encoded once and queued for the
+// writer, which sends it to every member (a result), to one member (a
+// resent result) or up to the parent. The members are those of the job
+// the packet p came with, which its handler belongs to; a job of the same
+// id and token created since is another job.
+func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
+	ip := p.Ref.(*inPacket)
+	j, live := ip.job, ip.live
 	op := s.outPool.Get().(*outPacket)
 	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
 	op.job, op.to = live, netip.AddrPort{}
@@ -506,6 +520,14 @@ func (s *Switch) Emit(h *wire.Header, payload []byte) {
 	j.tx.Add(1)
 	s.out <- op
 }
+
+// Emit is hpu.Egress's method, which the unit never calls on a
+// PacketEgress: every emit comes with its packet (EmitFor).
+func (s *Switch) Emit(*wire.Header, []byte) {
+	panic("swtch: Emit without its packet; the processing unit calls EmitFor")
+}
+
+var _ hpu.PacketEgress = (*Switch)(nil)
 
 // writer sends queued packets in batches. One channel receive wakes it,
 // then it takes whatever else is queued (up to writerHold packets) and
@@ -539,14 +561,7 @@ func (s *Switch) writer() {
 			s.cap.record(msgs, false)
 		}
 		s.links.countTx(msgs)
-		for sent := 0; sent < len(msgs); {
-			k, err := s.conn.WriteBatch(msgs[sent:])
-			if err != nil {
-				s.drops.add(dropSendError)
-				k = max(k, 1) // skip the datagram that failed
-			}
-			sent += k
-		}
+		s.sendAll(msgs)
 		s.txPackets.Add(int64(len(msgs)))
 		clear(msgs) // keep no references to pooled buffers
 		msgs = msgs[:0]
@@ -579,6 +594,45 @@ func (s *Switch) writer() {
 			runtime.Gosched()
 		}
 		flush()
+	}
+}
+
+// sendAll sends msgs through the conn. WriteBatch stops at a datagram it
+// cannot send, after sending those before it: that datagram is tried once
+// more when the error is transient (transient), and otherwise, or when it
+// fails again, dropped and counted once; the rest of the batch goes on.
+// On a closed socket (shutdown) the rest is dropped.
+func (s *Switch) sendAll(msgs []Datagram) {
+	retried := false
+	for sent := 0; sent < len(msgs); {
+		k, err := s.conn.WriteBatch(msgs[sent:])
+		if err == nil {
+			return
+		}
+		sent += k
+		if k > 0 {
+			retried = false // msgs[sent] is a datagram not tried before
+		}
+		s.ioErrors.add(dirTx, err)
+		switch {
+		case errors.Is(err, net.ErrClosed):
+			s.drops.addN(dropSendError, int64(len(msgs)-sent))
+			return
+		case transient(err) && !retried:
+			retried = true
+			continue
+		}
+		s.logIOError("send", err, 1)
+		s.drops.add(dropSendError)
+		sent++ // skip the datagram that failed
+		retried = false
+	}
+}
+
+// logIOError logs a socket error, at most once a second.
+func (s *Switch) logIOError(op string, err error, consecutive int) {
+	if s.ioLogLimit.allow(time.Now()) {
+		s.log.Warn("socket error, going on", "op", op, "error", err, "consecutive", consecutive)
 	}
 }
 

@@ -46,13 +46,12 @@ func (s *Switch) joinParent(j *job) {
 	body.World = uint16(min(j.hosts, 1<<16-1))
 	body.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks
 	body.TimeoutMillis = 0
-	if sj, ok := j.handler.(sparseJob); ok {
+	if j.upBlockElems > 0 {
 		// A sparse join asks for indices per block, and carries in place of
 		// the timeout the longest stream of a block this switch sends up,
 		// which sizes the parent's view of it.
-		cfg := sj.Config()
-		body.PacketElems = uint32(cfg.BlockElems)
-		body.TimeoutMillis = uint32(cfg.StreamBound())
+		body.PacketElems = uint32(j.upBlockElems)
+		body.TimeoutMillis = uint32(j.upStream)
 	}
 	h := wire.Header{Version: wire.Version, Type: wire.TypeJoin, Flags: wire.FlagFromSwitch, Job: j.id, Token: j.token,
 		Child: uint16(s.cfg.ChildIndex), DType: j.dtype, Op: j.op}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
 	"github.com/flare-net/flare/hpu"
 	swtch "github.com/flare-net/flare/switch"
@@ -28,7 +29,13 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&cfg.HPU.Overflow, "overflow", false, "with --policy-s > 1, run a packet whose home cluster is full on the least-loaded\n"+
 		"cluster (PsPIN's default) instead of waiting for its home cluster")
 	packet := fs.String("packet", "1KiB", "payload bytes per packet")
-	fs.IntVar(&cfg.MaxJobs, "max-jobs", swtch.DefaultMaxJobs, "jobs at once")
+	fs.IntVar(&cfg.MaxJobs, "max-jobs", swtch.DefaultMaxJobs, "jobs at once, pending or admitted")
+	maxMemory := fs.String("max-memory", "auto", "host memory all jobs may hold besides L1 (stored results, block tables, pending joins);\n"+
+		"a job that does not fit is refused (auto = 1GiB, at most a quarter of the machine's memory)")
+	fs.IntVar(&cfg.MaxPending, "max-pending", 0, "jobs waiting for ranks at once; beyond it the oldest makes room (0 = "+strconv.Itoa(swtch.DefaultMaxPending)+", at most --max-jobs)")
+	fs.IntVar(&cfg.MaxPendingPerSource, "max-pending-per-source", 0, "jobs waiting for ranks that one source address created; beyond it its oldest makes room\n"+
+		"(0 = "+strconv.Itoa(swtch.DefaultMaxPendingPerSource)+", at most --max-pending)")
+	fs.DurationVar(&cfg.JoinTimeout, "join-timeout", swtch.DefaultJoinTimeout, "end a job whose ranks have not all joined this long after the first")
 	fs.DurationVar(&cfg.JobIdle, "job-idle", swtch.DefaultJobIdle, "end a job after this long without packets")
 	fs.IntVar(&cfg.Window, "window", swtch.DefaultWindow, "target blocks in flight per host")
 	fs.IntVar(&cfg.JoinRate, "join-rate", swtch.DefaultJoinRate, "joins accepted per second")
@@ -70,6 +77,14 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg.PacketBytes = int(n)
 	if cfg.PcapMax, err = parseSize(*pcapMax); err != nil {
 		return flagError("--pcap-max", err)
+	}
+	if *maxMemory != "auto" {
+		if cfg.MaxMemory, err = parseSize(*maxMemory); err != nil {
+			return flagError("--max-memory", err)
+		}
+		if cfg.MaxMemory == 0 { // 0 would silently mean the default in Config
+			return fmt.Errorf("--max-memory 0: must be in 1MiB..1TiB, or auto")
+		}
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {

@@ -1,0 +1,186 @@
+package swtch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flare-net/flare/wire"
+)
+
+// faultConn wraps a Conn and injects errors: readErrs are returned by the
+// next ReadBatch calls, one each, before reads reach the wrapped conn; a
+// datagram to a port in failPorts fails its WriteBatch with writeErr,
+// after the datagrams before it went out, as many times as the map says
+// (-1: always).
+type faultConn struct {
+	Conn
+	mu        sync.Mutex
+	readErrs  []error
+	failPorts map[uint16]int
+	writeErr  error
+	offered   map[netip.AddrPort]int // times each destination was offered to WriteBatch
+	writes    int
+}
+
+func (c *faultConn) ReadBatch(msgs []Datagram) (int, error) {
+	c.mu.Lock()
+	if len(c.readErrs) > 0 {
+		err := c.readErrs[0]
+		c.readErrs = c.readErrs[1:]
+		c.mu.Unlock()
+		return 0, err
+	}
+	c.mu.Unlock()
+	return c.Conn.ReadBatch(msgs)
+}
+
+func (c *faultConn) WriteBatch(msgs []Datagram) (int, error) {
+	c.mu.Lock()
+	c.writes++
+	for i := range msgs {
+		c.offered[msgs[i].Addr]++
+		if n := c.failPorts[msgs[i].Addr.Port()]; n != 0 {
+			c.failPorts[msgs[i].Addr.Port()] = n - 1
+			c.mu.Unlock()
+			if i > 0 {
+				if _, err := c.Conn.WriteBatch(msgs[:i]); err != nil {
+					return 0, err
+				}
+			}
+			return i, c.writeErr
+		}
+	}
+	c.mu.Unlock()
+	return c.Conn.WriteBatch(msgs)
+}
+
+func sysErr(op string, errno syscall.Errno) error {
+	return &net.OpError{Op: op, Net: "udp", Err: os.NewSyscallError(op+"mmsg", errno)}
+}
+
+// TestWriterSkipsFailedDatagram reproduces the writer's handling of a
+// batch that failed part way: WriteBatch sent the datagrams before the
+// failing one and returned their count with the error, and the writer
+// offered the failing datagram again (instead of skipping it) and counted
+// its drop twice. One datagram that cannot be sent is one drop, and every
+// other datagram of the batch goes out once.
+func TestWriterSkipsFailedDatagram(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		err           error
+		failures      int // of the datagram to port 9
+		offered, drop int
+		errs          int
+	}{
+		{"permanent", fmt.Errorf("inject: %w", ErrBadAddr), -1, 1, 1, 1},
+		{"transient-once", sysErr("send", syscall.ENOBUFS), 1, 2, 0, 1},
+		{"transient-twice", sysErr("send", syscall.ENOBUFS), -1, 2, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newJobFixture(t, nil).s
+			base, err := NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fc := &faultConn{Conn: base, failPorts: map[uint16]int{9: tc.failures}, writeErr: tc.err, offered: map[netip.AddrPort]int{}}
+			s.conn = fc
+			bad := netip.MustParseAddrPort("127.0.0.1:9")
+			dests := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1001"), netip.MustParseAddrPort("127.0.0.1:1002"),
+				bad, netip.MustParseAddrPort("127.0.0.1:1004")}
+			for _, to := range dests {
+				s.send(to, func(b []byte) []byte {
+					return wire.AppendPacket(b, &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
+				})
+			}
+			close(s.out)
+			s.writer()
+			for _, to := range dests {
+				want := 1
+				if to == bad {
+					want = tc.offered
+				}
+				if n := fc.offered[to]; n != want {
+					t.Errorf("the datagram to %v was offered to WriteBatch %d times, want %d", to, n, want)
+				}
+			}
+			if n := s.drops.snapshot()[dropSendError]; n != int64(tc.drop) {
+				t.Errorf("counted %d drops as %q, want %d", n, dropSendError, tc.drop)
+			}
+			if n := s.ioErrors.snapshot()[ioErrorKey{"tx", errnoName(tc.err)}]; n != int64(tc.errs) {
+				t.Errorf("counted %d tx errors as %s, want %d", n, errnoName(tc.err), tc.errs)
+			}
+		})
+	}
+}
+
+// TestReaderSurvivesTransientErrors reproduces the reader ending, and with
+// it the daemon, on any receive error but a closed socket: ENOBUFS,
+// ECONNREFUSED (an ICMP port-unreachable from an earlier send surfacing on
+// the socket), EINTR and EAGAIN are transient, and the reader must go on
+// receiving (backing off while they repeat) and count each one.
+func TestReaderSurvivesTransientErrors(t *testing.T) {
+	net0 := NewMemNetwork()
+	fx := newJobFixture(t, nil)
+	s := fx.s
+	base, err := net0.Listen(netip.MustParseAddrPort("127.0.0.1:7470"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	injected := []syscall.Errno{syscall.ENOBUFS, syscall.ECONNREFUSED, syscall.EINTR, syscall.EAGAIN, syscall.ENOBUFS}
+	fc := &faultConn{Conn: base, offered: map[netip.AddrPort]int{}}
+	for _, e := range injected {
+		fc.readErrs = append(fc.readErrs, sysErr("recv", e))
+	}
+	s.conn = fc
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.reader(ctx) }()
+
+	host, err := net0.Listen(netip.AddrPort{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave := wire.AppendPacket(nil, &wire.Header{Type: wire.TypeLeave, Job: 99}, nil)
+	if _, err := host.WriteBatch([]Datagram{{Buf: leave, N: len(leave), Addr: base.LocalAddr()}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for s.rxPackets.Load() == 0 && time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("the reader returned after transient receive errors: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if s.rxPackets.Load() != 1 {
+		t.Fatalf("the datagram sent after the errors was not received")
+	}
+	got := s.ioErrors.snapshot()
+	for _, e := range []string{"ENOBUFS", "ECONNREFUSED", "EINTR", "EAGAIN"} {
+		want := int64(0)
+		for _, in := range injected {
+			if errnoName(in) == e {
+				want++
+			}
+		}
+		if got[ioErrorKey{"rx", e}] != want {
+			t.Errorf("rx %s counted %d times, want %d (all: %v)", e, got[ioErrorKey{"rx", e}], want, got)
+		}
+	}
+	cancel()
+	base.Close()
+	if err := <-done; err != nil {
+		t.Errorf("the reader returned %v after its socket closed, want nil", err)
+	}
+	if !errors.Is(sysErr("recv", syscall.ENOBUFS), syscall.ENOBUFS) {
+		t.Fatal("injected errors do not wrap their errno")
+	}
+}
