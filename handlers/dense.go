@@ -151,6 +151,11 @@ func (w *work) gstate() *genState { return &w.gs }
 // as when the quota is exhausted.
 const spareWorks = 8
 
+// workCount is how many block states a job of nblocks blocks keeps, given
+// how many its quota can fill: one per block and spareWorks more. NewDense,
+// NewSparse and the Footprint formulas share it.
+func workCount(fill, nblocks int) int { return min(fill, nblocks+min(nblocks, spareWorks)) }
+
 // NewDense checks cfg and builds the handler with its block table.
 func NewDense(cfg DenseConfig) (*Dense, error) {
 	k, err := KernelFor(cfg.DType, cfg.Op)
@@ -185,7 +190,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 			}
 		}
 	}
-	nwork := min(cfg.Quota.Limit(), d.nblocks+min(d.nblocks, spareWorks))
+	nwork := workCount(cfg.Quota.Limit(), d.nblocks)
 	words := (cfg.Children + 63) / 64
 	bitmaps := make([]uint64, nwork*words)
 	for i := range nwork {

@@ -93,7 +93,7 @@ func (c *DenseConfig) Footprint(quotaBuffers int) Footprint {
 	case wire.AlgoTree:
 		nbufs = 2 * int64(1) << bits.Len(uint(max(c.Children, 1)-1))
 	}
-	nwork := min(int64(quotaBuffers), nblocks)
+	nwork := int64(workCount(quotaBuffers, int(nblocks)))
 	words := int64(c.Children+63) / 64
 	perWork := heapObject(int64(unsafe.Sizeof(work{})), hasPointers) + heapObject(nbufs*ptrBytes, hasPointers)
 	if c.Algo == wire.AlgoMulti {
@@ -140,7 +140,7 @@ func (c *SparseConfig) Footprint(quotaBuffers, bufferBytes int) Footprint {
 	if c.Storage == wire.StorageHash {
 		perWork += heapObject(b*int64(cells)*8, noPointers) // the flush's sort keys
 	}
-	nwork := min(int64(quotaBuffers/max(c.BlockBuffers(bufferBytes), 1)), nblocks)
+	nwork := int64(workCount(quotaBuffers/max(c.BlockBuffers(bufferBytes), 1), int(nblocks)))
 	f.Work = nwork*perWork + poolBytes(nwork)
 	return f
 }

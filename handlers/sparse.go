@@ -311,7 +311,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	if cfg.Uplink != nil {
 		s.downs = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
 	}
-	nwork := min(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks+min(s.nblocks, spareWorks))
+	nwork := workCount(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks)
 	for range nwork {
 		s.works.put(s.newWork())
 	}

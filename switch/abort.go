@@ -92,12 +92,16 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 	m := *h // memberIndex rewrites Child
 	s.jobs.mu.Lock()
 	j := s.jobs.get(h.Job)
+	var members []netip.AddrPort
+	if j != nil {
+		members = j.memberAddrs()
+	}
 	switch {
 	case j == nil: // a stray, or a later copy of the Abort that ended the job
 		s.jobs.mu.Unlock()
 		s.drops.add(dropUnknownJob)
 		return
-	case !s.memberIndex(&m) || int(m.Child) >= len(j.members):
+	case !s.memberIndex(&m) || int(m.Child) >= len(members):
 		s.jobs.mu.Unlock()
 		s.drops.add(dropNotMember)
 		return
@@ -105,7 +109,7 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.jobs.mu.Unlock()
 		s.drops.add(dropToken)
 		return
-	case j.members[m.Child] != from:
+	case members[m.Child] != from:
 		s.jobs.mu.Unlock()
 		s.drops.add(dropNotMember)
 		return
@@ -114,7 +118,7 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 	if s.hasParent() && j.upAsked {
 		s.abortParent(j, h.Generation, rank, body.Code, text)
 	}
-	members := s.endAbortedLocked(j, rank, text, "aborted by "+who)
+	s.endAbortedLocked(j, members, rank, text, "aborted by "+who)
 	s.jobs.mu.Unlock()
 	s.log.Warn("job aborted by a member", "job", h.Job, "by", who, "from", from, "generation", h.Generation,
 		"cause", body.Code, "reason", string(body.Text))
@@ -131,19 +135,18 @@ func (s *Switch) parentAborted(h *wire.Header, text string) {
 		return
 	}
 	text = "parent switch " + s.parent.String() + ": " + text
-	members := s.endAbortedLocked(j, h.Child, text, "parent: aborted")
+	members := j.memberAddrs()
+	s.endAbortedLocked(j, members, h.Child, text, "parent: aborted")
 	s.jobs.mu.Unlock()
 	s.log.Warn("parent switch aborted the job", "job", j.id, "parent", s.parent, "error", text)
 	s.notifyAborted(j, members, -1, h.Generation, h.Child, text)
 }
 
-// endAbortedLocked ends job j, remembers the abort and returns the
-// members to tell. The caller holds the table lock.
-func (s *Switch) endAbortedLocked(j *job, rank uint16, text, why string) []netip.AddrPort {
-	members := slices.Clone(j.members)
+// endAbortedLocked ends job j and remembers the abort for its members
+// (j.memberAddrs). The caller holds the table lock.
+func (s *Switch) endAbortedLocked(j *job, members []netip.AddrPort, rank uint16, text, why string) {
 	s.endLocked(j, why)
 	s.aborts.remember(j.id, &abortedJob{token: j.token, rank: rank, text: text, members: members, until: time.Now().Add(abortMemory)})
-	return members
 }
 
 // notifyAborted sends every member but skip (the one that aborted, or -1)

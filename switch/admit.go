@@ -169,7 +169,7 @@ func (s *Switch) build(j *job, p *plan, big bool) {
 	}
 	if err != nil { // a shape the plan let through and the handler refuses: a bug, told to the members
 		s.log.Error("job refused by its handler", "job", j.id, "error", err)
-		s.tellMembers(j, wire.CodeInternal, "job "+strconv.FormatUint(uint64(j.id), 10)+": "+err.Error())
+		s.tellMembers(j, netip.AddrPort{}, wire.CodeInternal, "job "+strconv.FormatUint(uint64(j.id), 10)+": "+err.Error())
 		s.endLocked(j, "refused") // still building: the freeing is left to us
 	}
 	j.building = false
@@ -231,11 +231,11 @@ func (s *Switch) announce(j *job, from netip.AddrPort) {
 	}
 }
 
-// tellMembers sends an Error to every member of j. The caller holds the
+// tellMembers sends an Error to every member of j but except. The caller holds the
 // table lock.
-func (s *Switch) tellMembers(j *job, code wire.ErrorCode, msg string) {
+func (s *Switch) tellMembers(j *job, except netip.AddrPort, code wire.ErrorCode, msg string) {
 	for rank, addr := range j.members {
-		if !addr.IsValid() {
+		if !addr.IsValid() || addr == except {
 			continue
 		}
 		if s.cfg.LocalHosts > 0 && rank >= s.cfg.Children {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -70,7 +71,7 @@ func TestHugeShapesRefused(t *testing.T) {
 		{"results", wire.Float64, 1 << 32, 0, wire.CodeRefusedMemory,
 			[]string{"job 9 needs 64 GiB of result storage", "the switch allows 1 GiB for all jobs (--max-memory)"}, refusalHostMemory, 1 << 20},
 		{"block-table", wire.Float64, 1 << 26, 1, wire.CodeRefusedMemory,
-			[]string{"job 9 needs 3.5 GiB of block table", "the switch allows 1 GiB"}, refusalHostMemory, 1 << 20},
+			[]string{"job 9 needs " + sizeText(denseTable(wire.Float64, 1<<26, 1).Blocks) + " of block table", "the switch allows 1 GiB"}, refusalHostMemory, 1 << 20},
 		{"block-count", wire.Int8, 1 << 32, 1, wire.CodeBadRequest,
 			[]string{"4294967296 blocks", "block count hold at most 4294967295"}, refusalOverflow, 1 << 20},
 	} {
@@ -116,7 +117,8 @@ func TestBudgetAccounting(t *testing.T) {
 		t.Fatalf("job 1 was not admitted: %v", r.errors)
 	}
 	used := s.budget.reserved.Load()
-	if want := (2*20<<20 + 327680*(48+2*4)); used < int64(want) || used > int64(want)+1<<20 {
+	if f := denseTable(wire.Int8, 20<<20, 64); used < f.Results+f.Blocks || used > f.Results+f.Blocks+1<<20 {
+		want := f.Results + f.Blocks
 		t.Errorf("job 1 reserved %d bytes, want its results and block table, %d, and a little", used, want)
 	}
 	fx.deliver(fzRank1, shapeJoin(2, 0, 1, wire.Int8, 20<<20, 0))
@@ -351,4 +353,11 @@ func TestAdmissionMetrics(t *testing.T) {
 	if v := got["flare_memory_reserved_bytes"]; v < pendingJobBytes+pendingMemberBytes || v > 1<<20 {
 		t.Errorf("flare_memory_reserved_bytes = %v, want the pending job's and the small job's few KiB", v)
 	}
+}
+
+// denseTable is the footprint of a single-buffer job's stored results and
+// block table, as admission computes it (handlers.DenseConfig.Footprint).
+func denseTable(dt wire.DType, elements, pe int) handlers.Footprint {
+	c := handlers.DenseConfig{Algo: wire.AlgoSingle, Children: 1, DType: dt, Elements: elements, PacketElems: pe, KeepResults: true}
+	return c.Footprint(0)
 }

@@ -3,6 +3,7 @@ package swtch
 import (
 	"container/list"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -138,10 +139,28 @@ func (s *Switch) joinPending(j *job, from netip.AddrPort, rank, hosts, stream in
 	}
 	s.fixMembers(j)
 	if err := s.startAdmission(j); err != nil {
+		// Every rank hears why, not only the one whose join completed
+		// the job (the caller answers that one): the others would
+		// otherwise wait for their join timeout.
+		s.tellMembers(j, from, err.code, err.msg)
 		s.endLocked(j, "refused")
 		return nil, err
 	}
 	return j, nil
+}
+
+// memberAddrs is a copy of j's member addresses by rank, zero where a rank
+// has not joined, for a pending job as for an admitted one. The caller
+// holds the table lock.
+func (j *job) memberAddrs() []netip.AddrPort {
+	if j.pend == nil {
+		return slices.Clone(j.members)
+	}
+	addrs := make([]netip.AddrPort, j.world())
+	for r, m := range j.pend {
+		addrs[r] = m.addr
+	}
+	return addrs
 }
 
 // leavePending removes a rank of a pending job; the job ends with its

@@ -179,6 +179,7 @@ func joinAs(t *testing.T, s *Switch, from string, token uint64, rank, world int)
 		t.Fatal(err)
 	}
 	s.control(netip.MustParseAddrPort(from), &got, payload)
+	s.settle() // a join that completes the job acks once its handler is built
 	return drainSent(t, s)
 }
 
@@ -259,7 +260,7 @@ func TestAdmissionJoin(t *testing.T) {
 		t.Fatalf("rank 0's registered join answered %+v, want nothing until rank 1 joins", sent)
 	}
 	refusal("token of a pending job", "10.0.0.2:5000", 98, 2, wire.CodeJobMismatch, refusedToken, "not the job's registered token")
-	if j := s.jobs.get(7); j == nil || j.joined != 1 {
+	if j := s.jobs.get(7); j == nil || len(j.pend) != 1 {
 		t.Fatal("the refused join disturbed the pending job")
 	}
 	sent := joinAs(t, s, "10.0.0.2:5000", 99, 1, 2)
@@ -273,7 +274,7 @@ func TestAdmissionJoin(t *testing.T) {
 }
 
 func indexOf(reason string) int {
-	for i, r := range refusalReasons {
+	for i, r := range grantRefusalReasons {
 		if r == reason {
 			return i
 		}
@@ -289,12 +290,13 @@ func TestAdmissionMemoryCap(t *testing.T) {
 	mustRegister(t, s, JobGrant{Job: 7, Token: "99", World: 2, MemoryCapBytes: 1024, Sources: []string{"10.0.0.0/8"}})
 	joinAs(t, s, "10.0.0.1:5000", 99, 0, 2)
 	sent := joinAs(t, s, "10.0.0.2:5000", 99, 1, 2)
-	if len(sent) != 1 || sent[0].code != wire.CodeRefusedMemory {
-		t.Fatalf("sent %+v, want one refused-memory Error", sent)
+	if len(sent) != 2 || sent[0].code != wire.CodeRefusedMemory || sent[1].code != wire.CodeRefusedMemory || sent[0].to == sent[1].to {
+		t.Fatalf("sent %+v, want a refused-memory Error to each rank", sent)
 	}
 	// 1000 float32 elements = 4 blocks of 1 KiB: window 4, a quota of 4
-	// blocks of 2 buffers (single buffer: the aggregate and the result).
-	want := "job 7 needs 8192 bytes on the switch (8 aggregation buffers of 1024 bytes for a window of 4 blocks); its registration caps it at 1024 bytes (memory_cap_bytes)"
+	// blocks of 2 buffers (single buffer: the aggregate and the result),
+	// and the job's host memory (its stored results and block table).
+	want := "bytes of host memory and 8 aggregation buffers of 1024 bytes for a window of 4 blocks); its registration caps it at 1024 bytes (memory_cap_bytes)"
 	if !strings.Contains(sent[0].text, want) {
 		t.Errorf("refusal %q, want it to contain %q", sent[0].text, want)
 	}
