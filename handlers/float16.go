@@ -16,7 +16,11 @@ import "math"
 // float16 result, subnormal ones included, lies in float32's normal range.
 // A chain of sums rounds at every step, so its result depends on the order
 // of the chain (the tree design fixes that order). Min and max return an
-// operand, or the canonical quiet NaN 0x7e00.
+// operand, or the canonical quiet NaN 0x7e00. A NaN result of sum or prod
+// is that canonical NaN too, whatever the operands' payloads: which of two
+// NaN operands float32 hardware passes on depends on the order in which
+// the compiler happens to place them, so passing it on would make the bits
+// depend on the build (it does: with -race they differ).
 type Float16 uint16
 
 // Bit fields of a binary16 and the float32 constants that convert them.
@@ -120,8 +124,17 @@ func f16Order(h Float16) int32 {
 
 // The scalar float16 operators, as the Float16 doc describes them.
 
-func f16Sum(a, b Float16) Float16  { return Float16From(a.Float32() + b.Float32()) }
-func f16Prod(a, b Float16) Float16 { return Float16From(a.Float32() * b.Float32()) }
+func f16Sum(a, b Float16) Float16  { return f16Result(a.Float32() + b.Float32()) }
+func f16Prod(a, b Float16) Float16 { return f16Result(a.Float32() * b.Float32()) }
+
+// f16Result rounds the float32 result of sum or prod, with any NaN as the
+// canonical one.
+func f16Result(r float32) Float16 {
+	if r != r {
+		return f16QuietNaN
+	}
+	return Float16From(r)
+}
 
 // f16Min and f16Max follow fminOf and fmaxOf: IEEE 754-2019 minimum and
 // maximum with -0 below +0 and the canonical quiet NaN for any NaN operand.

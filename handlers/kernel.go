@@ -75,7 +75,8 @@ var builtins = buildBuiltins()
 //     0x7ff8000000000000; 0x7fc0 for bfloat16, 0x7e00 for float16), never
 //     an operand's payload;
 //   - bfloat16 and float16 widen both operands to float32, combine them
-//     there and round back to nearest even (see BFloat16 and Float16).
+//     there and round back to nearest even (see BFloat16 and Float16);
+//     a float16 sum or prod that is NaN is the canonical 0x7e00.
 //
 // Kernels view aligned payloads in place as typed slices on little-endian
 // machines; on big-endian machines, and for payloads not aligned to their

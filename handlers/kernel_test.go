@@ -394,10 +394,16 @@ func refElem(dt wire.DType, op wire.Op, out, a, b []byte) {
 		binary.LittleEndian.PutUint16(out, uint16(BFloat16From(refFloat32(op, x, y))))
 	case wire.Float16:
 		// Widened by the float64 specification, combined in float32 as
-		// the kernels document, rounded back by the specification.
+		// the kernels document, rounded back by the specification; a
+		// built-in's NaN is the canonical one (a custom op's passes on).
 		x := float32(specF16Value(binary.LittleEndian.Uint16(a)))
 		y := float32(specF16Value(binary.LittleEndian.Uint16(b)))
-		binary.LittleEndian.PutUint16(out, specF16Bits(float64(refFloat32(op, x, y))))
+		r := float64(refFloat32(op, x, y))
+		if math.IsNaN(r) && op.Builtin() {
+			binary.LittleEndian.PutUint16(out, 0x7e00)
+			break
+		}
+		binary.LittleEndian.PutUint16(out, specF16Bits(r))
 	case wire.Float64:
 		x, y := math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b))
 		var r float64

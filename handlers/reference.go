@@ -134,6 +134,9 @@ func specFloat(dt wire.DType, op wire.Op, a, b float64) float64 {
 	case wire.BFloat16:
 		return float64(BFloat16From(float32(r)).Float32())
 	case wire.Float16:
+		if math.IsNaN(r) {
+			return math.NaN() // stored as the canonical 0x7e00, as the kernels give
+		}
 		return specF16Round(r)
 	}
 	return r
