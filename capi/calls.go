@@ -50,6 +50,10 @@ func flare_go_allreduce(h C.flare_session, buf unsafe.Pointer, count C.size_t, d
 		err = dense[float64](s, buf, n)
 	case wire.BFloat16:
 		err = dense[handlers.BFloat16](s, buf, n)
+	case wire.Float16:
+		err = dense[handlers.Float16](s, buf, n)
+	default: // join admits only valid dtypes: this is a dtype the switch above lacks
+		return failf("flare_allreduce: internal error: no element type for dtype %v", s.opts.DType)
 	}
 	if err != nil {
 		return fail(codeOf(err, false), err)
@@ -118,6 +122,10 @@ func flare_go_sparse_allreduce(h C.flare_session, idx *C.uint32_t, val unsafe.Po
 		err = sparse[float64](s, ix, val, n, out)
 	case wire.BFloat16:
 		err = sparse[handlers.BFloat16](s, ix, val, n, out)
+	case wire.Float16:
+		err = sparse[handlers.Float16](s, ix, val, n, out)
+	default: // as in flare_go_allreduce
+		return failf("flare_sparse_allreduce: internal error: no element type for dtype %v", s.opts.DType)
 	}
 	if err != nil {
 		return fail(codeOf(err, false), err)

@@ -62,7 +62,8 @@ enum {
     FLARE_INT64 = 4,
     FLARE_FLOAT32 = 5,
     FLARE_FLOAT64 = 6,
-    FLARE_BFLOAT16 = 7 /* a uint16_t holding the upper half of a float32 */
+    FLARE_BFLOAT16 = 7, /* a uint16_t holding the upper half of a float32 */
+    FLARE_FLOAT16 = 8   /* a uint16_t holding an IEEE 754 binary16 (_Float16, __fp16, numpy.float16) */
 };
 
 /* Reductions (the wire's op codes). AND, OR and XOR are defined on the
@@ -119,7 +120,7 @@ typedef struct flare_options {
     uint64_t token;          /* the job's secret: the switch drops packets of the job that carry another */
     int32_t rank;            /* this host's rank, 0..world-1 */
     int32_t world;           /* required: ranks in the job, 1..65535 */
-    int32_t dtype;           /* required: FLARE_INT8 .. FLARE_BFLOAT16 */
+    int32_t dtype;           /* required: FLARE_INT8 .. FLARE_FLOAT16 */
     int32_t op;              /* required: FLARE_SUM ..; defined on dtype (no AND/OR/XOR on floats); sparse: SUM, MIN or MAX */
     int64_t elements;        /* required: the vector's length in elements; sparse: the index space (indices < elements) */
     int32_t design;          /* FLARE_DESIGN_*; 0 = auto */

@@ -46,13 +46,13 @@ func options(o *C.flare_options) (hostlib.Options, C.int) {
 	case o.world == 0:
 		return opts, failf("world is 0: required, 1..%d", hostlib.MaxWorld)
 	case o.dtype == 0:
-		return opts, failf("dtype is 0: required, one of FLARE_INT8 (1) .. FLARE_BFLOAT16 (7)")
+		return opts, failf("dtype is 0: required, one of FLARE_INT8 (1) .. FLARE_FLOAT16 (8)")
 	case o.op == 0:
 		return opts, failf("op is 0: required, FLARE_SUM (1) .. FLARE_XOR (7), or a custom op 128..255")
 	case o.elements <= 0:
 		return opts, failf("elements = %d: required, at least 1", int64(o.elements))
 	case o.dtype < 0 || o.dtype > math.MaxUint8:
-		return opts, failf("dtype = %d: must be FLARE_INT8 (1) .. FLARE_BFLOAT16 (7)", int32(o.dtype))
+		return opts, failf("dtype = %d: must be FLARE_INT8 (1) .. FLARE_FLOAT16 (8)", int32(o.dtype))
 	case o.op < 0 || o.op > math.MaxUint8:
 		return opts, failf("op = %d: must be FLARE_SUM (1) .. FLARE_XOR (7), or a custom op 128..255", int32(o.op))
 	case o.design < 0 || o.design > math.MaxUint8:

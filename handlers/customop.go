@@ -12,8 +12,9 @@ import (
 // is that the switch's handler is programmable, so a job may reduce with an
 // operator the switch was not built with. Each field is the operator on one
 // element type; a nil field leaves that dtype unsupported for the operator.
-// Float32 also serves bfloat16: both operands are widened to float32 and the
-// result is rounded back to nearest even, as for the built-ins.
+// Float32 also serves bfloat16 and float16: both operands are widened to
+// float32 and the result is rounded back to nearest even, as for the
+// built-ins.
 //
 // The functions run on every core at once, once per element: they must be
 // pure (no state, safe for concurrent use) and should be cheap.
@@ -23,7 +24,7 @@ type CustomOp struct {
 	Int16   func(a, b int16) int16
 	Int32   func(a, b int32) int32
 	Int64   func(a, b int64) int64
-	Float32 func(a, b float32) float32 // also used for bfloat16 (widened, rounded back)
+	Float32 func(a, b float32) float32 // also used for bfloat16 and float16 (widened, rounded back)
 	Float64 func(a, b float64) float64
 }
 
@@ -83,6 +84,7 @@ func RegisterOp(code wire.Op, op CustomOp) error {
 	setCustom(e, wire.Float64, op.Float64)
 	if op.Float32 != nil {
 		setCustom(e, wire.BFloat16, widenBF16(op.Float32))
+		setCustom(e, wire.Float16, widenF16(op.Float32))
 	}
 	if !e.any() {
 		return fmt.Errorf("handlers: register %q: no function for any dtype", op.Name)

@@ -39,7 +39,7 @@ var ErrLength = errors.New("handlers: vector length mismatch")
 // Table dimensions: codes index the tables directly, so slot 0 (no valid
 // dtype or op has code 0) stays empty and reads as "unsupported".
 const (
-	dtypeSlots = int(wire.BFloat16) + 1
+	dtypeSlots = int(wire.Float16) + 1
 	opSlots    = int(wire.OpXor) + 1
 )
 
@@ -72,9 +72,11 @@ var builtins = buildBuiltins()
 //   - float min and max are IEEE 754-2019 minimum and maximum, made
 //     independent of operand order down to the bits: -0 orders below +0,
 //     and any NaN operand gives the canonical quiet NaN (0x7fc00000,
-//     0x7ff8000000000000; 0x7fc0 for bfloat16), never an operand's payload;
-//   - bfloat16 widens both operands to float32, combines them there and
-//     rounds back to nearest even (see BFloat16).
+//     0x7ff8000000000000; 0x7fc0 for bfloat16, 0x7e00 for float16), never
+//     an operand's payload;
+//   - bfloat16 and float16 widen both operands to float32, combine them
+//     there and round back to nearest even (see BFloat16 and Float16);
+//     a float16 sum or prod that is NaN is the canonical 0x7e00.
 //
 // Kernels view aligned payloads in place as typed slices on little-endian
 // machines; on big-endian machines, and for payloads not aligned to their
@@ -150,6 +152,12 @@ func buildBuiltins() (t [dtypeSlots][opSlots]kernelPair) {
 	bf[wire.OpProd] = pair(bf16Prod, bf16ProdInto)
 	bf[wire.OpMin] = pair(bf16Min, bf16MinInto)
 	bf[wire.OpMax] = pair(bf16Max, bf16MaxInto)
+
+	hf := &t[wire.Float16]
+	hf[wire.OpSum] = pair(f16Sum, f16SumInto)
+	hf[wire.OpProd] = pair(f16Prod, f16ProdInto)
+	hf[wire.OpMin] = pair(f16Min, f16MinInto)
+	hf[wire.OpMax] = pair(f16Max, f16MaxInto)
 	return t
 }
 
@@ -181,7 +189,8 @@ func pair[T element](scalar func(a, b T) T, loop func(d, s []T)) kernelPair {
 	return kernelPair{native: nativeKernel(scalar, loop), portable: portableKernel(scalar)}
 }
 
-// Type sets of the element types. element adds BFloat16 (a uint16 underneath).
+// Type sets of the element types. element adds BFloat16 and Float16 (uint16s
+// underneath).
 type (
 	integer interface {
 		~int8 | ~int16 | ~int32 | ~int64

@@ -209,7 +209,7 @@ func TestKernelFloatMinMax(t *testing.T) {
 		{payloadNaN, nan, nan, nan},
 		{math.Inf(1), payloadNaN, nan, nan},
 	}
-	for _, dt := range []wire.DType{wire.Float32, wire.Float64, wire.BFloat16} {
+	for _, dt := range []wire.DType{wire.Float32, wire.Float64, wire.BFloat16, wire.Float16} {
 		for _, tt := range tests {
 			for _, op := range []wire.Op{wire.OpMin, wire.OpMax} {
 				want := tt.min
@@ -243,6 +243,7 @@ func TestKernelUnsupported(t *testing.T) {
 		{wire.Float32, wire.OpAnd, "float32", "and"},
 		{wire.Float64, wire.OpOr, "float64", "or"},
 		{wire.BFloat16, wire.OpXor, "bfloat16", "xor"},
+		{wire.Float16, wire.OpAnd, "float16", "and"},
 		{wire.DType(0), wire.OpSum, "dtype(0)", "sum"},
 		{wire.DType(99), wire.OpMax, "dtype(99)", "max"},
 		{wire.Int32, wire.Op(0), "int32", "op(0)"},
@@ -279,6 +280,7 @@ func TestKernelLengths(t *testing.T) {
 		{wire.Int32, 6, 6},
 		{wire.Float64, 12, 12},
 		{wire.BFloat16, 3, 3},
+		{wire.Float16, 4, 2},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%v/%d,%d", tt.dt, tt.dst, tt.src), func(t *testing.T) {
@@ -390,6 +392,18 @@ func refElem(dt wire.DType, op wire.Op, out, a, b []byte) {
 		x := math.Float32frombits(uint32(binary.LittleEndian.Uint16(a)) << 16)
 		y := math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
 		binary.LittleEndian.PutUint16(out, uint16(BFloat16From(refFloat32(op, x, y))))
+	case wire.Float16:
+		// Widened by the float64 specification, combined in float32 as
+		// the kernels document, rounded back by the specification; a
+		// built-in's NaN is the canonical one (a custom op's passes on).
+		x := float32(specF16Value(binary.LittleEndian.Uint16(a)))
+		y := float32(specF16Value(binary.LittleEndian.Uint16(b)))
+		r := float64(refFloat32(op, x, y))
+		if math.IsNaN(r) && op.Builtin() {
+			binary.LittleEndian.PutUint16(out, 0x7e00)
+			break
+		}
+		binary.LittleEndian.PutUint16(out, specF16Bits(r))
 	case wire.Float64:
 		x, y := math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b))
 		var r float64
@@ -499,6 +513,8 @@ func floatBytes(dt wire.DType, v float64) []byte {
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
 	case wire.BFloat16:
 		binary.LittleEndian.PutUint16(b, uint16(BFloat16From(float32(v))))
+	case wire.Float16:
+		binary.LittleEndian.PutUint16(b, specF16Bits(v))
 	default:
 		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
 	}
@@ -515,6 +531,8 @@ func canonicalFloatBytes(dt wire.DType, v float64) []byte {
 		return binary.LittleEndian.AppendUint32(nil, 0x7fc00000)
 	case wire.BFloat16:
 		return binary.LittleEndian.AppendUint16(nil, 0x7fc0)
+	case wire.Float16:
+		return binary.LittleEndian.AppendUint16(nil, 0x7e00)
 	}
 	return binary.LittleEndian.AppendUint64(nil, 0x7ff8000000000000)
 }
@@ -572,6 +590,10 @@ func specials(dt wire.DType) [][]byte {
 		}
 	case wire.BFloat16:
 		for _, u := range []uint16{0x7f81, 0xffc3, 0x7fff} {
+			out = append(out, binary.LittleEndian.AppendUint16(nil, u))
+		}
+	case wire.Float16: // and the edges of its narrow range: ±65504, subnormals, 2⁻¹⁴
+		for _, u := range []uint16{0x7c01, 0xfe03, 0x7fff, 0x7bff, 0xfbff, 0x0001, 0x83ff, 0x0400} {
 			out = append(out, binary.LittleEndian.AppendUint16(nil, u))
 		}
 	}

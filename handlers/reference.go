@@ -84,13 +84,16 @@ func specInt(_ wire.DType, op wire.Op, a, b int64) int64 {
 	return a ^ b
 }
 
-// specLoadFloat widens to float64; every float32 and bfloat16 is exact there.
+// specLoadFloat widens to float64; every float32, bfloat16 and float16 is
+// exact there.
 func specLoadFloat(dt wire.DType, b []byte) float64 {
 	switch dt {
 	case wire.Float32:
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
 	case wire.BFloat16:
 		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
+	case wire.Float16:
+		return specF16Value(binary.LittleEndian.Uint16(b))
 	}
 	return math.Float64frombits(binary.LittleEndian.Uint64(b))
 }
@@ -101,13 +104,18 @@ func specStoreFloat(dt wire.DType, b []byte, v float64) {
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
 	case wire.BFloat16:
 		binary.LittleEndian.PutUint16(b, uint16(BFloat16From(float32(v))))
+	case wire.Float16:
+		binary.LittleEndian.PutUint16(b, specF16Bits(v))
 	default:
 		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
 	}
 }
 
 // specFloat applies op in the dtype's own precision: the result of each step
-// is rounded to the dtype, as the switch does.
+// is rounded to the dtype, as the switch does. The float64 sum or product of
+// two float16s is exact, so a float16 step rounds once, where the kernels
+// round to float32 first: the two agree because float32 is wide enough (see
+// Float16), which the tests hold the kernels to.
 func specFloat(dt wire.DType, op wire.Op, a, b float64) float64 {
 	var r float64
 	switch op {
@@ -125,6 +133,11 @@ func specFloat(dt wire.DType, op wire.Op, a, b float64) float64 {
 		return float64(float32(r))
 	case wire.BFloat16:
 		return float64(BFloat16From(float32(r)).Float32())
+	case wire.Float16:
+		if math.IsNaN(r) {
+			return math.NaN() // stored as the canonical 0x7e00, as the kernels give
+		}
+		return specF16Round(r)
 	}
 	return r
 }
@@ -152,6 +165,8 @@ func unitRoundoff(dt wire.DType) float64 {
 		return 0x1p-24
 	case wire.BFloat16:
 		return 0x1p-8
+	case wire.Float16:
+		return 0x1p-11
 	}
 	return 0x1p-53
 }
@@ -208,6 +223,8 @@ func smallestSubnormal(dt wire.DType) float64 {
 		return 0x1p-149
 	case wire.BFloat16:
 		return 0x1p-133
+	case wire.Float16:
+		return 0x1p-24
 	}
 	return 0x1p-1074
 }

@@ -30,7 +30,7 @@ func simulate(t testing.TB, cfg SimConfig) SimResult {
 // power of two, a short last block, and with and without a window.
 func TestSimulateExact(t *testing.T) {
 	for _, dg := range designs {
-		for _, dt := range []wire.DType{wire.Int32, wire.Float32, wire.Int8, wire.BFloat16, wire.Float64} {
+		for _, dt := range []wire.DType{wire.Int32, wire.Float32, wire.Int8, wire.BFloat16, wire.Float16, wire.Float64} {
 			for _, win := range []int{0, 3} {
 				t.Run(fmt.Sprintf("%s/%s/w%d", dg, dt, win), func(t *testing.T) {
 					cfg := SimConfig{

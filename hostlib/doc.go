@@ -27,7 +27,7 @@
 //	}
 //
 // AllReduce takes a typed slice ([]float32, []int32, []handlers.BFloat16,
-// ...; see Element and DTypeOf); AllReduceBytes takes the vector's
+// []handlers.Float16, ...; see Element and DTypeOf); AllReduceBytes takes the vector's
 // little-endian bytes. Every rank must make the same calls in the same
 // order, each with the same op and length.
 //

@@ -11,18 +11,22 @@ import (
 )
 
 // Element is the set of Go element types AllReduce accepts, one per wire
-// dtype: the signed integers, the IEEE floats, and handlers.BFloat16 (a
-// bfloat16 held in a uint16). Named types over the integers and floats
-// (type Grad float32) are accepted too.
+// dtype: the signed integers, the IEEE floats, handlers.BFloat16 and
+// handlers.Float16 (a bfloat16 and a binary16, each held in a uint16).
+// Named types over the integers and floats (type Grad float32) are accepted
+// too; the two 16-bit float types are accepted only as themselves, since
+// their common uint16 cannot say which one a named type means.
 type Element interface {
-	~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64 | handlers.BFloat16
+	~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64 | handlers.BFloat16 | handlers.Float16
 }
 
 // DTypeOf returns the wire dtype of the Go element type T: wire.Int32 for
-// int32, wire.BFloat16 for handlers.BFloat16, and so on.
+// int32, wire.BFloat16 for handlers.BFloat16, wire.Float16 for
+// handlers.Float16, and so on.
 func DTypeOf[T Element]() wire.DType {
 	// The kind, not the type, decides, so named types map like their
-	// underlying type. The only uint16 in Element is handlers.BFloat16.
+	// underlying type; the uint16s in Element are exactly handlers.BFloat16
+	// and handlers.Float16, told apart by type.
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Int8:
 		return wire.Int8
@@ -37,6 +41,9 @@ func DTypeOf[T Element]() wire.DType {
 	case reflect.Float64:
 		return wire.Float64
 	case reflect.Uint16:
+		if reflect.TypeFor[T]() == reflect.TypeFor[handlers.Float16]() {
+			return wire.Float16
+		}
 		return wire.BFloat16
 	}
 	panic("hostlib: DTypeOf: type outside Element") // unreachable: the constraint rules it out

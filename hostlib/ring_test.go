@@ -480,6 +480,10 @@ func ringTestVector(rng *rand.Rand, dt wire.DType, op wire.Op, n int) []byte {
 			binary.LittleEndian.PutUint64(b[i:], math.Float64bits(f))
 		case wire.BFloat16:
 			binary.LittleEndian.PutUint16(b[i:], uint16(handlers.BFloat16From(float32(f))))
+		case wire.Float16:
+			binary.LittleEndian.PutUint16(b[i:], uint16(handlers.Float16From(float32(f))))
+		default:
+			panic("ringTestVector: no float encoding for " + dt.String())
 		}
 	}
 	return b

@@ -343,6 +343,8 @@ func TestSessionWrongArguments(t *testing.T) {
 			[]string{"[]int32", "float32"}},
 		{"bfloat16 on float32", func() error { return AllReduce(ctx, s, make([]handlers.BFloat16, 10), wire.OpSum) },
 			[]string{"handlers.BFloat16", "float32"}},
+		{"float16 on float32", func() error { return AllReduce(ctx, s, make([]handlers.Float16, 10), wire.OpSum) },
+			[]string{"handlers.Float16", "float16", "float32"}},
 		{"other op", func() error { return AllReduce(ctx, s, make([]float32, 10), wire.OpMax) },
 			[]string{"max", "sum"}},
 		{"short slice", func() error { return AllReduce(ctx, s, make([]float32, 9), wire.OpSum) },
@@ -443,6 +445,10 @@ func TestEncodeDecodeLE(t *testing.T) {
 	if hb[0] != 0xc0 || hb[1] != 0x3f {
 		t.Errorf("bfloat16 1.5 encodes as % x; want c0 3f", hb)
 	}
+	encodeLE(hb, []handlers.Float16{handlers.Float16From(1.5)})
+	if hb[0] != 0x00 || hb[1] != 0x3e {
+		t.Errorf("float16 1.5 encodes as % x; want 00 3e", hb)
+	}
 	if nativeLittleEndian && !bytes.Equal(viewBytes(v), b) {
 		t.Errorf("viewBytes: % x; want % x", viewBytes(v), b)
 	}
@@ -458,6 +464,7 @@ func TestDTypeOf(t *testing.T) {
 		{DTypeOf[float32](), wire.Float32},
 		{DTypeOf[grad](), wire.Float64},
 		{DTypeOf[handlers.BFloat16](), wire.BFloat16},
+		{DTypeOf[handlers.Float16](), wire.Float16},
 	}
 	for i, tt := range tests {
 		if tt.got != tt.want {

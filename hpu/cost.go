@@ -15,17 +15,25 @@ import (
 // the operation, a store); their packed-SIMD lanes do two int16 or four int8
 // elements in the same instruction sequence, so every 32-bit dtype and every
 // vectorised narrower one costs 1 cycle per byte. The cores have no vector
-// path for bfloat16 (widen, add in float32, round) and no 64-bit datapath,
-// so bfloat16 costs like float32 per element and int64/float64 take two
-// 32-bit sequences per element (the paper's PsPIN does not offer float64 at
-// all; this is our assumption, documented in docs/MODEL.md).
+// path for bfloat16 or float16 (widen, add in float32, round) and no 64-bit
+// datapath, so bfloat16 and float16 cost like float32 per element and
+// int64/float64 take two 32-bit sequences per element (the paper's PsPIN
+// offers none of these; this is our assumption, documented in
+// docs/MODEL.md). Float16 is charged exactly like bfloat16, both being a
+// widen, a float32 operation and a round per element; that converting
+// binary16 in software takes more instructions than bfloat16's shift is
+// left out, like the cost of rounding itself.
 type CostModel struct {
-	ClockHz     float64  // core clock, cycles per second
-	ElemCycles  [8]int64 // aggregation cycles per element, indexed by wire.DType
-	DMAPerKiB   int64    // cycles to DMA-copy 1 KiB between packet buffer and L1
-	LockBackoff int64    // cycles a core spins before retrying a held lock
-	Dispatch    int64    // fixed cycles per handler invocation (scheduling, header parse)
+	ClockHz     float64          // core clock, cycles per second
+	ElemCycles  [elemSlots]int64 // aggregation cycles per element, indexed by wire.DType
+	DMAPerKiB   int64            // cycles to DMA-copy 1 KiB between packet buffer and L1
+	LockBackoff int64            // cycles a core spins before retrying a held lock
+	Dispatch    int64            // fixed cycles per handler invocation (scheduling, header parse)
 }
+
+// elemSlots is the length of CostModel.ElemCycles: a power of two above
+// every dtype code, so that Aggregate can mask instead of checking bounds.
+const elemSlots = 16
 
 // PsPINCost returns the reference costs: 1 GHz, L = 1024 cycles per 1 KiB
 // int32 packet, 64-cycle DMA per KiB, 32-cycle lock back-off.
@@ -37,6 +45,7 @@ func PsPINCost() CostModel {
 	m.ElemCycles[wire.Int32] = 4
 	m.ElemCycles[wire.Float32] = 4
 	m.ElemCycles[wire.BFloat16] = 4
+	m.ElemCycles[wire.Float16] = 4
 	m.ElemCycles[wire.Int64] = 8
 	m.ElemCycles[wire.Float64] = 8
 	m.DMAPerKiB = 64
@@ -62,7 +71,7 @@ func (m CostModel) Validate() error {
 
 // Aggregate is the cost of folding n elements of d into a buffer.
 func (m CostModel) Aggregate(d wire.DType, n int) int64 {
-	return m.ElemCycles[d&7] * int64(n)
+	return m.ElemCycles[d&(elemSlots-1)] * int64(n)
 }
 
 // Copy is the cost of a DMA copy of n bytes (rounded up to whole KiB/16

@@ -190,7 +190,7 @@ func TestBandwidthUnits(t *testing.T) {
 	for _, tc := range []struct {
 		d     wire.DType
 		ratio float64
-	}{{wire.Int16, 2}, {wire.Int8, 4}, {wire.Float32, 1}, {wire.Float64, 0.5}, {wire.BFloat16, 1}} {
+	}{{wire.Int16, 2}, {wire.Int8, 4}, {wire.Float32, 1}, {wire.Float64, 0.5}, {wire.BFloat16, 1}, {wire.Float16, 1}} {
 		q := p
 		q.DType, q.CyclesPerPacket = tc.d, 0
 		if got := Evaluate(q, Single).ElementsPerS / r.ElementsPerS; math.Abs(got-tc.ratio) > 1e-12 {

@@ -217,8 +217,9 @@ func (p Params) Resolve() Params {
 // times elements per packet. Every type up to 32 bits costs one cycle per
 // byte (4 per int32/float32 element; packed-SIMD lanes do two int16 or four
 // int8 in the same sequence), 64-bit types two 32-bit sequences per element,
-// bfloat16 (widened to float32) four cycles per element. So L = 1024 cycles
-// per 1 KiB packet for every type except bfloat16 (2048), and the
+// bfloat16 and float16 (widened to float32) four cycles per element. So
+// L = 1024 cycles per 1 KiB packet for every type except the 16-bit floats
+// (2048), and the
 // elements aggregated per second scale with 4/size (Figure 11, right).
 func derivedPacketCycles(d wire.DType, packetBytes int) float64 {
 	if !d.Valid() || packetBytes <= 0 {
@@ -271,7 +272,7 @@ func (p Params) Validate() error {
 	case !(p.ClockHz > 0 && p.ClockHz <= MaxClockHz):
 		return bad("ClockHz", p.ClockHz, fmt.Sprintf("in (0, %g]", MaxClockHz))
 	case !p.DType.Valid():
-		return bad("DType", p.DType, "one of int8, int16, int32, int64, float32, float64, bfloat16")
+		return bad("DType", p.DType, "one of int8, int16, int32, int64, float32, float64, bfloat16, float16")
 	case p.PacketBytes < MinPacketBytes || p.PacketBytes > MaxPacketBytes || p.PacketBytes%p.DType.Size() != 0:
 		return bad("PacketBytes", p.PacketBytes, fmt.Sprintf("a multiple of %d (the %s size) in %d..%d", p.DType.Size(), p.DType, MinPacketBytes, MaxPacketBytes))
 	case !(p.CyclesPerPacket >= 0) || math.IsInf(p.CyclesPerPacket, 0):

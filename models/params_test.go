@@ -45,10 +45,11 @@ func TestPresets(t *testing.T) {
 }
 
 // TestPacketCycles checks L per dtype against hpu.PsPINCost: one cycle per
-// byte up to 32 bits and for 64-bit types, two per byte for bfloat16.
+// byte up to 32 bits and for 64-bit types, two per byte for bfloat16 and
+// float16.
 func TestPacketCycles(t *testing.T) {
 	want := map[wire.DType]float64{wire.Int8: 1024, wire.Int16: 1024, wire.Int32: 1024, wire.Float32: 1024,
-		wire.Int64: 1024, wire.Float64: 1024, wire.BFloat16: 2048}
+		wire.Int64: 1024, wire.Float64: 1024, wire.BFloat16: 2048, wire.Float16: 2048}
 	p := mustPreset(t, PresetFlare)
 	for _, d := range wire.DTypes {
 		p.DType, p.CyclesPerPacket = d, 0

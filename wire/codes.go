@@ -56,14 +56,15 @@ const (
 	Float32  DType = 5
 	Float64  DType = 6
 	BFloat16 DType = 7 // stored as uint16 (upper half of a float32), summed in float32, rounded to nearest even
-	dtypeMax       = BFloat16
+	Float16  DType = 8 // IEEE 754 binary16 as a uint16, summed in float32, rounded to nearest even
+	dtypeMax       = Float16
 )
 
-var dtypeNames = [...]string{"", "int8", "int16", "int32", "int64", "float32", "float64", "bfloat16"}
-var dtypeSizes = [...]int{0, 1, 2, 4, 8, 4, 8, 2}
+var dtypeNames = [...]string{"", "int8", "int16", "int32", "int64", "float32", "float64", "bfloat16", "float16"}
+var dtypeSizes = [...]int{0, 1, 2, 4, 8, 4, 8, 2, 2}
 
 // DTypes lists every element type, in code order.
-var DTypes = []DType{Int8, Int16, Int32, Int64, Float32, Float64, BFloat16}
+var DTypes = []DType{Int8, Int16, Int32, Int64, Float32, Float64, BFloat16, Float16}
 
 // Valid reports whether d is a known element type.
 func (d DType) Valid() bool { return d >= Int8 && d <= dtypeMax }
@@ -77,7 +78,9 @@ func (d DType) Size() int {
 }
 
 // IsFloat reports whether d is a floating-point type.
-func (d DType) IsFloat() bool { return d == Float32 || d == Float64 || d == BFloat16 }
+func (d DType) IsFloat() bool {
+	return d == Float32 || d == Float64 || d == BFloat16 || d == Float16
+}
 
 // String returns the lower-case name ("float32").
 func (d DType) String() string {
@@ -94,7 +97,7 @@ func ParseDType(s string) (DType, error) {
 			return d, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown dtype %q (allowed: int8, int16, int32, int64, float32, float64, bfloat16)", s)
+	return 0, fmt.Errorf("unknown dtype %q (allowed: int8, int16, int32, int64, float32, float64, bfloat16, float16)", s)
 }
 
 // Op is the reduction operator.

@@ -158,8 +158,8 @@ func FuzzPairs(f *testing.F) {
 	addSeeds(f, "FuzzPairs")
 	f.Fuzz(func(t *testing.T, b []byte, dt byte, count uint32) {
 		orig := bytes.Clone(b)
-		elem := [...]int{1, 2, 4, 8, 4, 8, 2} // int8 .. bfloat16, codes 1..7
-		known := dt >= 1 && dt <= 7
+		elem := [...]int{1, 2, 4, 8, 4, 8, 2, 2} // int8 .. float16, codes 1..8
+		known := dt >= 1 && dt <= 8
 		pairSize := 4
 		if known {
 			pairSize += elem[dt-1]

@@ -99,7 +99,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"flag bit 4", set(data, OffFlags, 0, 0x10), ErrFlags},
 		{"flag bit 15", set(data, OffFlags, 0x80, 0), ErrFlags},
 		{"data dtype 0", set(data, OffDType, 0), ErrDType},
-		{"data dtype 8", set(data, OffDType, 8), ErrDType},
+		{"data dtype 9", set(data, OffDType, 9), ErrDType},
 		{"join dtype 0", set(seeds["join"], OffDType, 0), ErrDType},
 		{"leave dtype 200", set(seeds["leave"], OffDType, 200), ErrDType},
 		{"data op 0", set(data, OffOp, 0), ErrOp},

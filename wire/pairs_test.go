@@ -90,7 +90,7 @@ func TestParsePairsRejects(t *testing.T) {
 		{"huge count", payload, Float32, math.MaxUint32, ErrLength},
 		{"not whole pairs", payload[:len(payload)-1], Float32, 3, ErrLength},
 		{"unknown dtype", payload, DType(0), 3, ErrDType},
-		{"unknown dtype 8", payload, DType(8), 3, ErrDType},
+		{"unknown dtype 9", payload, DType(9), 3, ErrDType},
 	}
 	for _, tc := range cases {
 		if _, err := ParsePairs(tc.payload, tc.dt, tc.count); !errors.Is(err, tc.want) {

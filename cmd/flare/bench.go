@@ -65,7 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sizes := fs.StringSlice("bytes", []string{"1MiB", "16MiB"}, "vector sizes per rank, comma-separated")
 	paths := fs.StringSlice("paths", []string{"switch", "ring", "relay"}, "what to measure: switch, ring, relay")
 	fs.StringVar(&c.sw, "switch", "", "a running switch daemon HOST:PORT (default: one embedded in this process)")
-	dtype := fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64 or bfloat16")
+	dtype := fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64, bfloat16 or float16")
 	op := fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
 	fs.StringVar(&c.algo, "algo", "auto", "the switch's design: auto, single, multi2, multi4 or tree")
 	fs.IntVar(&c.iters, "iters", 5, "measured calls per row")

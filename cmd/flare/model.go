@@ -94,7 +94,7 @@ func addParamFlagsTreeM(fs *pflag.FlagSet, copies bool, treeM string) *paramFlag
 	fs.StringVar(&f.preset, "preset", models.PresetFlare,
 		"flare (the paper's switch: 64 clusters x 8 cores, 64 hosts) or pspin (one PsPIN unit: 4 x 8 cores, 8 hosts)")
 	fs.IntVar(&f.hosts, "hosts", 0, "hosts P (default: the preset's)")
-	fs.StringVar(&f.dtype, "dtype", "int32", "element type: int8, int16, int32, int64, float32, float64 or bfloat16")
+	fs.StringVar(&f.dtype, "dtype", "int32", "element type: int8, int16, int32, int64, float32, float64, bfloat16 or float16")
 	fs.IntVar(&f.clusters, "clusters", 0, "clusters of the switch (default: the preset's)")
 	fs.IntVar(&f.subset, "subset", 0, "S, the cores of a cluster that may run the packets of one block (default: all)")
 	fs.IntVar(&f.window, "window", 0, "blocks in flight per host, the stagger group (default: the whole vector)")

@@ -29,6 +29,7 @@ func TestE2ESparse(t *testing.T) {
 		{2, true, []string{"--storage", "array", "--density", "0.001", "--dtype", "int8", "--op", "min", "--overlap", "1"}},
 		{8, false, []string{"--storage", "hash", "--density", "0.5", "--dtype", "bfloat16", "--op", "sum", "--overlap", "0"}},
 		{1, false, []string{"--storage", "hash", "--density", "0.05", "--dtype", "int64", "--op", "sum"}},
+		{3, false, []string{"--storage", "array", "--density", "0.1", "--dtype", "float16", "--op", "sum"}},
 	} {
 		job++
 		if raceEnabled && tc.world > 4 || raceEnabled && tc.args[3] == "0.2" {

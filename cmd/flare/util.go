@@ -27,6 +27,12 @@ func putValue(dt wire.DType, b []byte, v int64) {
 		binary.LittleEndian.PutUint64(b, math.Float64bits(float64(v)))
 	case wire.BFloat16:
 		binary.LittleEndian.PutUint16(b, uint16(handlers.BFloat16From(float32(v))))
+	case wire.Float16:
+		binary.LittleEndian.PutUint16(b, uint16(handlers.Float16From(float32(v))))
+	default:
+		// The flags admit only wire.ParseDType's dtypes: one missing
+		// here would leave zeros that a verification could not catch.
+		panic("putValue: no encoding for " + dt.String())
 	}
 }
 

@@ -14,8 +14,8 @@ local codes = { [1] = "refused-memory", [2] = "bad-request", [3] = "job-mismatch
                 [5] = "too-many-jobs", [6] = "timeout", [7] = "unknown-job", [8] = "internal",
                 [9] = "waiting", [10] = "aborted" }
 local dtypes = { [1] = "int8", [2] = "int16", [3] = "int32", [4] = "int64",
-                 [5] = "float32", [6] = "float64", [7] = "bfloat16" }
-local dsizes = { [1] = 1, [2] = 2, [3] = 4, [4] = 8, [5] = 4, [6] = 8, [7] = 2 }
+                 [5] = "float32", [6] = "float64", [7] = "bfloat16", [8] = "float16" }
+local dsizes = { [1] = 1, [2] = 2, [3] = 4, [4] = 8, [5] = 4, [6] = 8, [7] = 2, [8] = 2 }
 local ops = { [1] = "sum", [2] = "min", [3] = "max", [4] = "prod", [5] = "and", [6] = "or", [7] = "xor" }
 local algos = { [0] = "auto", [1] = "single", [2] = "multi", [3] = "tree" }
 local storages = { [0] = "dense", [1] = "hash", [2] = "array" }

@@ -34,8 +34,8 @@
 
 enum { N = 3000 }; /* elements of each dense vector: several packets of every dtype */
 
-static const char *dtype_names[] = {"", "int8", "int16", "int32", "int64", "float32", "float64", "bfloat16"};
-static const size_t dtype_sizes[] = {0, 1, 2, 4, 8, 4, 8, 2};
+static const char *dtype_names[] = {"", "int8", "int16", "int32", "int64", "float32", "float64", "bfloat16", "float16"};
+static const size_t dtype_sizes[] = {0, 1, 2, 4, 8, 4, 8, 2, 2};
 static const char *op_names[] = {"", "sum", "min", "max", "prod", "and", "or", "xor"};
 
 static const char *sw;
@@ -48,7 +48,8 @@ static void die(const char *what, int code) {
 }
 
 /* input is rank r's element i for op: small integers, exact in every dtype
- * (bfloat16 holds integers up to 256 exactly), so the results are exact. */
+ * (bfloat16 holds integers up to 256 exactly, float16 up to 2048), so the
+ * results are exact. */
 static int64_t input(int op, int r, int i) {
     switch (op) {
     case FLARE_PROD:
@@ -87,6 +88,34 @@ static float from_bf16(uint16_t h) {
     return f;
 }
 
+/* float16 is IEEE 754 binary16: 1 sign, 5 exponent (bias 15) and 10
+ * fraction bits. Written out so the example needs no _Float16 support; the
+ * encoder only rebiases the exponent and keeps the top fraction bits, which
+ * is exact for the small integers here (0 and normal numbers), not a
+ * rounding conversion. */
+static uint16_t to_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
+    if ((u & 0x7fffffff) == 0) return sign;
+    return (uint16_t)(sign | ((u >> 23 & 0xff) - 127 + 15) << 10 | (u >> 13 & 0x3ff));
+}
+
+static float from_f16(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = h >> 10 & 0x1f, frac = h & 0x3ff, u;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000 | frac << 13; /* Inf or NaN */
+    } else if (exp == 0) {
+        float f = (float)frac / 16777216.0f; /* zero or subnormal: frac units of 2^-24 */
+        return sign ? -f : f;
+    } else {
+        u = sign | (exp - 15 + 127) << 23 | frac << 13;
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 static void put(int dtype, void *buf, int i, int64_t v) {
     switch (dtype) {
     case FLARE_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
@@ -96,6 +125,7 @@ static void put(int dtype, void *buf, int i, int64_t v) {
     case FLARE_FLOAT32: ((float *)buf)[i] = (float)v; break;
     case FLARE_FLOAT64: ((double *)buf)[i] = (double)v; break;
     case FLARE_BFLOAT16: ((uint16_t *)buf)[i] = to_bf16((float)v); break;
+    case FLARE_FLOAT16: ((uint16_t *)buf)[i] = to_f16((float)v); break;
     }
 }
 
@@ -107,8 +137,9 @@ static double get(int dtype, const void *buf, int i) {
     case FLARE_INT64: return (double)((const int64_t *)buf)[i];
     case FLARE_FLOAT32: return ((const float *)buf)[i];
     case FLARE_FLOAT64: return ((const double *)buf)[i];
+    case FLARE_BFLOAT16: return from_bf16(((const uint16_t *)buf)[i]);
     }
-    return from_bf16(((const uint16_t *)buf)[i]);
+    return from_f16(((const uint16_t *)buf)[i]);
 }
 
 /* options for the next job: each step of the sequence joins a job of its
@@ -292,7 +323,7 @@ int main(int argc, char **argv) {
     rank = atoi(argv[3]);
     world = atoi(argv[4]);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (int dt = FLARE_INT8; dt <= FLARE_BFLOAT16; dt++) {
+    for (int dt = FLARE_INT8; dt <= FLARE_FLOAT16; dt++) {
         int integer = dt <= FLARE_INT64;
         for (int op = FLARE_SUM; op <= (integer ? FLARE_XOR : FLARE_PROD); op++) dense(dt, op);
     }

@@ -3,9 +3,12 @@ and torch types that hold them."""
 
 __all__ = ["DTYPES", "OPS", "DESIGNS", "dtype_code", "op_code", "supported"]
 
-# flare.h's FLARE_INT8 .. FLARE_BFLOAT16, and their sizes in bytes.
-DTYPES = {"int8": 1, "int16": 2, "int32": 3, "int64": 4, "float32": 5, "float64": 6, "bfloat16": 7}
-SIZES = {1: 1, 2: 2, 3: 4, 4: 8, 5: 4, 6: 8, 7: 2}
+# flare.h's FLARE_INT8 .. FLARE_FLOAT16, and their sizes in bytes. The names
+# are numpy's and torch's: numpy.float16 and torch.float16 (torch.half) are
+# float16; torch.bfloat16 is bfloat16, which numpy lacks.
+DTYPES = {"int8": 1, "int16": 2, "int32": 3, "int64": 4, "float32": 5, "float64": 6, "bfloat16": 7,
+          "float16": 8}
+SIZES = {1: 1, 2: 2, 3: 4, 4: 8, 5: 4, 6: 8, 7: 2, 8: 2}
 NAMES = {v: k for k, v in DTYPES.items()}
 
 # FLARE_SUM .. FLARE_XOR; codes 128..255 are the switch's custom ops.
@@ -27,7 +30,8 @@ def supported(dtype, op):
 
 def dtype_code(dt):
     """The code of a dtype given as a name ("float32"), a code, a numpy
-    dtype or type, or a torch dtype (torch.bfloat16 is bfloat16)."""
+    dtype or type, or a torch dtype (torch.bfloat16 is bfloat16, numpy.float16
+    and torch.float16 are float16)."""
     if isinstance(dt, int) and dt in NAMES:
         return dt
     name = dt if isinstance(dt, str) else _name_of(dt)

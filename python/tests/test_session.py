@@ -19,7 +19,8 @@ PAIRS = [(d, o) for d in flare.DTYPES for o in flare.OPS if flare.supported(d, o
 
 
 def inputs(op, r):
-    """Rank r's vector: small integers, exact in every dtype (bfloat16 too)."""
+    """Rank r's vector: small integers, exact in every dtype (bfloat16 and
+    float16 too)."""
     i = np.arange(N, dtype=np.int64)
     if op == "prod":
         return 1 + (r + i) % 2
@@ -40,7 +41,8 @@ def expected(op):
 def test_pairs_cover_the_switch():
     # The switch defines every op on the integers and sum, min, max, prod
     # on the floats (examples/c's Go test checks this against handlers).
-    assert len(PAIRS) == 4 * 7 + 3 * 4
+    assert len(PAIRS) == 4 * 7 + 4 * 4
+    assert flare.DTYPES["float16"] == 8 and flare.dtypes.dtype_code(np.float16) == 8
 
 
 @pytest.mark.parametrize("dtype,op", [p for p in PAIRS if p[0] != "bfloat16"])
@@ -71,16 +73,17 @@ def test_torch_every_dtype_and_op(switch, job, dtype, op):
         assert torch.equal(x, want), (dtype, op)
 
 
-def test_sparse(switch, job):
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_sparse(switch, job, dtype):
     space = 100_000
 
     def rank(r):
         idx = np.arange(0, space, r + 2, dtype=np.uint32)
-        val = np.full(idx.size, r + 1, dtype=np.float32)
-        with flare.Session(switch.addr, job=job, rank=r, world=WORLD, dtype="float32", op="sum",
+        val = np.full(idx.size, r + 1, dtype=dtype)
+        with flare.Session(switch.addr, job=job, rank=r, world=WORLD, dtype=dtype, op="sum",
                            elements=space, sparse=True) as s:
             return s.sparse_allreduce(idx, val)
-    dense = np.zeros(space, dtype=np.float32)
+    dense = np.zeros(space, dtype=dtype)
     present = np.zeros(space, dtype=bool)
     for r in range(WORLD):
         dense[:: r + 2] += r + 1

@@ -71,14 +71,18 @@ def _collectives(rank, world, port, addr, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), FLARE_SWITCH=addr, FLARE_FALLBACK="error")
     import flare.torch  # noqa: F401
     dist.init_process_group("flare", rank=rank, world_size=world)
+    sessions = dist.distributed_c10d._get_default_group().reducer.sessions
     res = {}
     for op in ("SUM", "MIN", "MAX", "PRODUCT", "AVG"):
-        for dt in (torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int8):
+        for dt in (torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int8):
             if op == "AVG" and not dt.is_floating_point:
                 continue
             t = (torch.arange(1000) % 3 + rank + 1).to(dt)
             dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
             res[(op, str(dt))] = t
+            # the switch's job for (dtype, op, numel), not gloo, reduced it
+            key = (str(dt).replace("torch.", ""), "sum" if op == "AVG" else op.lower().replace("product", "prod"), 1000)
+            res[("via", op, str(dt))] = key in sessions
     t = torch.full((5,), float(rank))
     dist.broadcast(t, src=2)
     res["broadcast"] = t
@@ -89,9 +93,10 @@ def _collectives(rank, world, port, addr, out):
     h = torch.ones(4, 6).t()  # not contiguous
     dist.all_reduce(h)
     res["noncontiguous"] = h
-    f16 = torch.ones(8, dtype=torch.float16)  # no float16 on the switch: gloo
-    dist.all_reduce(f16)
-    res["float16"] = f16
+    u8 = torch.ones(8, dtype=torch.uint8)  # no uint8 on the switch: gloo
+    dist.all_reduce(u8)
+    res["uint8"] = u8
+    res["uint8 via"] = any(k[0] == "uint8" for k in sessions)
     if rank == 0:
         torch.save(res, out)
     dist.destroy_process_group()
@@ -106,9 +111,10 @@ def test_collectives(switch, tmp_path):
     inputs = [base + r + 1 for r in range(3)]
     want = {"SUM": sum(inputs), "MIN": base + 1, "MAX": base + 3, "PRODUCT": inputs[0] * inputs[1] * inputs[2],
             "AVG": sum(inputs) / 3}
-    for (op, dt), t in ((k, v) for k, v in res.items() if isinstance(k, tuple)):
+    for (op, dt), t in ((k, v) for k, v in res.items() if isinstance(k, tuple) and len(k) == 2):
         assert torch.equal(t, want[op].to(t.dtype)), (op, dt)
+        assert res[("via", op, dt)], f"{op} on {dt} did not go through the switch"
     assert torch.equal(res["broadcast"], torch.full((5,), 2.0))
     assert torch.equal(res["allgather"], torch.tensor([0.0, 0, 1, 1, 2, 2]))
     assert torch.equal(res["noncontiguous"], torch.full((6, 4), 3.0))
-    assert torch.equal(res["float16"], torch.full((8,), 3.0, dtype=torch.float16))
+    assert torch.equal(res["uint8"], torch.full((8,), 3, dtype=torch.uint8)) and not res["uint8 via"]

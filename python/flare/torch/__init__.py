@@ -6,7 +6,7 @@
 allreduce (SUM, MIN, MAX, PRODUCT, BAND/BOR/BXOR on integers, AVG as SUM
 then a division) goes through the Flare switch named by FLARE_SWITCH;
 broadcast, allgather, barrier and everything else go through an inner gloo
-group, as do dtypes the switch lacks (float16, bool, uint8). When the
+group, as do dtypes the switch lacks (bool, uint8, complex). When the
 switch refuses a job or cannot be reached, the ranks agree to fall back to
 gloo for good, with one warning (FLARE_FALLBACK=gloo, the default) or
 raise (FLARE_FALLBACK=error). docs/PYTORCH.md has the configuration.
