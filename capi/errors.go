@@ -50,6 +50,8 @@ func codeOf(err error, joining bool) C.int {
 		return C.FLARE_ECLOSED
 	case errors.Is(err, hostlib.ErrTimeout):
 		return C.FLARE_ETIMEOUT
+	case errors.Is(err, hostlib.ErrAborted):
+		return C.FLARE_EABORTED
 	case errors.As(err, &se):
 		if joining {
 			return C.FLARE_EREFUSED

@@ -104,7 +104,9 @@ enum {
     FLARE_ESWITCH = 5,   /* the switch failed the job during a call */
     FLARE_ECLOSED = 6,   /* the session was closed (by flare_close on another thread) */
     FLARE_EFORK = 7,     /* called in a child forked after the library was loaded */
-    FLARE_EIO = 8        /* a socket or other system error */
+    FLARE_EIO = 8,       /* a socket or other system error */
+    FLARE_EABORTED = 9   /* another member's call failed and it aborted the job for everyone; the message names
+                          * that rank and why (for its timeout, the ranks the switch waits for): close and join again */
 };
 
 /*
@@ -189,7 +191,9 @@ int flare_join(const flare_options *opts, flare_session *out);
 /* flare_allreduce reduces buf across every rank in place: count elements of
  * dtype, which must be the job's elements and dtype, with op, the job's op.
  * On FLARE_ETIMEOUT the message says which blocks are missing and which
- * ranks the switch waits for. After any failure buf holds a mix of input
+ * ranks the switch waits for; on FLARE_EABORTED another rank failed first
+ * (often its own timeout, a moment earlier) and the message carries its
+ * reason, with the ranks the switch waits for. After any failure buf holds a mix of input
  * and result and the ranks may be out of step: close and join again. */
 int flare_allreduce(flare_session s, void *buf, size_t count, int dtype, int op);
 

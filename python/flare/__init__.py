@@ -14,7 +14,7 @@ on first use; in a child forked after that it raises ForkError.
 """
 
 from .errors import (FlareError, InvalidArgumentError, HandleError, RefusedError, TimeoutError,
-                     SwitchError, ClosedError, ForkError, FlareOSError)
+                     SwitchError, ClosedError, ForkError, FlareOSError, AbortedError)
 from .dtypes import DTYPES, OPS, DESIGNS, supported
 from .session import Session, Stats, Info
 from ._lib import version
@@ -22,5 +22,5 @@ from ._lib import version
 __all__ = [
     "Session", "Stats", "Info", "version", "DTYPES", "OPS", "DESIGNS", "supported",
     "FlareError", "InvalidArgumentError", "HandleError", "RefusedError", "TimeoutError",
-    "SwitchError", "ClosedError", "ForkError", "FlareOSError",
+    "SwitchError", "ClosedError", "ForkError", "FlareOSError", "AbortedError",
 ]

@@ -9,11 +9,11 @@ import re
 
 __all__ = [
     "FlareError", "InvalidArgumentError", "HandleError", "RefusedError", "TimeoutError",
-    "SwitchError", "ClosedError", "ForkError", "FlareOSError",
+    "SwitchError", "ClosedError", "ForkError", "FlareOSError", "AbortedError",
 ]
 
 # Result codes of flare.h.
-OK, EINVAL, EHANDLE, EREFUSED, ETIMEOUT, ESWITCH, ECLOSED, EFORK, EIO = range(9)
+OK, EINVAL, EHANDLE, EREFUSED, ETIMEOUT, ESWITCH, ECLOSED, EFORK, EIO, EABORTED = range(10)
 
 
 class FlareError(Exception):
@@ -64,13 +64,29 @@ class FlareOSError(FlareError, OSError):
     """A socket or other system error."""
 
 
+class AbortedError(FlareError):
+    """Another member's call failed and it aborted the job for every member.
+
+    rank is the rank that aborted (None if the message does not say);
+    ranks lists the ranks the switch waited for when the abort came from
+    that rank's timeout (often a moment before this rank's own). Close the
+    session and join again."""
+
+    def __init__(self, code, message):
+        super().__init__(code, message)
+        m = _ABORTED_BY.search(message)
+        self.rank = int(m.group(1)) if m else None
+        self.ranks = waiting_ranks(message)
+
+
 _CLASSES = {
     EINVAL: InvalidArgumentError, EHANDLE: HandleError, EREFUSED: RefusedError,
     ETIMEOUT: TimeoutError, ESWITCH: SwitchError, ECLOSED: ClosedError,
-    EFORK: ForkError, EIO: FlareOSError,
+    EFORK: ForkError, EIO: FlareOSError, EABORTED: AbortedError,
 }
 
 _WAITS = re.compile(r"waits? for ranks? ([0-9, ]+)")
+_ABORTED_BY = re.compile(r"aborted by rank ([0-9]+)")
 
 
 def waiting_ranks(message):
