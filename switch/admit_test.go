@@ -91,7 +91,7 @@ func TestHugeShapesRefused(t *testing.T) {
 					t.Errorf("refusal %q does not say %q", r.errors[0].Message(), w)
 				}
 			}
-			if n := fx.s.refusals.snapshot()[tc.reason]; n != 1 {
+			if n := fx.s.refusals.get(tc.reason); n != 1 {
 				t.Errorf("refusals %q = %d, want 1", tc.reason, n)
 			}
 			if grow := after.TotalAlloc - before.TotalAlloc; grow > tc.maxHeapGrow {
@@ -216,7 +216,7 @@ func TestHalfJoinedFlood(t *testing.T) {
 	if n := s.pending.order.Len(); n != s.cfg.MaxPendingPerSource {
 		t.Errorf("%d pending jobs after the flood, want the per-source limit %d", n, s.cfg.MaxPendingPerSource)
 	}
-	if n := s.evictions.counts[0].Load(); n != 4000-int64(s.cfg.MaxPendingPerSource) {
+	if n := s.evictions.get(evictSourceLimit); n != 4000-int64(s.cfg.MaxPendingPerSource) {
 		t.Errorf("%d evictions for the source limit, want %d", n, 4000-s.cfg.MaxPendingPerSource)
 	}
 	for i, from := range []netip.AddrPort{fzRank0, netip.AddrPortFrom(flooder.Addr(), 4001)} {
@@ -242,8 +242,8 @@ func TestPendingLimits(t *testing.T) {
 	for i := range 4 { // from 4 sources: the 4th evicts the 1st (MaxPending 3)
 		fx.deliver(src(i), testJoin(uint32(i+1), uint64(i+1), 0, 2, 0))
 	}
-	if s.jobs.get(1) != nil || s.pending.order.Len() != 3 || s.evictions.counts[1].Load() != 1 {
-		t.Errorf("MaxPending 3: job 1 still there %v, %d pending, %d evictions", s.jobs.get(1) != nil, s.pending.order.Len(), s.evictions.counts[1].Load())
+	if s.jobs.get(1) != nil || s.pending.order.Len() != 3 || s.evictions.get(evictPendingCap) != 1 {
+		t.Errorf("MaxPending 3: job 1 still there %v, %d pending, %d evictions", s.jobs.get(1) != nil, s.pending.order.Len(), s.evictions.get(evictPendingCap))
 	}
 	// Admitted jobs fill the table: 2, 3 and 4 complete, a 5th is admitted
 	// (the table has room), a 6th finds it full of admitted jobs.
@@ -259,11 +259,11 @@ func TestPendingLimits(t *testing.T) {
 	fx.end(5)
 	fx.deliver(src(7), testJoin(7, 7, 0, 2, 0)) // pending, in the last slot
 	fx.deliver(src(8), testJoin(8, 8, 0, 2, 0)) // the table is full: job 7 makes room
-	if s.jobs.get(7) != nil || s.jobs.get(8) == nil || s.evictions.counts[2].Load() != 1 {
-		t.Errorf("a full table with a pending job: job 7 there %v, job 8 there %v, %d table-full evictions", s.jobs.get(7) != nil, s.jobs.get(8) != nil, s.evictions.counts[2].Load())
+	if s.jobs.get(7) != nil || s.jobs.get(8) == nil || s.evictions.get(evictTableFull) != 1 {
+		t.Errorf("a full table with a pending job: job 7 there %v, job 8 there %v, %d table-full evictions", s.jobs.get(7) != nil, s.jobs.get(8) != nil, s.evictions.get(evictTableFull))
 	}
 	s.reap(time.Now().Add(s.cfg.JoinTimeout + time.Second))
-	if s.jobs.get(8) != nil || s.pending.order.Len() != 0 || s.evictions.counts[3].Load() != 1 {
+	if s.jobs.get(8) != nil || s.pending.order.Len() != 0 || s.evictions.get(evictJoinTimeout) != 1 {
 		t.Errorf("after the join timeout: job 8 there %v, %d pending", s.jobs.get(8) != nil, s.pending.order.Len())
 	}
 	for id := uint32(2); id <= 4; id++ {

@@ -105,28 +105,3 @@ var refusalReasons = func() []string {
 	}
 	return r
 }()
-
-// refusalCounters counts refused joins by reason, answered or not.
-type refusalCounters struct{ counts []atomic.Int64 }
-
-func newRefusalCounters() refusalCounters {
-	return refusalCounters{counts: make([]atomic.Int64, len(refusalReasons))}
-}
-
-func (c *refusalCounters) add(reason string) {
-	for i, r := range refusalReasons {
-		if r == reason {
-			c.counts[i].Add(1)
-			return
-		}
-	}
-	panic("swtch: unknown refusal reason " + reason)
-}
-
-func (c *refusalCounters) snapshot() map[string]int64 {
-	m := make(map[string]int64, len(refusalReasons))
-	for i, r := range refusalReasons {
-		m[r] = c.counts[i].Load()
-	}
-	return m
-}

@@ -103,12 +103,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.memBudget, float64(s.budget.limit))
 	gauge(c.memReserved, float64(s.budget.reserved.Load()))
 	gauge(c.pending, float64(s.pending.n.Load()))
-	for reason, n := range s.refusals.snapshot() {
+	s.refusals.each(func(reason string, n int64) {
 		counter(c.refusals, float64(n), reason)
-	}
-	for i, why := range evictionReasons {
-		counter(c.evictions, float64(s.evictions.counts[i].Load()), why)
-	}
+	})
+	s.evictions.each(func(why string, n int64) {
+		counter(c.evictions, float64(n), why)
+	})
 	for k, n := range s.ioErrors.snapshot() {
 		counter(c.ioErrors, float64(n), k.dir, k.errno)
 	}

@@ -195,16 +195,3 @@ func (s *Switch) fixMembers(j *job) {
 // member: its address (twice: the job's and the live copy), its hosts and
 // stream counts, and its link counters.
 const memberBytes = 2*int64(unsafe.Sizeof(netip.AddrPort{})) + 2*int64(unsafe.Sizeof(int(0))) + int64(unsafe.Sizeof(link{})) + 64
-
-// evictionCounters counts pending jobs ended by the limits.
-type evictionCounters struct{ counts [4]atomic.Int64 }
-
-func (c *evictionCounters) add(why string) {
-	for i, r := range evictionReasons {
-		if r == why {
-			c.counts[i].Add(1)
-			return
-		}
-	}
-	panic("swtch: unknown eviction reason " + why)
-}

@@ -194,7 +194,7 @@ const (
 	refusedMemoryCap    = "memory-cap"
 )
 
-var grantRefusalReasons = [...]string{refusedUnregistered, refusedSource, refusedToken, refusedWorld, refusedMemoryCap}
+var grantRefusalReasons = []string{refusedUnregistered, refusedSource, refusedToken, refusedWorld, refusedMemoryCap}
 
 // registry holds the admission mode, the admin secret and, in registered
 // mode, the registrations. grants is guarded by the job table's lock
@@ -204,14 +204,14 @@ type registry struct {
 	mode         string
 	secret       []byte // the admin bearer secret; nil: the admin port takes no writes
 	grants       map[uint32]*grant
-	count        atomic.Int64                           // len(grants), for the metric
-	refusals     [len(grantRefusalReasons)]atomic.Int64 // by grantRefusalReasons index
-	unauthorized atomic.Int64                           // admin requests refused for want of the bearer
+	count        atomic.Int64    // len(grants), for the metric
+	refusals     *reasonCounters // by grantRefusalReasons
+	unauthorized atomic.Int64    // admin requests refused for want of the bearer
 }
 
 // newRegistry checks the admission settings and reads the admin secret.
 func newRegistry(cfg Config) (*registry, error) {
-	r := &registry{mode: cfg.Admission, grants: map[uint32]*grant{}}
+	r := &registry{mode: cfg.Admission, grants: map[uint32]*grant{}, refusals: newReasonCounters("registry refusal", grantRefusalReasons)}
 	if r.mode == "" {
 		r.mode = AdmissionOpen
 	}
@@ -274,9 +274,7 @@ func (r *registry) authorized(bearer string) bool {
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
-func (r *registry) refused(reason string) {
-	r.refusals[slices.Index(grantRefusalReasons[:], reason)].Add(1)
-}
+func (r *registry) refused(reason string) { r.refusals.add(reason) }
 
 // grantJoin checks a join against the job's registration, before the join
 // touches the job table: in registered mode a join for a job nobody
@@ -354,8 +352,8 @@ func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.registered, prometheus.GaugeValue, float64(c.r.count.Load()))
-	for i, reason := range grantRefusalReasons {
-		ch <- prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, float64(c.r.refusals[i].Load()), reason)
-	}
+	c.r.refusals.each(func(reason string, n int64) {
+		ch <- prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, float64(n), reason)
+	})
 	ch <- prometheus.MustNewConstMetric(c.unauth, prometheus.CounterValue, float64(c.r.unauthorized.Load()))
 }

@@ -235,7 +235,7 @@ func TestAdmissionJoin(t *testing.T) {
 	const member = "10.0.0.1:5000"
 	refusal := func(name, from string, token uint64, world int, code wire.ErrorCode, reason, text string) {
 		t.Helper()
-		before, jobs := s.registry.refusals[indexOf(reason)].Load(), len(s.jobs.all())
+		before, jobs := s.registry.refusals.get(reason), len(s.jobs.all())
 		sent := joinAs(t, s, from, token, 0, world)
 		if len(sent) != 1 || sent[0].hdr.Type != wire.TypeError || sent[0].to != netip.MustParseAddrPort(from) {
 			t.Fatalf("%s: sent %+v, want one Error to %s", name, sent, from)
@@ -246,7 +246,7 @@ func TestAdmissionJoin(t *testing.T) {
 		if n := len(s.jobs.all()); n != jobs {
 			t.Errorf("%s: the refused join left %d jobs in the table, want %d", name, n, jobs)
 		}
-		if got := s.registry.refusals[indexOf(reason)].Load(); got != before+1 {
+		if got := s.registry.refusals.get(reason); got != before+1 {
 			t.Errorf("%s: refusals{reason=%q} = %d, want %d", name, reason, got, before+1)
 		}
 	}
@@ -271,15 +271,6 @@ func TestAdmissionJoin(t *testing.T) {
 	if len(list.Jobs) != 1 || list.Jobs[0].State != stateRunning || list.Jobs[0].Joined != 2 || list.Jobs[0].HeldBytes <= 0 {
 		t.Errorf("GET /v1/jobs = %+v, want job 7 running with 2 members and its quota", list)
 	}
-}
-
-func indexOf(reason string) int {
-	for i, r := range grantRefusalReasons {
-		if r == reason {
-			return i
-		}
-	}
-	panic(reason)
 }
 
 // TestAdmissionMemoryCap: a job whose aggregation buffers exceed its
@@ -307,7 +298,7 @@ func TestAdmissionMemoryCap(t *testing.T) {
 	if n := s.unit.Memory().InUse(); n != 0 {
 		t.Errorf("%d buffers in use after the refused job ended, want 0", n)
 	}
-	if got := s.registry.refusals[indexOf(refusedMemoryCap)].Load(); got != 1 {
+	if got := s.registry.refusals.get(refusedMemoryCap); got != 1 {
 		t.Errorf("refusals{reason=memory-cap} = %d, want 1", got)
 	}
 }

@@ -41,10 +41,10 @@ type Switch struct {
 	boundedWake chan struct{}
 	drops       dropCounters
 	ioErrors    ioErrorCounters
-	refusals    refusalCounters
-	evictions   evictionCounters
-	budget      memBudget   // host memory of all jobs (Config.MaxMemory)
-	pending     pendingJobs // under jobs.mu
+	refusals    *reasonCounters // refused joins, by refusalReasons
+	evictions   *reasonCounters // pending jobs ended by the limits, by evictionReasons
+	budget      memBudget       // host memory of all jobs (Config.MaxMemory)
+	pending     pendingJobs     // under jobs.mu
 	rxPackets   atomic.Int64
 	txPackets   atomic.Int64
 	// blocks completed by jobs that have ended, and their summed latency
@@ -94,7 +94,7 @@ func New(cfg Config) (*Switch, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newRefusalCounters(),
+	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newReasonCounters("refusal", refusalReasons), evictions: newReasonCounters("eviction", evictionReasons),
 		out: make(chan *outPacket, 4096), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
 	s.budget.limit = cfg.MaxMemory
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
