@@ -182,6 +182,9 @@ func (c *cluster) runPath(ctx context.Context, path string, density float64, job
 		})
 	}
 	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return Row{}, fmt.Errorf("stopped: %w", context.Cause(ctx))
+		}
 		return Row{}, err
 	}
 	cpu1 := takeCPU(c.daemonPIDs())
