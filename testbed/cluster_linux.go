@@ -131,7 +131,7 @@ func (c *cluster) addHost(g int, swNS string) error {
 func (c *cluster) addUplink(j, per int) error {
 	n := uplinkNet(j)
 	l := &link{name: "leaf" + strconv.Itoa(j) + "-root", rateBps: c.cfg.UplinkBps,
-		a: end{ns: c.leafNS[j], dev: "up", addr: n + "2"}, b: end{ns: c.rootNS, dev: "l" + strconv.Itoa(j), addr: n + "1"}}
+		a: end{ns: c.leafNS[j], dev: "uplink", addr: n + "2"}, b: end{ns: c.rootNS, dev: "l" + strconv.Itoa(j), addr: n + "1"}}
 	if err := l.create(c.cfg.MTU); err != nil {
 		return err
 	}
