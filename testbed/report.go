@@ -63,6 +63,7 @@ type Row struct {
 	LinkBps     float64 `json:"link_bps"`
 	UplinkBps   float64 `json:"uplink_bps,omitempty"`
 	PacketBytes int     `json:"packet_bytes"`
+	Window      int     `json:"window"` // blocks in flight per host the switch granted
 	Loss        float64 `json:"loss,omitempty"`
 	// IdealS is the link-bound ideal: the frames the busiest host link
 	// must carry for this path (payload and every header) at LinkBps,

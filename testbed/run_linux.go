@@ -206,7 +206,7 @@ func (c *cluster) row(path string, density float64, results []hostResult) Row {
 	a := results[0]
 	r := Row{Path: path, Ranks: a.Ranks, Bytes: a.Bytes, DType: a.DType, Op: a.Op, Algo: a.Algo, Iters: a.Iters,
 		Verified: true, Density: density, Storage: a.Storage, LinkBytesFrom: "tc", Topology: c.cfg.Shape(),
-		LinkBps: c.cfg.LinkBps, PacketBytes: c.cfg.PacketBytes, Loss: c.cfg.Loss}
+		LinkBps: c.cfg.LinkBps, PacketBytes: c.cfg.PacketBytes, Window: c.cfg.Window, Loss: c.cfg.Loss}
 	if c.cfg.Tree() {
 		r.UplinkBps = c.cfg.UplinkBps
 	}

@@ -39,6 +39,8 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	paths := fs.StringSlice("paths", []string{testbed.PathSwitch, testbed.PathRing}, "switch, ring, sparse (in-network, hash), host-sparse")
 	fs.Float64SliceVar(&cfg.Densities, "densities", []float64{0.002, 0.01}, "for the sparse paths: fractions of non-zeros per host")
 	fs.Float64Var(&cfg.Overlap, "overlap", 0.5, "sparse: fraction of a host's indices all hosts share")
+	fs.IntVar(&cfg.Window, "window", 0, "blocks in flight per host the switch grants (0: 1.5 ms of the link's rate, at least 32)")
+	switchArgs := fs.String("switch-args", "", "extra flags for every switch daemon, space-separated (e.g. \"--clusters 2 --cores 4\")")
 	fs.DurationVar(&cfg.Timeout, "timeout", 120*time.Second, "limit of one allreduce call")
 	sweep := fs.String("sweep-link", "", "LO..HI (e.g. 100Mbit..10Gbit): the highest link rate at which in-network time stays within 10% of ideal")
 	sweepPackets := fs.StringSlice("sweep-packets", []string{"1KiB", "8KiB"}, "with --sweep-link: packet sizes")
@@ -65,7 +67,7 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return flagError("--packet", err)
 	}
-	cfg.PacketBytes, cfg.Paths = int(pb), *paths
+	cfg.PacketBytes, cfg.Paths, cfg.SwitchArgs = int(pb), *paths, strings.Fields(*switchArgs)
 	if *tree != "" {
 		shape, err := parseTreeShape(*tree)
 		if err != nil {
@@ -111,8 +113,8 @@ func parseFraction(s string) (float64, error) {
 
 func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
 	r0 := rows[0]
-	fmt.Fprintf(w, "Flare testbed: %s hosts (%d), %s per host, %s links, %d-byte packets, loss %g\n", r0.Topology, r0.Ranks,
-		formatSize(r0.Bytes), testbed.FormatRate(r0.LinkBps), r0.PacketBytes, r0.Loss)
+	fmt.Fprintf(w, "Flare testbed: %s hosts (%d), %s per host, %s links, %d-byte packets, window %d blocks, loss %g\n", r0.Topology, r0.Ranks,
+		formatSize(r0.Bytes), testbed.FormatRate(r0.LinkBps), r0.PacketBytes, r0.Window, r0.Loss)
 	if r0.UplinkBps > 0 {
 		fmt.Fprintf(w, "uplinks (leaf-root) %s\n", testbed.FormatRate(r0.UplinkBps))
 	}
