@@ -22,8 +22,9 @@ const (
 	// BusyCPU is the machine's busy share (all CPUs, every process) at
 	// which the box counts as saturated during a run.
 	BusyCPU = 0.90
-	// BusyProcess is the CPU seconds per second one daemon used at which
-	// it counts as saturated (its reader is one thread).
+	// BusyProcess is the CPU seconds per second one daemon or host used
+	// at which it counts as saturated (a host runs one thread; a daemon's
+	// reader is one).
 	BusyProcess = 0.90
 )
 
@@ -80,9 +81,12 @@ type Row struct {
 	// second one switch daemon used.
 	CPUBusy   float64 `json:"cpu_busy"`
 	SwitchCPU float64 `json:"switch_cpu"`
+	// HostCPU is the most CPU seconds per second one host process used
+	// over its life (join and leave included; hosts run GOMAXPROCS=1).
+	HostCPU float64 `json:"host_cpu"`
 	// CPUBound: slower than IdealSlack × IdealS while the machine was
-	// saturated (CPUBusy >= BusyCPU) or a daemon was (SwitchCPU >=
-	// BusyProcess).
+	// saturated (CPUBusy >= BusyCPU) or a daemon or host was (SwitchCPU
+	// or HostCPU >= BusyProcess).
 	CPUBound bool       `json:"cpu_bound"`
 	Links    []LinkStat `json:"links"`
 }
@@ -175,5 +179,5 @@ func (c *Config) ideal(r *Row, model map[string]models.CollectiveRow) {
 
 // cpuBound applies the rule of Row.CPUBound.
 func (r *Row) cpuBound() bool {
-	return r.OfIdeal > IdealSlack && (r.CPUBusy >= BusyCPU || r.SwitchCPU >= BusyProcess)
+	return r.OfIdeal > IdealSlack && (r.CPUBusy >= BusyCPU || r.SwitchCPU >= BusyProcess || r.HostCPU >= BusyProcess)
 }
