@@ -24,7 +24,7 @@ const (
 // rate in frames, at least MinWindow blocks.
 const (
 	WindowTime = 1500 * time.Microsecond
-	MinWindow  = 32
+	MinWindow  = 8
 )
 
 // Limits of a run.
@@ -55,15 +55,16 @@ type Config struct {
 	Timeout         time.Duration
 	MTU             int    // of every veth (0: 9000, so 8 KiB packets are not fragmented)
 	Exe             string // the flare binary every daemon and host runs
-	// Window is the blocks in flight per host the switch grants (0: the
-	// link's rate times WindowTime, in packets, and at least MinWindow).
-	// The daemon cannot know the link's rate, so the testbed sizes it:
-	// enough to keep the link busy through the switch's turnaround, and
-	// small, since every block in flight is one a host's stall on this
-	// shared box leaves the others waiting on (measured: at 200 Mbit/s
-	// with 4 hosts, 64 blocks ran 1.3 to 1.5× ideal, 100 blocks 1.6 to
-	// 1.7×, 400 blocks 3.2 to 3.5× with 80,000 spurious retransmissions,
-	// 24 to 32 blocks 1.07 to 1.27×).
+	// Window is the blocks in flight per host the switch grants (0:
+	// WindowTime of the link's rate, in frames, and at least MinWindow).
+	// The daemon cannot know the link's rate, so the testbed sizes it in
+	// time: enough to keep the link busy through the switch's turnaround,
+	// and short, since the queue a window builds at the host's own link
+	// adds to the round trip the hosts' retransmission timeout (20 ms at
+	// least) waits on. Measured on this shared 2-core box, 4 hosts at
+	// 200 Mbit/s, 16 MiB: 32 blocks (1.4 ms) 1.00× ideal, 128 blocks 1.28×,
+	// 512 blocks 2.65× with 317,000 spurious retransmissions; 8 hosts at
+	// 1 Gbit/s: 170 blocks 4.9×, 1024 blocks 20× (1.4 million).
 	Window int
 	// SwitchArgs are extra flags for every `flare switch` (e.g. --clusters).
 	SwitchArgs []string
