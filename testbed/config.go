@@ -21,11 +21,21 @@ const (
 )
 
 // The window sized from the link's rate (Config.Window): WindowTime of the
-// rate in frames, at least MinWindow blocks.
+// rate in frames, at least MinWindow blocks, but never more than
+// MaxQueueTime of the rate (and at least 4 blocks).
 const (
-	WindowTime = 1500 * time.Microsecond
-	MinWindow  = 8
+	WindowTime   = 1500 * time.Microsecond
+	MinWindow    = 32
+	MaxQueueTime = 10 * time.Millisecond
 )
+
+// rateWindow is the window for the link's rate and the packet size.
+func (c *Config) rateWindow() int {
+	frames := func(d time.Duration) int {
+		return int(c.LinkBps / 8 * d.Seconds() / float64(c.PacketBytes+wire.HeaderLen+udpIPHeaders+ethHeader))
+	}
+	return max(4, min(max(frames(WindowTime), MinWindow), frames(MaxQueueTime)))
+}
 
 // Limits of a run.
 const (
@@ -56,15 +66,17 @@ type Config struct {
 	MTU             int    // of every veth (0: 9000, so 8 KiB packets are not fragmented)
 	Exe             string // the flare binary every daemon and host runs
 	// Window is the blocks in flight per host the switch grants (0:
-	// WindowTime of the link's rate, in frames, and at least MinWindow).
-	// The daemon cannot know the link's rate, so the testbed sizes it in
-	// time: enough to keep the link busy through the switch's turnaround,
-	// and short, since the queue a window builds at the host's own link
-	// adds to the round trip the hosts' retransmission timeout (20 ms at
-	// least) waits on. Measured on this shared 2-core box, 4 hosts at
-	// 200 Mbit/s, 16 MiB: 32 blocks (1.4 ms) 1.00× ideal, 128 blocks 1.28×,
-	// 512 blocks 2.65× with 317,000 spurious retransmissions; 8 hosts at
-	// 1 Gbit/s: 170 blocks 4.9×, 1024 blocks 20× (1.4 million).
+	// rateWindow). The daemon cannot know the link's rate, so the testbed
+	// sizes it in time: enough to keep the link busy through the
+	// switches' turnaround, and short, since a window beyond what the
+	// daemon's queues turn around sets off retransmissions that feed on
+	// themselves. Measured on this shared 2-core box: 4 hosts at
+	// 200 Mbit/s, 16 MiB: 32 blocks (1.4 ms) 1.00× ideal, 128 blocks
+	// 1.28×, 512 blocks 2.65× with 317,000 retransmissions; 8 hosts at
+	// 1 Gbit/s: 170 blocks 4.9×, 1024 blocks 20× (1.4 million); a 4x4
+	// tree at 50 Mbit/s: 8 blocks 5.3×, 32 blocks 1.33×, 128 blocks 10×;
+	// 32 blocks of 8 KiB at 100 Mbit/s (21 ms of the link, over the
+	// hosts' 20 ms timeout) 1.72×.
 	Window int
 	// SwitchArgs are extra flags for every `flare switch` (e.g. --clusters).
 	SwitchArgs []string
@@ -111,8 +123,7 @@ func (c Config) withDefaults() Config {
 		c.MTU = 9000
 	}
 	if c.Window == 0 {
-		frame := float64(c.PacketBytes + wire.HeaderLen + udpIPHeaders + ethHeader)
-		c.Window = max(MinWindow, int(c.LinkBps/8*WindowTime.Seconds()/frame))
+		c.Window = c.rateWindow()
 	}
 	if c.Tree() && c.UplinkBps == 0 {
 		c.UplinkBps = c.LinkBps

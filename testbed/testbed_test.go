@@ -112,3 +112,22 @@ func TestIdeal(t *testing.T) {
 		t.Error("1.3× ideal on an idle machine: CPU-bound")
 	}
 }
+
+func TestRateWindow(t *testing.T) {
+	for _, tc := range []struct {
+		rate   float64
+		packet int
+		want   int
+	}{
+		{100e6, 1024, 32},  // 1.5 ms is 17 frames: the floor
+		{100e6, 8192, 15},  // 32 would be 21 ms of the link: 10 ms
+		{1e9, 1024, 170},   // 1.5 ms
+		{1e6, 8192, 4},     // the last floor
+		{10e9, 8192, 1817}, // 1.5 ms
+	} {
+		c := Config{LinkBps: tc.rate, PacketBytes: tc.packet}
+		if got := c.rateWindow(); got != tc.want {
+			t.Errorf("%s, %d-byte packets: window %d, want %d", FormatRate(tc.rate), tc.packet, got, tc.want)
+		}
+	}
+}

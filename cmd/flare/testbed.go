@@ -39,7 +39,7 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	paths := fs.StringSlice("paths", []string{testbed.PathSwitch, testbed.PathRing}, "switch, ring, sparse (in-network, hash), host-sparse")
 	fs.Float64SliceVar(&cfg.Densities, "densities", []float64{0.002, 0.01}, "for the sparse paths: fractions of non-zeros per host")
 	fs.Float64Var(&cfg.Overlap, "overlap", 0.5, "sparse: fraction of a host's indices all hosts share")
-	fs.IntVar(&cfg.Window, "window", 0, "blocks in flight per host the switch grants (0: 1.5 ms of the link's rate, at least 8)")
+	fs.IntVar(&cfg.Window, "window", 0, "blocks in flight per host the switch grants (0: 1.5 ms of the link's rate, at least 32, at most 10 ms of it)")
 	switchArgs := fs.String("switch-args", "", "extra flags for every switch daemon, space-separated (e.g. \"--clusters 2 --cores 4\")")
 	fs.DurationVar(&cfg.Timeout, "timeout", 120*time.Second, "limit of one allreduce call")
 	sweep := fs.String("sweep-link", "", "LO..HI (e.g. 100Mbit..10Gbit): the highest link rate at which in-network time stays within 10% of ideal")
