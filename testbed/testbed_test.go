@@ -119,11 +119,11 @@ func TestRateWindow(t *testing.T) {
 		packet int
 		want   int
 	}{
-		{100e6, 1024, 32},  // 1.5 ms is 17 frames: the floor
-		{100e6, 8192, 15},  // 32 would be 21 ms of the link: 10 ms
-		{1e9, 1024, 170},   // 1.5 ms
-		{1e6, 8192, 4},     // the last floor
-		{10e9, 8192, 1817}, // 1.5 ms
+		{100e6, 1024, 32}, // 1.5 ms is 17 frames: the floor
+		{100e6, 8192, 15}, // 32 would be 21 ms of the link: 10 ms
+		{1e9, 1024, 170},  // 1.5 ms
+		{1e6, 8192, 4},    // the last floor
+		{10e9, 8192, 226}, // 1.5 ms
 	} {
 		c := Config{LinkBps: tc.rate, PacketBytes: tc.packet}
 		if got := c.rateWindow(); got != tc.want {
