@@ -73,7 +73,8 @@ type Row struct {
 	// OfIdeal is MedianS / IdealS.
 	OfIdeal float64 `json:"of_ideal"`
 	// ModelS is `flare model collectives` for the same links (payload
-	// only); ModelVsRing its ring time over this path's.
+	// only); ModelVsRing the model's time of VsRing's baseline (the
+	// ring, or host sparse for the sparse paths) over this path's.
 	ModelS      float64 `json:"model_s"`
 	ModelVsRing float64 `json:"model_vs_ring"`
 	// CPUBusy is the machine's busy share over the path's run (all CPUs,
@@ -160,8 +161,12 @@ func (c *Config) ideal(r *Row, model map[string]models.CollectiveRow) {
 		return
 	}
 	r.ModelS = m.TimeS
-	if ring, ok := model[models.AlgRing]; ok && m.TimeS > 0 {
-		r.ModelVsRing = ring.TimeS / m.TimeS
+	base := models.AlgRing // the baseline vs_ring divides by: the ring, or for sparse paths host sparse
+	if r.Path == PathSparse || r.Path == PathHostSparse {
+		base = models.AlgHostSparse
+	}
+	if b, ok := model[base]; ok && m.TimeS > 0 {
+		r.ModelVsRing = b.TimeS / m.TimeS
 	}
 	bw := c.LinkBps / 8
 	r.IdealS = m.TimeS + (c.framing(r.Path, m.HostBytes)-m.HostBytes)/bw
