@@ -82,12 +82,15 @@ type Row struct {
 	// second one switch daemon used.
 	CPUBusy   float64 `json:"cpu_busy"`
 	SwitchCPU float64 `json:"switch_cpu"`
+	// SwitchThreadCPU is the same for the busiest single thread of a
+	// daemon.
+	SwitchThreadCPU float64 `json:"switch_thread_cpu"`
 	// HostCPU is the most CPU seconds per second one host process used
 	// over its life (join and leave included; hosts run GOMAXPROCS=1).
 	HostCPU float64 `json:"host_cpu"`
 	// CPUBound: slower than IdealSlack × IdealS while the machine was
-	// saturated (CPUBusy >= BusyCPU) or a daemon or host was (SwitchCPU
-	// or HostCPU >= BusyProcess).
+	// saturated (CPUBusy >= BusyCPU) or a daemon, one of its threads or a
+	// host was (SwitchCPU, SwitchThreadCPU or HostCPU >= BusyProcess).
 	CPUBound bool       `json:"cpu_bound"`
 	Links    []LinkStat `json:"links"`
 }
@@ -184,5 +187,6 @@ func (c *Config) ideal(r *Row, model map[string]models.CollectiveRow) {
 
 // cpuBound applies the rule of Row.CPUBound.
 func (r *Row) cpuBound() bool {
-	return r.OfIdeal > IdealSlack && (r.CPUBusy >= BusyCPU || r.SwitchCPU >= BusyProcess || r.HostCPU >= BusyProcess)
+	return r.OfIdeal > IdealSlack && (r.CPUBusy >= BusyCPU || r.SwitchCPU >= BusyProcess ||
+		r.SwitchThreadCPU >= BusyProcess || r.HostCPU >= BusyProcess)
 }

@@ -209,7 +209,7 @@ func (c *cluster) runPath(ctx context.Context, path string, density float64, job
 	for _, h := range checked {
 		row.Verified = row.Verified && h.Verified
 	}
-	row.CPUBusy, row.SwitchCPU = cpuUse(cpu0, cpu1)
+	row.CPUBusy, row.SwitchCPU, row.SwitchThreadCPU = cpuUse(cpu0, cpu1)
 	row.HostCPU = cpuHosts
 	c.linkRow(&row, before, after)
 	c.cfg.ideal(&row, c.cfg.modelRows(density))

@@ -122,10 +122,10 @@ func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\tdensity\talgo\tmedian\tideal\tof ideal\tmodel\tvs ring\tmodel vs ring\talgbw\thost↑\thost↓\tretransmits\tcpu busy\tswitch cpu\tcpu-bound\tverified\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f ms\t%.2f ms\t%.2f×\t%.2f ms\t%s\t%s\t%.3f GB/s\t%s\t%s\t%d\t%.0f%%\t%.2f\t%.2f\t%v\t%v\t\n",
+		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f ms\t%.2f ms\t%.2f×\t%.2f ms\t%s\t%s\t%.3f GB/s\t%s\t%s\t%d\t%.0f%%\t%.2f\t%.2f\t%.2f\t%v\t%v\t\n",
 			r.Path, r.Density, r.Algo, r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.ModelS*1e3, ratio(r.VsRing), ratio(r.ModelVsRing),
 			r.AlgbwGBps, humanBytes(int64(r.HostUpBytes)), humanBytes(int64(r.HostDownBytes)), r.Retransmits,
-			r.CPUBusy*100, r.SwitchCPU, r.HostCPU, r.CPUBound, r.Verified)
+			r.CPUBusy*100, r.SwitchCPU, r.SwitchThreadCPU, r.HostCPU, r.CPUBound, r.Verified)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nper link (bytes per call up/down, and utilisation over the median call):")
@@ -145,7 +145,7 @@ func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
 	}
 	fmt.Fprintf(w, "\nmodel: flare model collectives --hosts %d --bytes %s --dtype %s --link-gbps %g --topology %s --overlap %g\n"+
 		"ideal: the model's time with every header the host link carries (Flare/UDP/IP/Ethernet per packet, TCP/IP per segment).\n"+
-		"cpu-bound: slower than %.2f× ideal while the machine was >= %.0f%% busy or a switch daemon or host used >= %.2f CPUs.\n",
+		"cpu-bound: slower than %.2f× ideal while the machine was >= %.0f%% busy or a switch daemon, one of its threads, or a host used >= %.2f CPUs.\n",
 		cfg.World(), formatSize(cfg.Bytes), "float32", cfg.LinkBps/1e9, topo, cfg.Overlap,
 		testbed.IdealSlack, testbed.BusyCPU*100, testbed.BusyProcess)
 }
@@ -179,15 +179,15 @@ func testbedSweep(ctx context.Context, cfg testbed.Config, span string, packets 
 	if !asJSON {
 		fmt.Fprintf(stdout, "Flare testbed capacity sweep: %s hosts, %s per host, in-network dense; held = verified and within %.0f%% of ideal\n\n",
 			cfg.Shape(), formatSize(cfg.Bytes), (testbed.IdealSlack-1)*100)
-		fmt.Fprintf(stdout, "%8s %10s %10s %10s %8s %9s %10s %5s\n", "packet", "link", "median", "ideal", "of ideal", "cpu busy", "cpu-bound", "held")
+		fmt.Fprintf(stdout, "%8s %10s %10s %10s %8s %9s %11s %10s %5s\n", "packet", "link", "median", "ideal", "of ideal", "cpu busy", "switch cpu", "cpu-bound", "held")
 	}
 	emit := func(r testbed.SweepRow) {
 		if asJSON {
 			_ = json.NewEncoder(stdout).Encode(r)
 			return
 		}
-		fmt.Fprintf(stdout, "%8d %10s %8.2fms %8.2fms %7.2f× %8.0f%% %10v %5v\n", r.PacketBytes, testbed.FormatRate(r.LinkBps),
-			r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.CPUBusy*100, r.CPUBound, r.Held)
+		fmt.Fprintf(stdout, "%8d %10s %8.2fms %8.2fms %7.2f× %8.0f%% %5.2f/%.2f %10v %5v\n", r.PacketBytes, testbed.FormatRate(r.LinkBps),
+			r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.CPUBusy*100, r.SwitchCPU, r.SwitchThreadCPU, r.CPUBound, r.Held)
 	}
 	caps, err := testbed.Sweep(ctx, cfg, rates, pbs, emit)
 	for _, c := range caps {
