@@ -68,17 +68,8 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return flagError("--packet", err)
 	}
 	cfg.PacketBytes, cfg.Paths, cfg.SwitchArgs = int(pb), *paths, strings.Fields(*switchArgs)
-	if *tree != "" {
-		shape, err := parseTreeShape(*tree)
-		if err != nil {
-			return err
-		}
-		if fs.Changed("hosts") {
-			return fmt.Errorf("--tree with --hosts: give one")
-		}
-		cfg.Leaves, cfg.PerLeaf = shape.leaves, shape.hosts
-	} else if *uplink != "" {
-		return fmt.Errorf("--uplink: only with --tree")
+	if err := setTestbedTree(&cfg, *tree, fs.Changed("hosts"), *uplink != ""); err != nil {
+		return err
 	}
 	if cfg.Exe, err = os.Executable(); err != nil {
 		return fmt.Errorf("cannot find this binary for the daemons and hosts: %w", err)
@@ -95,6 +86,26 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		writeTestbedTable(stdout, cfg, rows)
 	}
 	return err
+}
+
+// setTestbedTree sets the tree's shape from --tree LxH, which --hosts
+// cannot join and --uplink needs.
+func setTestbedTree(cfg *testbed.Config, tree string, hosts, uplink bool) error {
+	if tree == "" {
+		if uplink {
+			return fmt.Errorf("--uplink: only with --tree")
+		}
+		return nil
+	}
+	shape, err := parseTreeShape(tree)
+	if err != nil {
+		return err
+	}
+	if hosts {
+		return fmt.Errorf("--tree with --hosts: give one")
+	}
+	cfg.Leaves, cfg.PerLeaf = shape.leaves, shape.hosts
+	return nil
 }
 
 // parseFraction reads 0.01 or 1%.
