@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build lib python python-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures soak clean
+.PHONY: all build lib python python-test testbed-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures soak clean
 
 all: build
 
@@ -85,6 +85,12 @@ bench-smoke:
 
 demo:
 	$(GO) run ./cmd/flare demo
+
+# The emulated cluster (testbed/, docs/FIGURE15.md): as root with iproute2,
+# the link-bound check (4 hosts at 200 Mbit/s) and the teardown checks
+# alone (make test runs them too, and skips them, saying why, elsewhere).
+testbed-test:
+	$(GO) test ./cmd/flare ./testbed -run 'Testbed|TestParseRate|TestSweepRates|TestValidate|TestIdeal|TestTBF' -count=1 -v
 
 # Five minutes of mixed jobs under 1% kernel-level loss (root: a network
 # namespace with nftables); checks the daemon's memory and goroutines stay

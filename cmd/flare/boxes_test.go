@@ -10,17 +10,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sys/unix"
+
+	"github.com/flare-net/flare/testbed"
 )
 
 // The multi-box harness (docs/TESTING-TREES.md): every "box" is a network
@@ -39,7 +37,6 @@ const (
 	boxNet    = "10.213.77." // box i (from 0) is boxNet + (i+1), /24
 	boxData   = ":7470"      // a box's switch data port
 	boxAdmin  = ":9470"      // and its admin (HTTP) port
-	netnsDir  = "/var/run/netns"
 )
 
 var boxSeq atomic.Int64
@@ -74,13 +71,17 @@ func newBoxes(t *testing.T, labels ...string) *boxes {
 	if len(labels) > 253 {
 		t.Fatalf("%d boxes: the /24 holds 253", len(labels))
 	}
-	sweepStaleBoxes(t)
-	prefix := fmt.Sprintf("%s%d-%d-", boxPrefix, os.Getpid(), boxSeq.Add(1))
+	// Namespaces an aborted earlier run left (its process gone); never
+	// those of a run in progress next to this one.
+	for _, ns := range testbed.SweepStale(boxPrefix) {
+		t.Logf("deleted namespace %s, left by a process that is gone", ns)
+	}
+	prefix := testbed.RunPrefix(boxPrefix, boxSeq.Add(1))
 	bx := &boxes{fabric: prefix + "fabric"}
 	if out, err := exec.Command("ip", "netns", "add", bx.fabric).CombinedOutput(); err != nil {
 		t.Skipf("cannot create a network namespace here: %v: %s", err, out)
 	}
-	t.Cleanup(func() { deleteNS(bx.fabric) })
+	t.Cleanup(func() { _ = testbed.DeleteNamespace(bx.fabric) })
 	ipMust(t, "-n", bx.fabric, "link", "add", "br0", "type", "bridge")
 	ipMust(t, "-n", bx.fabric, "link", "set", "br0", "up")
 	for i, label := range labels {
@@ -88,7 +89,7 @@ func newBoxes(t *testing.T, labels ...string) *boxes {
 		if out, err := exec.Command("ip", "netns", "add", b.name).CombinedOutput(); err != nil {
 			t.Fatalf("ip netns add %s: %v: %s", b.name, err, out)
 		}
-		t.Cleanup(func() { deleteNS(b.name) })
+		t.Cleanup(func() { _ = testbed.DeleteNamespace(b.name) })
 		// Interface names are per namespace: every box's is eth0, its
 		// bridge port v<index> in the fabric.
 		port := "v" + strconv.Itoa(i)
@@ -122,89 +123,10 @@ func ipMust(t *testing.T, args ...string) {
 	}
 }
 
-// deleteNS kills what still runs in the namespace and deletes it (its
-// veth ends go with it, and their peers).
-func deleteNS(name string) {
-	if pids, err := exec.Command("ip", "netns", "pids", name).Output(); err == nil {
-		for _, p := range strings.Fields(string(pids)) {
-			if pid, err := strconv.Atoi(p); err == nil && pid != os.Getpid() {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	}
-	exec.Command("ip", "netns", "delete", name).Run()
-}
-
-// sweepStaleBoxes deletes the namespaces an aborted earlier run left: only
-// ours (flarebox-PID-...), and only where process PID is gone, so a run in
-// progress next to this one is never touched.
-func sweepStaleBoxes(t *testing.T) {
-	out, err := exec.Command("ip", "netns", "list").Output()
-	if err != nil {
-		return
-	}
-	re := regexp.MustCompile(`^` + boxPrefix + `(\d+)-\d+-\S+$`)
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		m := re.FindStringSubmatch(f[0])
-		if m == nil {
-			continue
-		}
-		pid, _ := strconv.Atoi(m[1])
-		if pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue
-		}
-		t.Logf("deleting namespace %s, left by process %d that is gone", f[0], pid)
-		deleteNS(f[0])
-	}
-}
-
-// dial opens a connection from inside the box: a goroutine locked to its
-// OS thread enters the box's namespace, dials, and returns its thread to
-// the namespace it came from; the socket stays in the box whichever thread
-// uses it afterwards. Should the way back fail, the thread stays locked and
-// the runtime ends it with the goroutine rather than reuse a thread in a
-// foreign namespace. (The thread may be the process's main one, which
-// `ip netns pids` reads: deleteNS spares this process all the same.)
+// dial opens a connection from inside the box (testbed.DialIn): the
+// socket stays in the box whichever thread uses it afterwards.
 func (b *box) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		home, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{nil, err}
-			return
-		}
-		defer home.Close()
-		into, err := os.Open(netnsDir + "/" + b.name)
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{nil, err}
-			return
-		}
-		defer into.Close()
-		if err := unix.Setns(int(into.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{nil, fmt.Errorf("entering namespace %s: %w", b.name, err)}
-			return
-		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
+	return testbed.DialIn(ctx, b.name, network, addr)
 }
 
 // get fetches http://ADDR/path from inside the box.

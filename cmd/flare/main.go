@@ -37,6 +37,7 @@ func commands() map[string]command {
 		"switch":    {"run the switch daemon", runSwitch},
 		"allreduce": {"allreduce through a switch (or the host ring) and report the speed", runAllReduce},
 		"version":   {"print the version, commit and Go version", runVersion},
+		"testbed":   {"an emulated cluster on this box: namespaces, shaped veth links, hosts as processes; vs ideal and the model", runTestbed},
 		"token":     {"print a fresh random job token (for allreduce --token or FLARE_TOKEN)", runToken},
 		"decode":    {"print a pcap of Flare packets (flare switch --pcap) as a table", runDecode},
 		"model":     {"the analytic model: choose, sweep, size, collectives, sparse, calibrate", runModel},

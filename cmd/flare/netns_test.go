@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flare-net/flare/testbed"
 )
 
 // lossNS is a fresh network namespace whose kernel drops a share of the
@@ -44,18 +46,7 @@ func newLossNS(t *testing.T, permille int) *lossNS {
 	if out, err := exec.Command("ip", "netns", "add", ns.name).CombinedOutput(); err != nil {
 		t.Skipf("cannot create a network namespace here: %v: %s", err, out)
 	}
-	t.Cleanup(func() {
-		if pids, err := exec.Command("ip", "netns", "pids", ns.name).Output(); err == nil {
-			for _, p := range strings.Fields(string(pids)) {
-				if pid, err := strconv.Atoi(p); err == nil {
-					if proc, err := os.FindProcess(pid); err == nil {
-						proc.Kill()
-					}
-				}
-			}
-		}
-		exec.Command("ip", "netns", "delete", ns.name).Run()
-	})
+	t.Cleanup(func() { _ = testbed.DeleteNamespace(ns.name) })
 	ns.must(t, "ip", "link", "set", "lo", "up")
 	ns.must(t, "nft", "add", "table", "inet", "flareloss")
 	ns.must(t, "nft", "add", "chain", "inet", "flareloss", "out", "{ type filter hook output priority 0; policy accept; }")

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flare-net/flare/testbed"
+)
+
+func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("testbed", "An emulated cluster on this box: a network namespace per host and per switch, veth links\n"+
+		"shaped to --link in each direction (tc tbf on both ends), optional loss per link (nftables);\n"+
+		"the switch daemon(s) in their namespaces, one `flare allreduce` process per host in its own,\n"+
+		"the host ring baseline over the same links. Prints time, algbw, per-link bytes and\n"+
+		"utilisation, the link-bound ideal and the model's prediction for the same links, and whether\n"+
+		"a run was CPU-bound. Needs root and iproute2 (nftables for --loss); everything is removed\n"+
+		"on exit, error or Ctrl-C.",
+		"  flare testbed --hosts 4 --link 200Mbit --bytes 4MiB\n"+
+			"  flare testbed --hosts 8 --link 1Gbit --bytes 16MiB --json\n"+
+			"  flare testbed --tree 4x4 --link 200Mbit --uplink 200Mbit --paths switch,ring,sparse,host-sparse --densities 0.002,0.01\n"+
+			"  flare testbed --hosts 8 --sweep-link 100Mbit..10Gbit --sweep-packets 1KiB,8KiB\n", stdout)
+	cfg := testbed.Config{Log: stderr}
+	fs.IntVar(&cfg.Hosts, "hosts", 8, "hosts P on one switch (2..64)")
+	tree := fs.String("tree", "", "LEAVESxHOSTS (e.g. 4x4): a root and LEAVES leaf switches, HOSTS hosts per leaf")
+	link := fs.String("link", "1Gbit", "every host link's rate, each direction (tc units: 200Mbit, 1Gbit)")
+	uplink := fs.String("uplink", "", "with --tree: every leaf-root link's rate (default: --link)")
+	loss := fs.String("loss", "0", "fraction of packets dropped on every link, each direction: 0.01 or 1%")
+	size := fs.String("bytes", "4MiB", "vector per host")
+	packet := fs.String("packet", "1KiB", "the switch's payload per packet (8..8KiB)")
+	fs.IntVar(&cfg.Iters, "iters", 3, "measured calls per path")
+	fs.IntVar(&cfg.Warmup, "warmup", 1, "unmeasured calls first")
+	paths := fs.StringSlice("paths", []string{testbed.PathSwitch, testbed.PathRing}, "switch, ring, sparse (in-network, hash), host-sparse")
+	fs.Float64SliceVar(&cfg.Densities, "densities", []float64{0.002, 0.01}, "for the sparse paths: fractions of non-zeros per host")
+	fs.Float64Var(&cfg.Overlap, "overlap", 0.5, "sparse: fraction of a host's indices all hosts share")
+	fs.IntVar(&cfg.Window, "window", 0, "blocks in flight per host the switch grants (0: 1.5 ms of the link's rate, at least 32, at most 10 ms of it)")
+	switchArgs := fs.String("switch-args", "", "extra flags for every switch daemon, space-separated (e.g. \"--clusters 2 --cores 4\")")
+	fs.DurationVar(&cfg.Timeout, "timeout", 120*time.Second, "limit of one allreduce call")
+	sweep := fs.String("sweep-link", "", "LO..HI (e.g. 100Mbit..10Gbit): the highest link rate at which in-network time stays within 10% of ideal")
+	sweepPackets := fs.StringSlice("sweep-packets", []string{"1KiB", "8KiB"}, "with --sweep-link: packet sizes")
+	asJSON := fs.Bool("json", false, "print one JSON object per run (flare bench --json's fields, link_bps, ideal_s, cpu_bound)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.LinkBps, err = testbed.ParseRate(*link); err != nil {
+		return flagError("--link", err)
+	}
+	if *uplink != "" {
+		if cfg.UplinkBps, err = testbed.ParseRate(*uplink); err != nil {
+			return flagError("--uplink", err)
+		}
+	}
+	if cfg.Loss, err = parseFraction(*loss); err != nil {
+		return flagError("--loss", err)
+	}
+	if cfg.Bytes, err = parseSize(*size); err != nil {
+		return flagError("--bytes", err)
+	}
+	pb, err := parseSize(*packet)
+	if err != nil {
+		return flagError("--packet", err)
+	}
+	cfg.PacketBytes, cfg.Paths, cfg.SwitchArgs = int(pb), *paths, strings.Fields(*switchArgs)
+	if err := setTestbedTree(&cfg, *tree, fs.Changed("hosts"), *uplink != ""); err != nil {
+		return err
+	}
+	if cfg.Exe, err = os.Executable(); err != nil {
+		return fmt.Errorf("cannot find this binary for the daemons and hosts: %w", err)
+	}
+	if *sweep != "" {
+		return testbedSweep(ctx, cfg, *sweep, *sweepPackets, *asJSON, stdout)
+	}
+	rows, err := testbed.Run(ctx, cfg)
+	if *asJSON {
+		if jerr := writeJSONLines(stdout, rows); jerr != nil {
+			return jerr
+		}
+	} else if len(rows) > 0 {
+		writeTestbedTable(stdout, cfg, rows)
+	}
+	return err
+}
+
+// setTestbedTree sets the tree's shape from --tree LxH, which --hosts
+// cannot join and --uplink needs.
+func setTestbedTree(cfg *testbed.Config, tree string, hosts, uplink bool) error {
+	if tree == "" {
+		if uplink {
+			return fmt.Errorf("--uplink: only with --tree")
+		}
+		return nil
+	}
+	shape, err := parseTreeShape(tree)
+	if err != nil {
+		return err
+	}
+	if hosts {
+		return fmt.Errorf("--tree with --hosts: give one")
+	}
+	cfg.Leaves, cfg.PerLeaf = shape.leaves, shape.hosts
+	return nil
+}
+
+// parseFraction reads 0.01 or 1%.
+func parseFraction(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	div := 1.0
+	if p, ok := strings.CutSuffix(t, "%"); ok {
+		t, div = p, 100
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a fraction such as 0.01 or a percentage such as 1%%", s)
+	}
+	return v / div, nil
+}
+
+func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
+	r0 := rows[0]
+	fmt.Fprintf(w, "Flare testbed: %s hosts (%d), %s per host, %s links, %d-byte packets, window %d blocks, loss %g\n", r0.Topology, r0.Ranks,
+		formatSize(r0.Bytes), testbed.FormatRate(r0.LinkBps), r0.PacketBytes, r0.Window, r0.Loss)
+	if r0.UplinkBps > 0 {
+		fmt.Fprintf(w, "uplinks (leaf-root) %s\n", testbed.FormatRate(r0.UplinkBps))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "path\tdensity\talgo\tmedian\tideal\tof ideal\tmodel\tvs ring\tmodel vs ring\talgbw\thost↑\thost↓\tretransmits\tcpu busy\tswitch cpu\tcpu-bound\tverified\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f ms\t%.2f ms\t%.2f×\t%.2f ms\t%s\t%s\t%.3f GB/s\t%s\t%s\t%d\t%.0f%%\t%.2f\t%.2f\t%.2f\t%v\t%v\t\n",
+			r.Path, r.Density, r.Algo, r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.ModelS*1e3, ratio(r.VsRing), ratio(r.ModelVsRing),
+			r.AlgbwGBps, humanBytes(int64(r.HostUpBytes)), humanBytes(int64(r.HostDownBytes)), r.Retransmits,
+			r.CPUBusy*100, r.SwitchCPU, r.SwitchThreadCPU, r.HostCPU, r.CPUBound, r.Verified)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nper link (bytes per call up/down, and utilisation over the median call):")
+	for _, r := range rows {
+		var b strings.Builder
+		for _, l := range r.Links {
+			fmt.Fprintf(&b, " %s %s/%s %.0f%%/%.0f%%", l.Link, humanBytes(int64(l.UpBytes)), humanBytes(int64(l.DownBytes)), l.UpUtil*100, l.DownUtil*100)
+			if l.Drops > 0 {
+				fmt.Fprintf(&b, " (%d dropped)", l.Drops)
+			}
+		}
+		fmt.Fprintf(w, "  %s %g:%s\n", r.Path, r.Density, b.String())
+	}
+	topo := "single"
+	if cfg.Tree() {
+		topo = fmt.Sprintf("fattree --ports %d", 2*cfg.PerLeaf)
+	}
+	fmt.Fprintf(w, "\nmodel: flare model collectives --hosts %d --bytes %s --dtype %s --link-gbps %g --topology %s --overlap %g\n"+
+		"ideal: the model's time with every header the host link carries (Flare/UDP/IP/Ethernet per packet, TCP/IP per segment).\n"+
+		"cpu-bound: slower than %.2f× ideal while the machine was >= %.0f%% busy or a switch daemon, one of its threads, or a host used >= %.2f CPUs.\n",
+		cfg.World(), formatSize(cfg.Bytes), "float32", cfg.LinkBps/1e9, topo, cfg.Overlap,
+		testbed.IdealSlack, testbed.BusyCPU*100, testbed.BusyProcess)
+}
+
+// testbedSweep runs the capacity sweep and prints its rows and answer.
+func testbedSweep(ctx context.Context, cfg testbed.Config, span string, packets []string, asJSON bool, stdout io.Writer) error {
+	lo, hi, ok := strings.Cut(span, "..")
+	if !ok {
+		return fmt.Errorf("--sweep-link %q: want LO..HI such as 100Mbit..10Gbit", span)
+	}
+	loR, err := testbed.ParseRate(lo)
+	if err != nil {
+		return flagError("--sweep-link", err)
+	}
+	hiR, err := testbed.ParseRate(hi)
+	if err != nil {
+		return flagError("--sweep-link", err)
+	}
+	rates, err := testbed.SweepRates(loR, hiR)
+	if err != nil {
+		return flagError("--sweep-link", err)
+	}
+	var pbs []int
+	for _, p := range packets {
+		n, err := parseSize(p)
+		if err != nil {
+			return flagError("--sweep-packets", err)
+		}
+		pbs = append(pbs, int(n))
+	}
+	if !asJSON {
+		fmt.Fprintf(stdout, "Flare testbed capacity sweep: %s hosts, %s per host, in-network dense; held = verified and within %.0f%% of ideal\n\n",
+			cfg.Shape(), formatSize(cfg.Bytes), (testbed.IdealSlack-1)*100)
+		fmt.Fprintf(stdout, "%8s %10s %10s %10s %8s %9s %11s %10s %5s\n", "packet", "link", "median", "ideal", "of ideal", "cpu busy", "switch cpu", "cpu-bound", "held")
+	}
+	emit := func(r testbed.SweepRow) {
+		if asJSON {
+			_ = json.NewEncoder(stdout).Encode(r)
+			return
+		}
+		fmt.Fprintf(stdout, "%8d %10s %8.2fms %8.2fms %7.2f× %8.0f%% %5.2f/%.2f %10v %5v\n", r.PacketBytes, testbed.FormatRate(r.LinkBps),
+			r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.CPUBusy*100, r.SwitchCPU, r.SwitchThreadCPU, r.CPUBound, r.Held)
+	}
+	caps, err := testbed.Sweep(ctx, cfg, rates, pbs, emit)
+	for _, c := range caps {
+		if asJSON {
+			_ = json.NewEncoder(stdout).Encode(c)
+			continue
+		}
+		held := "none"
+		if c.HeldBps > 0 {
+			held = testbed.FormatRate(c.HeldBps)
+		}
+		line := fmt.Sprintf("capacity at %d-byte packets: %s", c.PacketBytes, held)
+		if c.FailedBps > 0 {
+			why := "link-bound, over the slack"
+			if c.FailedCPU {
+				why = "CPU-bound"
+			}
+			line += fmt.Sprintf(" (%s: %.2f× ideal, %s)", testbed.FormatRate(c.FailedBps), c.FailedOfIdeal, why)
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	return err
+}

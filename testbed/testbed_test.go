@@ -1,0 +1,133 @@
+package testbed
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/flare-net/flare/models"
+)
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{"200Mbit": 200e6, "1Gbit": 1e9, "2.5gbit": 2.5e9, "500kbit": 500e3,
+		"1e9": 1e9, "100mbps": 100e6, " 10G ": 10e9} {
+		if got, err := ParseRate(in); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "fast", "-1Mbit", "0", "Mbit", "1Tbit"} {
+		if _, err := ParseRate(in); err == nil {
+			t.Errorf("ParseRate(%q): no error", in)
+		}
+	}
+	for _, r := range []float64{1e6, 200e6, 2.5e9, 10e9} {
+		if got, err := ParseRate(FormatRate(r)); err != nil || got != r {
+			t.Errorf("ParseRate(FormatRate(%v)) = %v, %v", r, got, err)
+		}
+	}
+}
+
+func TestSweepRates(t *testing.T) {
+	got, err := SweepRates(100e6, 10e9)
+	want := []float64{100e6, 200e6, 500e6, 1e9, 2e9, 5e9, 10e9}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("SweepRates(100Mbit, 10Gbit) = %v, %v; want %v", got, err, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1 {
+			t.Fatalf("SweepRates(100Mbit, 10Gbit) = %v, want %v", got, want)
+		}
+	}
+	if got, _ := SweepRates(300e6, 300e6); len(got) != 1 {
+		t.Errorf("SweepRates(300Mbit, 300Mbit) = %v, want the one rate", got)
+	}
+	if _, err := SweepRates(1e9, 100e6); err == nil {
+		t.Error("SweepRates(1Gbit, 100Mbit): no error")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := Config{Hosts: 4, LinkBps: 200e6, Bytes: 1 << 20, Exe: "flare"}
+	cases := []struct {
+		field string
+		edit  func(*Config)
+	}{
+		{"Hosts", func(c *Config) { c.Hosts = 1 }},
+		{"Hosts", func(c *Config) { c.Hosts = MaxHosts + 1 }},
+		{"tree", func(c *Config) { c.Leaves, c.PerLeaf = 1, 4 }},
+		{"tree", func(c *Config) { c.Leaves, c.PerLeaf = 9, 8 }},
+		{"LinkBps", func(c *Config) { c.LinkBps = 10 }},
+		{"UplinkBps", func(c *Config) { c.Leaves, c.PerLeaf, c.UplinkBps = 2, 2, 1e12 }},
+		{"Bytes", func(c *Config) { c.Bytes = 2 }},
+		{"PacketBytes", func(c *Config) { c.PacketBytes = 1000 + 4 }},
+		{"MTU", func(c *Config) { c.PacketBytes, c.MTU = 8192, 1500 }},
+		{"Loss", func(c *Config) { c.Loss = 0.9 }},
+		{"Iters", func(c *Config) { c.Iters = -1 }},
+		{"Exe", func(c *Config) { c.Exe = "" }},
+		{"Paths", func(c *Config) { c.Paths = []string{"relay"} }},
+		{"Densities", func(c *Config) { c.Paths = []string{PathSparse} }},
+		{"Densities", func(c *Config) { c.Paths, c.Densities = []string{PathSparse}, []float64{2} }},
+		{"Window", func(c *Config) { c.Window = 1 << 17 }},
+	}
+	if g := good.withDefaults(); g.validate() != nil {
+		err := g.validate()
+		t.Fatalf("good config: %v", err)
+	}
+	for _, tc := range cases {
+		c := good
+		tc.edit(&c)
+		c = c.withDefaults()
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: validate() = %v, want an error naming it", tc.field, err)
+		}
+	}
+}
+
+// The ideal is the model's time plus the headers' share of the link: at
+// 1 KiB packets the Flare, UDP, IP and Ethernet headers add 82 bytes a
+// packet; the model's own in-network time is payload over the rate plus
+// its latency.
+func TestIdeal(t *testing.T) {
+	c := Config{Hosts: 8, LinkBps: 1e9, Bytes: 16 << 20, Exe: "flare"}.withDefaults()
+	model := c.modelRows(0)
+	r := Row{Path: PathSwitch, MedianS: 0.190}
+	c.ideal(&r, model)
+	payload := float64(16<<20) * 8 / 1e9
+	if d := model[models.AlgInNetworkDense].TimeS - payload; d < 0 || d > 1e-4 {
+		t.Fatalf("model in-network time %v, want the payload's %v plus a latency under 100 µs", model[models.AlgInNetworkDense].TimeS, payload)
+	}
+	frames := float64(16<<10) * (1024 + 32 + 8 + 20 + 14) * 8 / 1e9
+	if d := r.IdealS - model[models.AlgInNetworkDense].TimeS - (frames - payload); math.Abs(d) > 1e-9 {
+		t.Errorf("ideal %v: want the model's %v plus %v of headers", r.IdealS, r.ModelS, frames-payload)
+	}
+	if r.OfIdeal != r.MedianS/r.IdealS || math.Abs(r.ModelVsRing-2*7.0/8) > 0.01 {
+		t.Errorf("of ideal %v, model vs ring %v (want about 2(P-1)/P = 1.75)", r.OfIdeal, r.ModelVsRing)
+	}
+	r.CPUBusy = 0.95
+	if !r.cpuBound() {
+		t.Error("1.3× ideal on a saturated machine: not CPU-bound")
+	}
+	r.CPUBusy, r.SwitchCPU = 0.5, 0.2
+	if r.cpuBound() {
+		t.Error("1.3× ideal on an idle machine: CPU-bound")
+	}
+}
+
+func TestRateWindow(t *testing.T) {
+	for _, tc := range []struct {
+		rate   float64
+		packet int
+		want   int
+	}{
+		{100e6, 1024, 32}, // 1.5 ms is 17 frames: the floor
+		{100e6, 8192, 15}, // 32 would be 21 ms of the link: 10 ms
+		{1e9, 1024, 170},  // 1.5 ms
+		{1e6, 8192, 4},    // the last floor
+		{10e9, 8192, 226}, // 1.5 ms
+	} {
+		c := Config{LinkBps: tc.rate, PacketBytes: tc.packet}
+		if got := c.rateWindow(); got != tc.want {
+			t.Errorf("%s, %d-byte packets: window %d, want %d", FormatRate(tc.rate), tc.packet, got, tc.want)
+		}
+	}
+}
