@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -20,12 +21,12 @@ import (
 // never to verify.
 type Relay struct {
 	cfg   Config
-	conn  Conn
+	conn  conn.Conn
 	ready chan struct{}
 }
 
 // NewRelay checks cfg (the fields a relay uses: Listen, PacketBytes, Window,
-// Conn) and builds a relay; Run starts it.
+// Conn, Socket) and builds a relay; Run starts it.
 func NewRelay(cfg Config) (*Relay, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -42,24 +43,24 @@ func (r *Relay) Ready() <-chan struct{} { return r.ready }
 
 // Run binds the socket and echoes until ctx is done.
 func (r *Relay) Run(ctx context.Context) error {
-	conn, err := ListenUDP(r.cfg.Listen, r.cfg.Conn)
+	c, err := listenRelay(&r.cfg, "relay")
 	if err != nil {
-		return fmt.Errorf("relay: --listen %s: %w", r.cfg.Listen, err)
+		return err
 	}
-	r.conn = conn
+	r.conn = c
 	close(r.ready)
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	n := conn.BatchSize()
-	msgs := make([]Datagram, n)
-	out := make([]Datagram, 0, n)
+	n := c.BatchSize()
+	msgs := make([]conn.Datagram, n)
+	out := make([]conn.Datagram, 0, n)
 	for i := range msgs {
-		msgs[i].Buf = make([]byte, r.cfg.Conn.MaxDatagram)
+		msgs[i].Buf = make([]byte, r.cfg.Socket.MaxDatagram)
 	}
 	var ack []byte
 	var retry readRetry
 	for {
-		k, err := conn.ReadBatch(msgs)
+		k, err := c.ReadBatch(msgs)
 		if err != nil {
 			if retry.failed(ctx, err) {
 				return nil
@@ -82,18 +83,31 @@ func (r *Relay) Run(ctx context.Context) error {
 				out = append(out, *d)
 			case wire.TypeJoin:
 				if ack = r.ack(ack[:0], &h, payload); ack != nil {
-					out = append(out, Datagram{Buf: ack, N: len(ack), Addr: d.Addr})
+					out = append(out, conn.Datagram{Buf: ack, N: len(ack), Addr: d.Addr})
 				}
 			}
 		}
 		for sent := 0; sent < len(out); {
-			m, err := conn.WriteBatch(out[sent:])
+			m, err := c.WriteBatch(out[sent:])
 			if err != nil && ctx.Err() != nil {
 				return nil
 			}
 			sent += max(m, 1) // a datagram the kernel refused is lost, as on a wire
 		}
 	}
+}
+
+// listenRelay returns cfg.Conn, or a UDP socket on cfg.Listen; what names
+// the relay in errors.
+func listenRelay(cfg *Config, what string) (conn.Conn, error) {
+	if cfg.Conn != nil {
+		return cfg.Conn, nil
+	}
+	c, err := conn.ListenUDP(cfg.Listen, cfg.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --listen %s: %w", what, cfg.Listen, err)
+	}
+	return c, nil
 }
 
 // ack answers a join at once: the relay needs no other member to echo.
