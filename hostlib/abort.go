@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -48,9 +48,9 @@ func (s *Session) sendAbort(gen uint32, code wire.ErrorCode, reason string) {
 	h := wire.Header{Version: wire.Version, Job: s.opts.Job, Token: s.opts.Token, Generation: gen,
 		Block: uint32(s.opts.Rank), Child: uint16(s.opts.Rank)}
 	pkt := wire.AppendAbort(nil, &h, code, reason)
-	msgs := make([]swtch.Datagram, abortCopies)
+	msgs := make([]conn.Datagram, abortCopies)
 	for i := range msgs {
-		msgs[i] = swtch.Datagram{Buf: pkt, N: len(pkt), Addr: s.sw}
+		msgs[i] = conn.Datagram{Buf: pkt, N: len(pkt), Addr: s.sw}
 	}
 	_ = s.sendControl(msgs) // best effort: a socket that cannot send has nothing else to say either
 }

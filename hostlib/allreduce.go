@@ -7,8 +7,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
-	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -259,7 +259,7 @@ func (s *Session) flush() error {
 		switch {
 		case errors.Is(err, net.ErrClosed):
 			return fmt.Errorf("hostlib: allreduce generation %d: %w", s.gen, ErrClosed)
-		case errors.Is(err, swtch.ErrBadAddr), errors.Is(err, swtch.ErrDatagramTooLarge):
+		case errors.Is(err, conn.ErrBadAddr), errors.Is(err, conn.ErrDatagramTooLarge):
 			return fmt.Errorf("hostlib: allreduce generation %d: send to %v: %w", s.gen, s.sw, err)
 		}
 		s.sendErr = err

@@ -51,8 +51,9 @@
 // with another's.
 //
 // Packets go out in batches of up to 64 datagrams per system call and come
-// in the same way, through one reader goroutine per session; in steady state
-// a call allocates nothing. A session takes only what comes from the
+// in the same way, through one reader goroutine per session, over a
+// conn.Conn (a UDP socket unless Options.Conn gives another, such as a
+// conn.MemNetwork conn in tests); in steady state a call allocates nothing. A session takes only what comes from the
 // switch's address with the job's token, and checks every field before it
 // uses it; Stats counts packets, retransmissions, call durations and the
 // datagrams dropped, by reason.

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
-	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -29,11 +29,11 @@ type fakeConfig struct {
 // drops a seeded fraction of datagrams both ways. In steady state it does
 // not allocate, so the zero-allocation test measures the host alone.
 type fakeSwitch struct {
-	conn swtch.Conn
+	conn conn.Conn
 	cfg  fakeConfig
 	rng  *rand.Rand
 	job  *fakeJob
-	tx   []swtch.Datagram
+	tx   []conn.Datagram
 	ntx  int
 	done chan struct{}
 	txMu sync.Mutex // the writes of run and of inject
@@ -74,15 +74,15 @@ func newFakeSwitch(t testing.TB, cfg fakeConfig) *fakeSwitch {
 	if cfg.packetElems == 0 {
 		cfg.packetElems = 256
 	}
-	conn, err := swtch.ListenUDP("127.0.0.1:0", swtch.ConnConfig{})
+	c, err := conn.ListenUDP("127.0.0.1:0", conn.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fakeSwitch{
-		conn: conn,
+		conn: c,
 		cfg:  cfg,
 		rng:  rand.New(rand.NewPCG(cfg.seed, 1)),
-		tx:   make([]swtch.Datagram, conn.BatchSize()),
+		tx:   make([]conn.Datagram, c.BatchSize()),
 		done: make(chan struct{}),
 	}
 	for i := range f.tx {
@@ -90,7 +90,7 @@ func newFakeSwitch(t testing.TB, cfg fakeConfig) *fakeSwitch {
 	}
 	go f.run()
 	t.Cleanup(func() {
-		conn.Close()
+		c.Close()
 		<-f.done
 	})
 	return f
@@ -100,7 +100,7 @@ func (f *fakeSwitch) addr() string { return f.conn.LocalAddr().String() }
 
 func (f *fakeSwitch) run() {
 	defer close(f.done)
-	msgs := make([]swtch.Datagram, f.conn.BatchSize())
+	msgs := make([]conn.Datagram, f.conn.BatchSize())
 	for i := range msgs {
 		msgs[i].Buf = make([]byte, maxDatagram)
 	}
@@ -299,7 +299,7 @@ func (f *fakeSwitch) inject(t testing.TB, to netip.AddrPort, pkt []byte) {
 	t.Helper()
 	f.txMu.Lock()
 	defer f.txMu.Unlock()
-	if _, err := f.conn.WriteBatch([]swtch.Datagram{{Buf: pkt, N: len(pkt), Addr: to}}); err != nil {
+	if _, err := f.conn.WriteBatch([]conn.Datagram{{Buf: pkt, N: len(pkt), Addr: to}}); err != nil {
 		t.Fatal(err)
 	}
 }

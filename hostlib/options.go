@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
-	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -45,9 +45,9 @@ const (
 )
 
 // maxDatagram is the largest packet a session sends or receives: the size
-// swtch recommends for receive buffers, which the switch's own conn does not
+// conn recommends for receive buffers, which the switch's own conn does not
 // exceed either.
-const maxDatagram = swtch.DefaultMaxDatagram
+const maxDatagram = conn.DefaultMaxDatagram
 
 // Options describe one rank's membership in a job: which switch, which job,
 // and the vector every AllReduce of the session reduces. Every rank of a job
@@ -91,7 +91,7 @@ type Options struct {
 	Reproducible bool
 	// PacketElems is the number of elements per packet (and per block);
 	// 0 lets the switch choose. A packet must fit a datagram of
-	// swtch.DefaultMaxDatagram bytes, header included.
+	// conn.DefaultMaxDatagram bytes, header included.
 	PacketElems int
 
 	// Sparse makes the job a sparse allreduce: the session's calls are
@@ -123,6 +123,13 @@ type Options struct {
 	// every datagram crosses the kernel on its own (to compare, to work
 	// around a driver, or to make per-datagram loss rules exact).
 	DisableOffload bool
+
+	// Conn is the session's socket. nil (the usual case) opens a UDP
+	// socket bound to the loopback when Switch is local, every address
+	// otherwise; tests and benchmarks give a conn.MemNetwork conn instead.
+	// The session owns it: Close, or a Join that fails, closes it. It is
+	// this rank's alone, not part of what the ranks must agree on.
+	Conn conn.Conn
 
 	// JoinTimeout bounds Join (DefaultJoinTimeout if zero).
 	JoinTimeout time.Duration

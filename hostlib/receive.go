@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -76,7 +76,7 @@ func (c *counters) dropped() Drops {
 // used: the switch's source address, the wire format, the job and the
 // token. It decodes into h and returns the payload, or counts the drop
 // and reports false.
-func (s *Session) receive(d *swtch.Datagram, h *wire.Header) ([]byte, bool) {
+func (s *Session) receive(d *conn.Datagram, h *wire.Header) ([]byte, bool) {
 	var r dropReason
 	switch {
 	case d.Addr != s.sw:

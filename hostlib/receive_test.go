@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
-	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -20,7 +20,7 @@ import (
 // nowhere.
 var (
 	offlineSwitch  = netip.MustParseAddrPort("127.0.0.1:7470")
-	offlineConn, _ = swtch.NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	offlineConn, _ = conn.NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 )
 
 // offlineSession is a session admitted by ack without a switch: the
@@ -66,7 +66,7 @@ func (s *Session) offlineCall() {
 
 // deliver hands one datagram from from to s's receive path, as a call does.
 func (s *Session) deliver(pkt []byte, from netip.AddrPort) error {
-	b := &rxBatch{msgs: []swtch.Datagram{{Buf: pkt, N: len(pkt), Addr: from}}, n: 1}
+	b := &rxBatch{msgs: []conn.Datagram{{Buf: pkt, N: len(pkt), Addr: from}}, n: 1}
 	return s.results(b)
 }
 
@@ -250,7 +250,7 @@ func TestSessionDropsCraftedPackets(t *testing.T) {
 	const n = 1000 // 4 blocks of 256, the last 232
 	ss := joinAll(t, f, 2, wire.Float32, n)
 	host := ss[0].conn.LocalAddr()
-	stranger, err := swtch.ListenUDP("127.0.0.1:0", swtch.ConnConfig{})
+	stranger, err := conn.ListenUDP("127.0.0.1:0", conn.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestSessionDropsCraftedPackets(t *testing.T) {
 		f.inject(t, host, p)
 	}
 	forged := pkt(resultHeader(0, 256)) // a perfect result, but not from the switch
-	if _, err := stranger.WriteBatch([]swtch.Datagram{{Buf: forged, N: len(forged), Addr: host}}); err != nil {
+	if _, err := stranger.WriteBatch([]conn.Datagram{{Buf: forged, N: len(forged), Addr: host}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the crafted packets to be dropped", func() bool { return ss[0].Stats().Ignored >= uint64(len(crafted)+1) })

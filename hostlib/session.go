@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
-	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -32,7 +32,7 @@ const rxBatches = 4
 type Session struct {
 	opts Options        // validated, defaults applied
 	sw   netip.AddrPort // the switch
-	conn swtch.Conn
+	conn conn.Conn
 
 	// Set once by the join-ack, read-only afterwards.
 	window  int // W as the switch granted it
@@ -57,26 +57,26 @@ type Session struct {
 	trk      tracker    // the call's blocks: done, in flight, due
 	buf      []byte     // the call's vector (wire encoding)
 	hdr      wire.Header
-	tx       []swtch.Datagram // data packets queued for the next WriteBatch
+	tx       []conn.Datagram // data packets queued for the next WriteBatch
 	ntx      int
-	ctl      []swtch.Datagram // control packets: join, leave
-	timer    *time.Timer      // the next retransmission check or the call's timeout
-	wakeAt   time.Duration    // when timer fires, since the call started
-	start    time.Time        // of the call running
-	deadline time.Duration    // the call's Options.Timeout
-	sendErr  error            // the last transient send error of the call
-	wait     waitNotes        // the switch's CodeWaiting answers during this call
-	contrib  []uint16         // bounded time: contributors of each block of the last call
-	scratch  []byte           // the wire encoding on big-endian machines
-	sp       sparseCall       // a sparse session's per-call state
-	aborted  *AbortedError    // set once the switch said a member aborted the job: every later call fails with it
+	ctl      []conn.Datagram // control packets: join, leave
+	timer    *time.Timer     // the next retransmission check or the call's timeout
+	wakeAt   time.Duration   // when timer fires, since the call started
+	start    time.Time       // of the call running
+	deadline time.Duration   // the call's Options.Timeout
+	sendErr  error           // the last transient send error of the call
+	wait     waitNotes       // the switch's CodeWaiting answers during this call
+	contrib  []uint16        // bounded time: contributors of each block of the last call
+	scratch  []byte          // the wire encoding on big-endian machines
+	sp       sparseCall      // a sparse session's per-call state
+	aborted  *AbortedError   // set once the switch said a member aborted the job: every later call fails with it
 
 	stats counters
 }
 
 // rxBatch is one ReadBatch worth of datagrams with its buffers.
 type rxBatch struct {
-	msgs []swtch.Datagram
+	msgs []conn.Datagram
 	n    int
 }
 
@@ -127,11 +127,13 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostlib: join: Switch = %q: %w", o.Switch, err)
 	}
-	conn, err := swtch.ListenUDP(listenAddr(sw), swtch.ConnConfig{DisableOffload: o.DisableOffload})
-	if err != nil {
-		return nil, fmt.Errorf("hostlib: join: %w", err)
+	c := o.Conn
+	if c == nil {
+		if c, err = conn.ListenUDP(listenAddr(sw), conn.Config{DisableOffload: o.DisableOffload}); err != nil {
+			return nil, fmt.Errorf("hostlib: join: %w", err)
+		}
 	}
-	s := newSession(o, sw, conn)
+	s := newSession(o, sw, c)
 	go s.read()
 	if err := s.join(ctx); err != nil {
 		// A switch that answered holds nothing for this rank; otherwise it
@@ -147,13 +149,13 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 	return s, nil
 }
 
-// newSession builds a session around conn, with the receive batches and
-// the control packets; the data path is sized later, by admit.
-func newSession(o Options, sw netip.AddrPort, conn swtch.Conn) *Session {
+// newSession builds a session around c, with the receive batches and the
+// control packets; the data path is sized later, by admit.
+func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 	s := &Session{
 		opts:       o,
 		sw:         sw,
-		conn:       conn,
+		conn:       c,
 		esize:      o.DType.Size(),
 		free:       make(chan *rxBatch, rxBatches),
 		full:       make(chan *rxBatch, rxBatches),
@@ -170,9 +172,9 @@ func newSession(o Options, sw netip.AddrPort, conn swtch.Conn) *Session {
 		DType: o.DType,
 		Op:    o.Op,
 	}
-	n := conn.BatchSize()
+	n := c.BatchSize()
 	for range rxBatches {
-		b := &rxBatch{msgs: make([]swtch.Datagram, n)}
+		b := &rxBatch{msgs: make([]conn.Datagram, n)}
 		backing := make([]byte, n*maxDatagram)
 		for i := range b.msgs {
 			b.msgs[i].Buf = backing[i*maxDatagram : (i+1)*maxDatagram : (i+1)*maxDatagram]
@@ -181,9 +183,9 @@ func newSession(o Options, sw netip.AddrPort, conn swtch.Conn) *Session {
 	}
 	const ctlSize = wire.HeaderLen + wire.JoinBodyLen
 	backing := make([]byte, leaveCopies*ctlSize)
-	s.ctl = make([]swtch.Datagram, leaveCopies)
+	s.ctl = make([]conn.Datagram, leaveCopies)
 	for i := range s.ctl {
-		s.ctl[i] = swtch.Datagram{Buf: backing[i*ctlSize : (i+1)*ctlSize : (i+1)*ctlSize], Addr: sw}
+		s.ctl[i] = conn.Datagram{Buf: backing[i*ctlSize : (i+1)*ctlSize : (i+1)*ctlSize], Addr: sw}
 	}
 	return s
 }
@@ -371,19 +373,19 @@ func (s *Session) admit(a *wire.JoinAckBody) error {
 	size := wire.HeaderLen + pe*s.esize
 	batch := min(s.conn.BatchSize(), s.limit+s.limit) // room for a window of sends and of retransmissions
 	backing := make([]byte, batch*size)
-	s.tx = make([]swtch.Datagram, batch)
+	s.tx = make([]conn.Datagram, batch)
 	for i := range s.tx {
-		s.tx[i] = swtch.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
+		s.tx[i] = conn.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
 	}
 	return nil
 }
 
 // sendControl sends control packets (join, leave). Losing one is fine, as
 // both are repeated, but a closed or unusable socket is not.
-func (s *Session) sendControl(msgs []swtch.Datagram) error {
+func (s *Session) sendControl(msgs []conn.Datagram) error {
 	n, err := s.conn.WriteBatch(msgs)
 	s.stats.sent.Add(uint64(n))
-	if err != nil && (errors.Is(err, net.ErrClosed) || errors.Is(err, swtch.ErrBadAddr) || errors.Is(err, swtch.ErrDatagramTooLarge)) {
+	if err != nil && (errors.Is(err, net.ErrClosed) || errors.Is(err, conn.ErrBadAddr) || errors.Is(err, conn.ErrDatagramTooLarge)) {
 		return fmt.Errorf("send to %v: %w", s.sw, err)
 	}
 	return nil

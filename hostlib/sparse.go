@@ -8,8 +8,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
-	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -59,9 +59,9 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 	size := wire.HeaderLen + pairs*ps
 	batch := s.conn.BatchSize()
 	backing := make([]byte, batch*size)
-	s.tx = make([]swtch.Datagram, batch)
+	s.tx = make([]conn.Datagram, batch)
 	for i := range s.tx {
-		s.tx[i] = swtch.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
+		s.tx[i] = conn.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
@@ -381,28 +382,28 @@ func checkTreeAborted(t *testing.T, r int, err error) {
 // would and to see every answer.
 type rawHost struct {
 	t    *testing.T
-	conn swtch.Conn
+	conn conn.Conn
 	sw   netip.AddrPort
-	msgs []swtch.Datagram
+	msgs []conn.Datagram
 }
 
 func newRawHost(t *testing.T, sw *swtch.Switch) *rawHost {
 	t.Helper()
-	c, err := swtch.ListenUDP("127.0.0.1:0", swtch.ConnConfig{})
+	c, err := conn.ListenUDP("127.0.0.1:0", conn.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	h := &rawHost{t: t, conn: c, sw: sw.Addr(), msgs: make([]swtch.Datagram, c.BatchSize())}
+	h := &rawHost{t: t, conn: c, sw: sw.Addr(), msgs: make([]conn.Datagram, c.BatchSize())}
 	for i := range h.msgs {
-		h.msgs[i].Buf = make([]byte, swtch.DefaultMaxDatagram)
+		h.msgs[i].Buf = make([]byte, conn.DefaultMaxDatagram)
 	}
 	return h
 }
 
 func (h *rawHost) send(pkt []byte) {
 	h.t.Helper()
-	if _, err := h.conn.WriteBatch([]swtch.Datagram{{Buf: pkt, N: len(pkt), Addr: h.sw}}); err != nil {
+	if _, err := h.conn.WriteBatch([]conn.Datagram{{Buf: pkt, N: len(pkt), Addr: h.sw}}); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/wire"
 )
@@ -149,7 +150,7 @@ func TestAdmissionOffTheReader(t *testing.T) {
 	big := netip.MustParseAddrPort("10.0.2.1:7000")
 	ip := s.inPool.Get().(*inPacket)
 	pkt := shapeJoin(1, 0, 1, wire.Int8, 64<<20, 0) // 128 MiB of results
-	d := Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: big}
+	d := conn.Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: big}
 	start := time.Now()
 	s.handle(&d, ip, start.UnixNano())
 	held := time.Since(start)

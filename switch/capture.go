@@ -11,6 +11,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+
+	"github.com/flare-net/flare/conn"
 )
 
 // capture writes every Flare datagram the daemon receives or sends to a
@@ -54,7 +56,7 @@ func openCapture(path string, max int64, local netip.AddrPort, log func(string, 
 
 // record writes the datagrams of one batch: received (from each msg's
 // address to the switch) or sent (from the switch to each address).
-func (c *capture) record(msgs []Datagram, received bool) {
+func (c *capture) record(msgs []conn.Datagram, received bool) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flare-net/flare/conn"
 )
 
 // The capture stops at its size bound and says so once.
@@ -15,9 +17,9 @@ func TestCaptureBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := make([]Datagram, 5)
+	msgs := make([]conn.Datagram, 5)
 	for i := range msgs {
-		msgs[i] = Datagram{Buf: make([]byte, 1000), N: 1000, Addr: netip.MustParseAddrPort("[::1]:9000")}
+		msgs[i] = conn.Datagram{Buf: make([]byte, 1000), N: 1000, Addr: netip.MustParseAddrPort("[::1]:9000")}
 	}
 	c.record(msgs, true)
 	c.record(msgs, false)

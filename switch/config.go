@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
@@ -62,9 +63,13 @@ type Config struct {
 	JobIdle             time.Duration // a job with no packet for this long ends and frees its memory
 	Window              int           // target blocks in flight per host (shrunk to fit memory)
 	JoinRate            int           // joins accepted per second (a token bucket)
-	Conn                ConnConfig    // socket batch size and offload
-	PcapPath            string        // capture every datagram in and out to this pcap file; "" = off
-	PcapMax             int64         // size bound of the capture file in bytes (0 = DefaultPcapMax)
+	// Conn is the data port. nil (the usual case) opens a UDP socket on
+	// Listen with Socket's settings; tests and benchmarks give a
+	// conn.MemNetwork conn instead. The switch owns it: Run closes it.
+	Conn     conn.Conn
+	Socket   conn.Config // socket batch size, offload and buffers (when Conn is nil)
+	PcapPath string      // capture every datagram in and out to this pcap file; "" = off
+	PcapMax  int64       // size bound of the capture file in bytes (0 = DefaultPcapMax)
 	// Parent, when set (HOST:PORT), makes this switch a child in a tree of
 	// switches: once a job's members have joined here, the switch joins the
 	// job at Parent as child ChildIndex and sends each finished block up
@@ -134,9 +139,9 @@ func (c Config) WithDefaults() Config {
 	}
 	c.HPU.BufferBytes = c.PacketBytes
 	c.HPU = c.HPU.WithDefaults()
-	c.Conn = c.Conn.WithDefaults()
-	if c.Conn.MaxDatagram < wire.HeaderLen+c.PacketBytes {
-		c.Conn.MaxDatagram = wire.HeaderLen + c.PacketBytes
+	c.Socket = c.Socket.WithDefaults()
+	if c.Socket.MaxDatagram < wire.HeaderLen+c.PacketBytes {
+		c.Socket.MaxDatagram = wire.HeaderLen + c.PacketBytes
 	}
 	return c
 }
@@ -194,7 +199,7 @@ func (c Config) Validate() error {
 	if err := c.HPU.Validate(); err != nil {
 		return hpuFlagError(err, c.HPU)
 	}
-	return c.Conn.Validate()
+	return c.Socket.Validate()
 }
 
 // hpuFlagError prefixes the HPU's error with the flag that sets the field.

@@ -1,5 +1,6 @@
 // Package swtch is the Flare switch daemon (the folder is switch/; switch
-// is a Go keyword). It owns the UDP data port with batched I/O, the job
+// is a Go keyword). It owns the data port's reader and writer over a
+// conn.Conn (a UDP socket with batched I/O, or Config.Conn), the job
 // table and admission, the match rule that hands a packet to the
 // processing unit, the egress that multicasts results, timeouts, metrics
 // and graceful shutdown. It never touches an aggregation buffer: handlers

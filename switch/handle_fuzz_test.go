@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -184,7 +185,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	jobBefore := fx.jobState(h.Job)
 	fx.before = fx.dropCounts(fx.before[:0])
 
-	d := Datagram{Buf: ip.buf, N: n, Addr: r.from}
+	d := conn.Datagram{Buf: ip.buf, N: n, Addr: r.from}
 	fx.clock += int64(time.Millisecond)
 	accepted := s.handle(&d, ip, fx.clock)
 	s.settle() // a join that completed a job: its handler is built, its members acked

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -21,7 +22,7 @@ import (
 // after the datagrams before it went out, as many times as the map says
 // (-1: always).
 type faultConn struct {
-	Conn
+	conn.Conn
 	mu        sync.Mutex
 	readErrs  []error
 	failPorts map[uint16]int
@@ -30,7 +31,7 @@ type faultConn struct {
 	writes    int
 }
 
-func (c *faultConn) ReadBatch(msgs []Datagram) (int, error) {
+func (c *faultConn) ReadBatch(msgs []conn.Datagram) (int, error) {
 	c.mu.Lock()
 	if len(c.readErrs) > 0 {
 		err := c.readErrs[0]
@@ -42,7 +43,7 @@ func (c *faultConn) ReadBatch(msgs []Datagram) (int, error) {
 	return c.Conn.ReadBatch(msgs)
 }
 
-func (c *faultConn) WriteBatch(msgs []Datagram) (int, error) {
+func (c *faultConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 	c.mu.Lock()
 	c.writes++
 	for i := range msgs {
@@ -80,13 +81,13 @@ func TestWriterSkipsFailedDatagram(t *testing.T) {
 		offered, drop int
 		errs          int
 	}{
-		{"permanent", fmt.Errorf("inject: %w", ErrBadAddr), -1, 1, 1, 1},
+		{"permanent", fmt.Errorf("inject: %w", conn.ErrBadAddr), -1, 1, 1, 1},
 		{"transient-once", sysErr("send", syscall.ENOBUFS), 1, 2, 0, 1},
 		{"transient-twice", sysErr("send", syscall.ENOBUFS), -1, 2, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newJobFixture(t, nil).s
-			base, err := NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+			base, err := conn.NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +128,7 @@ func TestWriterSkipsFailedDatagram(t *testing.T) {
 // the socket), EINTR and EAGAIN are transient, and the reader must go on
 // receiving (backing off while they repeat) and count each one.
 func TestReaderSurvivesTransientErrors(t *testing.T) {
-	net0 := NewMemNetwork()
+	net0 := conn.NewMemNetwork()
 	fx := newJobFixture(t, nil)
 	s := fx.s
 	base, err := net0.Listen(netip.MustParseAddrPort("127.0.0.1:7470"))
@@ -149,7 +150,7 @@ func TestReaderSurvivesTransientErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	leave := wire.AppendPacket(nil, &wire.Header{Type: wire.TypeLeave, Job: 99}, nil)
-	if _, err := host.WriteBatch([]Datagram{{Buf: leave, N: len(leave), Addr: base.LocalAddr()}}); err != nil {
+	if _, err := host.WriteBatch([]conn.Datagram{{Buf: leave, N: len(leave), Addr: base.LocalAddr()}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/flare-net/flare/conn"
 )
 
 // Socket errors. The reader and the writer live through every error but a
@@ -31,8 +33,8 @@ var ioErrnos = []struct {
 // Names of the errors that are not an errno of ioErrnos.
 const (
 	ioClosed   = "closed"      // the socket was closed (shutdown)
-	ioBadAddr  = "bad-address" // ErrBadAddr: a destination that cannot be sent to
-	ioTooLarge = "too-large"   // ErrDatagramTooLarge
+	ioBadAddr  = "bad-address" // conn.ErrBadAddr: a destination that cannot be sent to
+	ioTooLarge = "too-large"   // conn.ErrDatagramTooLarge
 	ioOther    = "other"
 )
 
@@ -57,9 +59,9 @@ func errnoName(err error) string {
 		}
 	case errors.Is(err, net.ErrClosed):
 		return ioClosed
-	case errors.Is(err, ErrBadAddr):
+	case errors.Is(err, conn.ErrBadAddr):
 		return ioBadAddr
-	case errors.Is(err, ErrDatagramTooLarge):
+	case errors.Is(err, conn.ErrDatagramTooLarge):
 		return ioTooLarge
 	}
 	return ioOther

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -99,7 +100,7 @@ func (t *linkTable) unref(peers ...netip.AddrPort) {
 }
 
 // countRx counts received datagrams against their senders.
-func (t *linkTable) countRx(msgs []Datagram) {
+func (t *linkTable) countRx(msgs []conn.Datagram) {
 	links := t.load()
 	if len(links) == 0 {
 		return
@@ -118,7 +119,7 @@ func (t *linkTable) countRx(msgs []Datagram) {
 }
 
 // countTx counts sent datagrams against their destinations.
-func (t *linkTable) countTx(msgs []Datagram) {
+func (t *linkTable) countTx(msgs []conn.Datagram) {
 	links := t.load()
 	if len(links) == 0 {
 		return

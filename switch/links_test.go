@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -21,10 +22,10 @@ func TestLinkCountsRetransmitsApart(t *testing.T) {
 	h.Type, h.Count = wire.TypeError, 0
 	waiting := wire.AppendError(nil, &h, wire.CodeWaiting, "block 0 of allreduce 0 waits for rank 1")
 	short := again[:wire.HeaderLen-1]
-	dg := func(b []byte, to netip.AddrPort) Datagram { return Datagram{Buf: b, N: len(b), Addr: to} }
+	dg := func(b []byte, to netip.AddrPort) conn.Datagram { return conn.Datagram{Buf: b, N: len(b), Addr: to} }
 	other := netip.MustParseAddrPort("127.0.0.1:5001")
-	lt.countRx([]Datagram{dg(plain, peer), dg(again, peer), dg(short, peer), dg(again, other)})
-	lt.countTx([]Datagram{dg(plain, peer), dg(waiting, peer), dg(plain, other)})
+	lt.countRx([]conn.Datagram{dg(plain, peer), dg(again, peer), dg(short, peer), dg(again, other)})
+	lt.countTx([]conn.Datagram{dg(plain, peer), dg(waiting, peer), dg(plain, other)})
 	got := LinkCounter{peer: peer, l: lt.load()[peer]}.Load()
 	want := LinkTraffic{Peer: peer, Role: linkChild,
 		RxBytes: int64(len(plain) + len(again) + len(short)), TxBytes: int64(len(plain) + len(waiting)), RxPackets: 3, TxPackets: 2,
@@ -32,7 +33,7 @@ func TestLinkCountsRetransmitsApart(t *testing.T) {
 	if got != want {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
-	if n := testing.AllocsPerRun(100, func() { lt.countRx([]Datagram{dg(again, peer)}) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { lt.countRx([]conn.Datagram{dg(again, peer)}) }); n != 0 {
 		t.Errorf("countRx allocates %v times per batch", n)
 	}
 }

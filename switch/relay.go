@@ -6,26 +6,34 @@ import (
 	"math"
 	"net/netip"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
 )
 
-// Relay is the ceiling a software switch is measured against: it answers
+// Relay is a ceiling a software switch is measured against: it answers
 // joins as the switch does (the same window and packet size, so hosts send
-// exactly the same datagrams) and echoes every data packet back to its
-// sender as that block's result. It aggregates nothing and has no
-// processing unit; one goroutine receives a batch, rewrites each header in
-// place and sends the batch back. What it costs is what moving the same
-// datagrams through the kernel costs, which no switch on this machine can
-// beat. Its results are each host's own data, not a sum: use it to measure,
-// never to verify.
+// exactly the same datagrams) and returns data packets as results, with
+// no processing unit and no handler. It aggregates nothing: its results are
+// a host's own data, not a sum, so use it to measure, never to verify.
+//
+// It comes in two patterns. The echo relay (NewRelay) answers every data
+// packet to its sender at once: one goroutine receives a batch, rewrites
+// each header in place and sends the batch back, which is what moving the
+// same datagrams through the kernel costs. The fan-out relay
+// (NewFanoutRelay) has the switch's own communication pattern: it counts a
+// block's arrivals from the job's P members and, with the last, sends that
+// packet to all P, so a host waits for the slowest rank as in every
+// allreduce. The fan-out relay is the fair ceiling for the switch.
 type Relay struct {
 	cfg   Config
-	conn  Conn
+	conn  conn.Conn
 	ready chan struct{}
+	fan   *fanout // nil: the echo relay
+	ack   []byte  // the join answer being built
 }
 
 // NewRelay checks cfg (the fields a relay uses: Listen, PacketBytes, Window,
-// Conn) and builds a relay; Run starts it.
+// Conn, Socket) and builds an echo relay; Run starts it.
 func NewRelay(cfg Config) (*Relay, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -34,32 +42,49 @@ func NewRelay(cfg Config) (*Relay, error) {
 	return &Relay{cfg: cfg, ready: make(chan struct{})}, nil
 }
 
+// NewFanoutRelay is NewRelay for the fan-out relay.
+func NewFanoutRelay(cfg Config) (*Relay, error) {
+	r, err := NewRelay(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.fan = newFanout()
+	return r, nil
+}
+
 // Addr is the relay's address once Ready is closed.
 func (r *Relay) Addr() netip.AddrPort { return r.conn.LocalAddr() }
 
 // Ready is closed once the socket is bound.
 func (r *Relay) Ready() <-chan struct{} { return r.ready }
 
-// Run binds the socket and echoes until ctx is done.
+// name is the relay's pattern, for errors.
+func (r *Relay) name() string {
+	if r.fan != nil {
+		return "fan-out relay"
+	}
+	return "relay"
+}
+
+// Run binds the socket and relays until ctx is done.
 func (r *Relay) Run(ctx context.Context) error {
-	conn, err := ListenUDP(r.cfg.Listen, r.cfg.Conn)
+	c, err := listenRelay(&r.cfg, r.name())
 	if err != nil {
-		return fmt.Errorf("relay: --listen %s: %w", r.cfg.Listen, err)
+		return err
 	}
-	r.conn = conn
+	r.conn = c
 	close(r.ready)
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	n := conn.BatchSize()
-	msgs := make([]Datagram, n)
-	out := make([]Datagram, 0, n)
+	n := c.BatchSize()
+	msgs := make([]conn.Datagram, n)
+	out := make([]conn.Datagram, 0, n)
 	for i := range msgs {
-		msgs[i].Buf = make([]byte, r.cfg.Conn.MaxDatagram)
+		msgs[i].Buf = make([]byte, r.cfg.Socket.MaxDatagram)
 	}
-	var ack []byte
 	var retry readRetry
 	for {
-		k, err := conn.ReadBatch(msgs)
+		k, err := c.ReadBatch(msgs)
 		if err != nil {
 			if retry.failed(ctx, err) {
 				return nil
@@ -67,27 +92,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			continue // a transient error (ENOBUFS, ECONNREFUSED, ...): receive on
 		}
 		retry.ok()
-		out = out[:0]
-		for i := range msgs[:k] {
-			d := &msgs[i]
-			var h wire.Header
-			payload, err := h.Unmarshal(d.Buf[:d.N])
-			if err != nil {
-				continue
-			}
-			switch h.Type {
-			case wire.TypeData:
-				h.Type, h.Child, h.Flags = wire.TypeResult, 0, 0
-				_ = h.MarshalTo(d.Buf) // the header's own bytes: cannot fail
-				out = append(out, *d)
-			case wire.TypeJoin:
-				if ack = r.ack(ack[:0], &h, payload); ack != nil {
-					out = append(out, Datagram{Buf: ack, N: len(ack), Addr: d.Addr})
-				}
-			}
-		}
+		out = r.batch(msgs[:k], out[:0])
 		for sent := 0; sent < len(out); {
-			m, err := conn.WriteBatch(out[sent:])
+			m, err := c.WriteBatch(out[sent:])
 			if err != nil && ctx.Err() != nil {
 				return nil
 			}
@@ -96,27 +103,105 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// ack answers a join at once: the relay needs no other member to echo.
-func (r *Relay) ack(b []byte, h *wire.Header, payload []byte) []byte {
+// batch turns a received batch into what to send, appended to out. The
+// answers point into msgs' buffers, which stay untouched until they are
+// sent.
+func (r *Relay) batch(msgs []conn.Datagram, out []conn.Datagram) []conn.Datagram {
+	r.ack = r.ack[:0]
+	if r.fan != nil {
+		r.fan.start()
+	}
+	for i := range msgs {
+		d := &msgs[i]
+		var h wire.Header
+		payload, err := h.Unmarshal(d.Buf[:d.N])
+		if err != nil {
+			continue
+		}
+		switch h.Type {
+		case wire.TypeData:
+			if r.fan != nil {
+				out = r.fan.data(&h, d, out)
+				continue
+			}
+			toResult(&h, d)
+			out = append(out, *d)
+		case wire.TypeJoin:
+			// Answers accumulate in r.ack for the batch, each datagram its
+			// own slice of it, so that two joins in one batch keep their
+			// own answers.
+			start := len(r.ack)
+			var shape relayShape
+			r.ack, shape = relayAck(&r.cfg, r.ack, &h, payload)
+			if r.fan != nil && shape.world > 0 {
+				r.ack = r.fan.join(r.ack, start, &h, shape, d.Addr)
+			}
+			if len(r.ack) > start {
+				out = append(out, conn.Datagram{Buf: r.ack[start:], N: len(r.ack) - start, Addr: d.Addr})
+			}
+		}
+	}
+	if r.fan != nil {
+		out = r.fan.finish(out)
+	}
+	return out
+}
+
+// toResult rewrites the data packet d, whose header is h, as its block's
+// result, in place.
+func toResult(h *wire.Header, d *conn.Datagram) {
+	h.Type, h.Child, h.Flags = wire.TypeResult, 0, 0
+	_ = h.MarshalTo(d.Buf) // the header's own bytes: cannot fail
+}
+
+// listenRelay returns cfg.Conn, or a UDP socket on cfg.Listen; what names
+// the relay in errors.
+func listenRelay(cfg *Config, what string) (conn.Conn, error) {
+	if cfg.Conn != nil {
+		return cfg.Conn, nil
+	}
+	c, err := conn.ListenUDP(cfg.Listen, cfg.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --listen %s: %w", what, cfg.Listen, err)
+	}
+	return c, nil
+}
+
+// relayShape is what a relay's join-ack fixes: the job's ranks and blocks.
+type relayShape struct {
+	world, blocks int
+}
+
+// relayAck answers a join at once, appended to b: a relay needs no other
+// member to answer. A join it cannot read gets no answer; one it cannot
+// serve an error. For a join-ack it returns the job's shape (zero
+// otherwise); a fan-out relay checks the rank and the shape on top
+// (fanout.join).
+func relayAck(cfg *Config, b []byte, h *wire.Header, payload []byte) ([]byte, relayShape) {
 	var body wire.JoinBody
 	if body.Unmarshal(payload) != nil || h.DType.Size() == 0 {
-		return nil
+		return b, relayShape{}
 	}
 	pe := int(body.PacketElems)
 	if pe == 0 {
-		pe = r.cfg.PacketBytes / h.DType.Size()
+		pe = cfg.PacketBytes / h.DType.Size()
 	}
 	blocks := (int(body.Elements) + pe - 1) / pe
-	if blocks > math.MaxUint32 || blocks < 1 {
-		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: h.Job, Token: h.Token, Child: h.Child}
-		return wire.AppendError(b, &reply, wire.CodeBadRequest, "relay: the join-ack's block count holds 1..4294967295 blocks")
+	if blocks > math.MaxUint32 || blocks < 1 || body.World == 0 {
+		return relayError(b, h, "relay: a job holds 1..4294967295 blocks and 1..65535 ranks"), relayShape{}
 	}
 	algo, bufs := body.Algo, int(body.Buffers)
 	if algo == wire.AlgoAuto {
 		algo, bufs = wire.AlgoSingle, 0
 	}
 	reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: h.Job, Token: h.Token, Child: h.Child, DType: h.DType, Op: h.Op}
-	a := wire.JoinAckBody{Window: uint32(min(r.cfg.Window, blocks)), Algo: algo, Buffers: uint8(bufs),
+	a := wire.JoinAckBody{Window: uint32(min(cfg.Window, blocks)), Algo: algo, Buffers: uint8(bufs),
 		PacketElems: uint32(pe), Blocks: uint32(blocks)}
-	return wire.AppendJoinAck(b, &reply, &a)
+	return wire.AppendJoinAck(b, &reply, &a), relayShape{world: int(body.World), blocks: blocks}
+}
+
+// relayError appends an error answer to the join h.
+func relayError(b []byte, h *wire.Header, text string) []byte {
+	reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: h.Job, Token: h.Token, Child: h.Child}
+	return wire.AppendError(b, &reply, wire.CodeBadRequest, text)
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -23,7 +24,7 @@ import (
 type Switch struct {
 	cfg  Config
 	log  *slog.Logger
-	conn Conn
+	conn conn.Conn
 	unit *hpu.HPU
 	jobs *jobTable
 
@@ -101,7 +102,7 @@ func New(cfg Config) (*Switch, error) {
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
 	s.ioLogLimit = rateLimit{rate: 1, tokens: 1, last: time.Now()}
-	maxDgram := cfg.Conn.MaxDatagram
+	maxDgram := cfg.Socket.MaxDatagram
 	s.inPool.New = func() any {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
 		ip.pkt.Ref = ip
@@ -129,30 +130,42 @@ func (s *Switch) AdminAddr() net.Addr { return s.admin }
 // Ready is closed once the sockets are bound.
 func (s *Switch) Ready() <-chan struct{} { return s.ready }
 
+// listen returns Config.Conn, or a UDP socket on Config.Listen.
+func (s *Switch) listen() (conn.Conn, error) {
+	if s.cfg.Conn != nil {
+		return s.cfg.Conn, nil
+	}
+	c, err := conn.ListenUDP(s.cfg.Listen, s.cfg.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
+	}
+	return c, nil
+}
+
 // Run binds the ports and serves until ctx is done, then stops reading,
 // lets queued packets run, flushes the egress and returns.
 func (s *Switch) Run(ctx context.Context) error {
-	conn, err := ListenUDP(s.cfg.Listen, s.cfg.Conn)
+	c, err := s.listen()
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
+		return err
 	}
-	s.conn = conn
+	s.conn = c
 	if s.cfg.PcapPath != "" {
-		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, conn.LocalAddr(), s.log.Warn); err != nil {
-			conn.Close()
+		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, c.LocalAddr(), s.log.Warn); err != nil {
+			c.Close()
 			return fmt.Errorf("--pcap %s: %w", s.cfg.PcapPath, err)
 		}
 	}
 	var adminSrv *adminServer
 	if s.cfg.Admin != "off" {
 		if adminSrv, err = s.startAdmin(); err != nil {
-			conn.Close()
+			c.Close()
 			return fmt.Errorf("--admin %s: %w", s.cfg.Admin, err)
 		}
 		s.admin = adminSrv.addr
 	}
-	off := conn.Offload()
-	s.log.Info("switch listening", "data", conn.LocalAddr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
+	off := c.Offload()
+	s.log.Info("switch listening", "data", c.LocalAddr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
 		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
 		"gso", off.GSO, "gro", off.GRO)
 	close(s.ready)
@@ -172,7 +185,7 @@ func (s *Switch) Run(ctx context.Context) error {
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		return conn.Close() // unblocks the reader
+		return c.Close() // unblocks the reader
 	})
 	err = g.Wait()
 	// The admin port closes first: once it has, no request (a DELETE that
@@ -275,7 +288,7 @@ func (s *Switch) tick(j *job, now time.Time) {
 // unit.
 func (s *Switch) reader(ctx context.Context) error {
 	n := s.conn.BatchSize()
-	msgs := make([]Datagram, n)
+	msgs := make([]conn.Datagram, n)
 	slots := make([]*inPacket, n)
 	batch := make([]*hpu.Packet, 0, n)
 	for i := range msgs {
@@ -321,7 +334,7 @@ func (s *Switch) reader(ctx context.Context) error {
 
 // handle processes one datagram. It reports whether ip is ready for the
 // processing unit (the caller submits it and replaces the buffer).
-func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
+func (s *Switch) handle(d *conn.Datagram, ip *inPacket, now int64) bool {
 	p := &ip.pkt
 	payload, err := p.Hdr.Unmarshal(d.Buf[:d.N])
 	if err != nil {
@@ -369,7 +382,7 @@ func (s *Switch) handle(d *Datagram, ip *inPacket, now int64) bool {
 
 // accept runs the member checks of a data packet of job j and readies it
 // for the processing unit.
-func (s *Switch) accept(j *job, d *Datagram, ip *inPacket, payload []byte, fromParent bool, now int64) bool {
+func (s *Switch) accept(j *job, d *conn.Datagram, ip *inPacket, payload []byte, fromParent bool, now int64) bool {
 	p := &ip.pkt
 	if !fromParent && !s.memberIndex(&p.Hdr) {
 		s.drops.add(dropNotMember)
@@ -536,13 +549,13 @@ var _ hpu.PacketEgress = (*Switch)(nil)
 // address are what GSO turns into one send, so a batch of 64 results to 8
 // hosts crosses the kernel as 8 segmented sends instead of 512 plain ones.
 func (s *Switch) writer() {
-	msgs := make([]Datagram, 0, writerHold*8)
+	msgs := make([]conn.Datagram, 0, writerHold*8)
 	held := make([]*outPacket, 0, writerHold)
 	flush := func() {
 		fan := 0
 		for _, op := range held {
 			if op.to.IsValid() || op.job == nil {
-				msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
+				msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
 			} else {
 				fan = max(fan, len(op.job.addrs))
 			}
@@ -553,7 +566,7 @@ func (s *Switch) writer() {
 					continue
 				}
 				if to := op.job.addrs[m]; to.IsValid() {
-					msgs = append(msgs, Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
+					msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
 				}
 			}
 		}
@@ -602,7 +615,7 @@ func (s *Switch) writer() {
 // more when the error is transient (transient), and otherwise, or when it
 // fails again, dropped and counted once; the rest of the batch goes on.
 // On a closed socket (shutdown) the rest is dropped.
-func (s *Switch) sendAll(msgs []Datagram) {
+func (s *Switch) sendAll(msgs []conn.Datagram) {
 	retried := false
 	for sent := 0; sent < len(msgs); {
 		k, err := s.conn.WriteBatch(msgs[sent:])

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -42,7 +43,7 @@ func (fx *jobFixture) deliver(from netip.AddrPort, pkt []byte) *inPacket {
 	s := fx.s
 	ip := s.inPool.Get().(*inPacket)
 	n := copy(ip.buf, pkt)
-	d := Datagram{Buf: ip.buf, N: n, Addr: from}
+	d := conn.Datagram{Buf: ip.buf, N: n, Addr: from}
 	fx.clock += int64(time.Millisecond)
 	if s.handle(&d, ip, fx.clock) {
 		return ip
@@ -131,7 +132,7 @@ func TestLookedUpPacketAfterTeardown(t *testing.T) {
 		{"reader", 0, func(fx *jobFixture, j *job) {
 			ip := fx.s.inPool.Get().(*inPacket)
 			pkt := testData(id, token, 0, 1, 0, 0)
-			d := Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: fzRank0}
+			d := conn.Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: fzRank0}
 			payload, err := ip.pkt.Hdr.Unmarshal(d.Buf[:d.N])
 			if err != nil {
 				fx.t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 // benchRow is one line of `flare bench`: an allreduce result, the path it
 // took, and its ratios against the other two paths of the same P and size.
 type benchRow struct {
-	Path string `json:"path"` // switch, ring or relay
+	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay)
 	arResult
 	// VsRing is the ring's median time over this row's: above 1, faster
 	// than the host ring baseline.
@@ -32,6 +32,11 @@ type benchRow struct {
 	// OfRelay is the relay's median time over this row's: the fraction of
 	// the echo relay's ceiling this path reaches.
 	OfRelay float64 `json:"of_relay"`
+	// OfFanout is the fan-out relay's median time over this row's: the
+	// fraction of the switch's own communication pattern (every block's P
+	// arrivals, then one packet to all P) this path reaches, with no
+	// processing unit. The fair ceiling for the switch.
+	OfFanout float64 `json:"of_fanout"`
 	// Bytes per call on one host's link, the mean over the ranks: up
 	// (host to switch, or to its ring successor) and down. The switch row
 	// reads the embedded switch's link counters (the hosts' own counters
@@ -51,19 +56,22 @@ type benchConfig struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "Allreduce through the switch, the host ring baseline and a plain UDP echo relay (the\n"+
-		"ceiling: the same datagrams through the kernel with no aggregation), for every P and size\n"+
-		"given, in one run, and print the times with their ratios. The switch and the relay run in\n"+
-		"this process unless --switch names a daemon; each rank is a process of its own unless\n"+
-		"--procs=false.",
+	fs := newFlags("bench", "Allreduce through the switch, the host ring baseline and two UDP relays (the ceilings:\n"+
+		"the same datagrams through the kernel with no aggregation), for every P and size given, in\n"+
+		"one run, and print the times with their ratios. The echo relay answers each packet to its\n"+
+		"sender at once; the fan-out relay has the switch's pattern: it counts a block's P arrivals\n"+
+		"and sends the last to all P, so hosts wait for the slowest rank, as in every allreduce.\n"+
+		"The switch and the relays run in this process unless --switch names a daemon; each rank is\n"+
+		"a process of its own unless --procs=false.",
 		"  flare bench                                    # P = 8, 1 MiB and 16 MiB float32\n"+
 			"  flare bench --ranks 2,8 --bytes 64KiB,1MiB --json\n"+
 			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n"+
+			"  flare bench --paths switch,fanout --procs=false  # the switch against its own pattern's ceiling\n"+
 			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n", stdout)
 	var c benchConfig
 	ranks := fs.IntSlice("ranks", []int{8}, "world sizes P, comma-separated (1..1024)")
 	sizes := fs.StringSlice("bytes", []string{"1MiB", "16MiB"}, "vector sizes per rank, comma-separated")
-	paths := fs.StringSlice("paths", []string{"switch", "ring", "relay"}, "what to measure: switch, ring, relay")
+	paths := fs.StringSlice("paths", []string{"switch", "ring", "relay", "fanout"}, "what to measure: switch, ring, relay (echo), fanout")
 	fs.StringVar(&c.sw, "switch", "", "a running switch daemon HOST:PORT (default: one embedded in this process)")
 	dtype := fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64, bfloat16 or float16")
 	op := fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
@@ -114,8 +122,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	want := map[string]bool{}
 	for _, p := range *paths {
-		if p != "switch" && p != "ring" && p != "relay" {
-			return fmt.Errorf("--paths %q: want switch, ring or relay", p)
+		if p != "switch" && p != "ring" && p != "relay" && p != "fanout" {
+			return fmt.Errorf("--paths %q: want switch, ring, relay or fanout", p)
 		}
 		want[p] = true
 	}
@@ -158,15 +166,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	g, gctx := errgroup.WithContext(ctx)
 	stopAll, cancel := context.WithCancel(gctx)
 	defer func() { cancel(); _ = g.Wait() }()
-	relayAddr := ""
-	if want["relay"] {
-		relay, err := swtch.NewRelay(swtch.Config{Listen: "127.0.0.1:0"})
+	relayAddr := map[string]string{}
+	for path, build := range map[string]func(swtch.Config) (*swtch.Relay, error){"relay": swtch.NewRelay, "fanout": swtch.NewFanoutRelay} {
+		if !want[path] {
+			continue
+		}
+		relay, err := build(swtch.Config{Listen: "127.0.0.1:0"})
 		if err != nil {
 			return err
 		}
 		g.Go(func() error { return relay.Run(stopAll) })
 		<-relay.Ready()
-		relayAddr = relay.Addr().String()
+		relayAddr[path] = relay.Addr().String()
 	}
 	if want["switch"] && c.sw == "" {
 		sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: quiet})
@@ -193,15 +204,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if c.procs {
 			layout = "one process per rank"
 		}
-		fmt.Fprintf(stdout, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams (the ceiling)\n\n", c.dtype, c.op, layout)
-		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\thost↑\thost↓\tretransmits\tverified\t")
+		fmt.Fprintf(stdout, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
+			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n\n", c.dtype, c.op, layout)
+		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\thost↑\thost↓\tretransmits\tverified\t")
 	}
 	job := uint32(7000)
 	for _, p := range *ranks {
 		for _, size := range bytesList {
 			rows := map[string]*arResult{}
 			linkRows := map[string]*benchRow{}
-			for _, path := range []string{"relay", "switch", "ring"} {
+			for _, path := range []string{"relay", "fanout", "switch", "ring"} {
 				if !want[path] {
 					continue
 				}
@@ -210,8 +222,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				rc.arConfig.ranks, rc.world, rc.job, rc.token = p, p, job, randomToken()
 				rc.count = int(size) / c.dtype.Size()
 				switch path {
-				case "relay":
-					rc.sw, rc.verify, rc.algo = relayAddr, false, "single"
+				case "relay", "fanout":
+					rc.sw, rc.verify, rc.algo = relayAddr[path], false, "single"
 				case "ring":
 					rc.algo = "ring"
 				}
@@ -228,8 +240,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				if err != nil {
 					return fmt.Errorf("P=%d %s %s: %w", p, formatSize(size), path, err)
 				}
-				if path == "relay" {
+				switch path {
+				case "relay":
 					res.Algo = "echo"
+				case "fanout":
+					res.Algo = "fan-out"
 				}
 				rows[path] = res
 				if link, err := c.hostLinkBytes(ctx, path, rc, res, up, down, links); err != nil {
@@ -238,7 +253,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					linkRows[path] = link
 				}
 			}
-			for _, path := range []string{"switch", "ring", "relay"} {
+			for _, path := range []string{"switch", "ring", "relay", "fanout"} {
 				res := rows[path]
 				if res == nil {
 					continue
@@ -253,21 +268,25 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				if r := rows["relay"]; r != nil {
 					row.OfRelay = r.MedianS / res.MedianS
 				}
+				if r := rows["fanout"]; r != nil {
+					row.OfFanout = r.MedianS / res.MedianS
+				}
 				if *asJSON {
 					if err := json.NewEncoder(stdout).Encode(row); err != nil {
 						return err
 					}
 					continue
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", p, formatSize(size), path, res.Algo,
-					res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, ratio(row.VsRing), ratio(row.OfRelay),
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", p, formatSize(size), path, res.Algo,
+					res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, ratio(row.VsRing), ratio(row.OfRelay), ratio(row.OfFanout),
 					linkCell(row.HostUpBytes, row.LinkBytesFrom), linkCell(row.HostDownBytes, row.LinkBytesFrom), res.Retransmits, yesNo(res.Verified, path))
 			}
 		}
 	}
 	if tw != nil {
 		tw.Flush()
-		fmt.Fprintln(stdout, "\nvs ring: ring time / this time (above 1 is faster). of relay: relay time / this time (the fraction of the ceiling).\n"+
+		fmt.Fprintln(stdout, "\nvs ring: ring time / this time (above 1 is faster). of relay, of fanout: that relay's time / this time (the\n"+
+			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling).\n"+
 			"host↑/↓: bytes per call on one host's link (mean over the ranks), up and down; switch: the switch's link counters\n"+
 			"(join ack and leave spread over the calls), ring: the ranks' ring counters (frame headers included).")
 	}
@@ -283,7 +302,7 @@ func ratio(r float64) string {
 
 func yesNo(v bool, path string) string {
 	switch {
-	case path == "relay":
+	case path == "relay" || path == "fanout":
 		return "n/a"
 	case v:
 		return "yes"
@@ -392,7 +411,7 @@ func rankEnv() []string {
 }
 
 // hostLinkBytes is a path's bytes per call on one host's link (mean over
-// the ranks), or nil where nothing counts them (the relay). The switch
+// the ranks), or nil where nothing counts them (the relays). The switch
 // path reads the embedded switch's link counters (up, down over links
 // host links, for warmup + iters calls); with --switch, the hosts' own.
 // The ring path takes the ranks' ring counters when they report them, or

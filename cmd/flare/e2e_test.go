@@ -336,24 +336,28 @@ func flareRows[T any](t *testing.T, args ...string) []T {
 	return rows
 }
 
-// flare bench runs the three paths with one process per rank (the ring
+// flare bench runs the four paths with one process per rank (the ring
 // over --peers) and reports every row with its ratios.
 func TestE2EBench(t *testing.T) {
 	rows := flareRows[benchRow](t, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1", "--json")
-	if len(rows) != 3 {
-		t.Fatalf("%d rows, want switch, ring and relay: %+v", len(rows), rows)
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want switch, ring, relay and fanout: %+v", len(rows), rows)
 	}
-	for i, want := range []string{"switch", "ring", "relay"} {
+	for i, want := range []string{"switch", "ring", "relay", "fanout"} {
 		r := rows[i]
-		if r.Path != want || r.Ranks != 3 || r.Bytes != 100000 || r.MedianS <= 0 || r.VsRing <= 0 || r.OfRelay <= 0 {
+		if r.Path != want || r.Ranks != 3 || r.Bytes != 100000 || r.MedianS <= 0 || r.VsRing <= 0 || r.OfRelay <= 0 || r.OfFanout <= 0 {
 			t.Errorf("row %d: %+v, want path %s with times and ratios", i, r, want)
 		}
-		if r.Verified != (want != "relay") {
+		if r.Verified != (want == "switch" || want == "ring") {
 			t.Errorf("row %s: verified %v", want, r.Verified)
 		}
 	}
-	if rows[1].VsRing != 1 || rows[2].OfRelay != 1 {
-		t.Errorf("a path's ratio to itself is not 1: ring vs_ring %v, relay of_relay %v", rows[1].VsRing, rows[2].OfRelay)
+	if rows[1].VsRing != 1 || rows[2].OfRelay != 1 || rows[3].OfFanout != 1 {
+		t.Errorf("a path's ratio to itself is not 1: ring vs_ring %v, relay of_relay %v, fanout of_fanout %v",
+			rows[1].VsRing, rows[2].OfRelay, rows[3].OfFanout)
+	}
+	if rows[2].Algo != "echo" || rows[3].Algo != "fan-out" {
+		t.Errorf("relay rows' algo %q, %q: want echo, fan-out", rows[2].Algo, rows[3].Algo)
 	}
 }
 

@@ -1,4 +1,4 @@
-package swtch
+package conn
 
 import (
 	"fmt"

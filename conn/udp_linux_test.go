@@ -1,6 +1,6 @@
 //go:build linux
 
-package swtch
+package conn
 
 import (
 	"encoding/binary"
@@ -13,14 +13,14 @@ import (
 )
 
 // listenMmsg opens a Linux conn and returns its concrete type.
-func listenMmsg(t *testing.T, addr string, cfg ConnConfig) *mmsgConn {
+func listenMmsg(t *testing.T, addr string, cfg Config) *mmsgConn {
 	t.Helper()
 	return listenLoopback(t, addr, cfg).(*mmsgConn)
 }
 
 func TestOffloadProbe(t *testing.T) {
-	on := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
-	off := listenLoopback(t, "127.0.0.1:0", ConnConfig{DisableOffload: true})
+	on := listenLoopback(t, "127.0.0.1:0", Config{})
+	off := listenLoopback(t, "127.0.0.1:0", Config{DisableOffload: true})
 	t.Logf("loopback offload: %+v (kernel supports it where true)", on.Offload())
 	if off.Offload() != (Offload{}) {
 		t.Errorf("DisableOffload: Offload() = %+v, want none", off.Offload())
@@ -72,7 +72,7 @@ func TestPackRuns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := listenMmsg(t, "127.0.0.1:0", ConnConfig{BatchSize: tt.batch, DisableOffload: true})
+			c := listenMmsg(t, "127.0.0.1:0", Config{BatchSize: tt.batch, DisableOffload: true})
 			c.gso.Store(tt.gso) // pack makes no system call: no kernel support needed
 			msgs := newMsgs(len(tt.in), 9001)
 			for i, d := range tt.in {
@@ -117,8 +117,8 @@ func segmentCmsg(t *testing.T, oob []byte) int {
 // message; a reader with room for 10 gets them 10 at a time, in order, the
 // rest kept between calls.
 func TestGROLeftover(t *testing.T) {
-	tx := listenMmsg(t, "127.0.0.1:0", ConnConfig{})
-	rx := listenMmsg(t, "127.0.0.1:0", ConnConfig{})
+	tx := listenMmsg(t, "127.0.0.1:0", Config{})
+	rx := listenMmsg(t, "127.0.0.1:0", Config{})
 	if !tx.Offload().GSO || !rx.Offload().GRO {
 		t.Skipf("no UDP GSO/GRO here: tx %+v, rx %+v", tx.Offload(), rx.Offload())
 	}
@@ -158,8 +158,8 @@ func TestGROLeftover(t *testing.T) {
 // with SO_NO_CHECK, which GSO requires), the conn turns GSO off for good and
 // sends the same datagrams one by one.
 func TestGSOFallback(t *testing.T) {
-	tx := listenMmsg(t, "127.0.0.1:0", ConnConfig{})
-	rx := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
+	tx := listenMmsg(t, "127.0.0.1:0", Config{})
+	rx := listenLoopback(t, "127.0.0.1:0", Config{})
 	if !tx.Offload().GSO {
 		t.Skip("no UDP GSO here")
 	}
@@ -176,7 +176,7 @@ func TestGSOFallback(t *testing.T) {
 }
 
 func TestIPv6ToIPv4Socket(t *testing.T) {
-	tx := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
+	tx := listenLoopback(t, "127.0.0.1:0", Config{})
 	msgs := newMsgs(1, 10)
 	msgs[0].N, msgs[0].Addr = 10, netip.MustParseAddrPort("[::1]:9")
 	if n, err := tx.WriteBatch(msgs); n != 0 || !errors.Is(err, ErrBadAddr) {
@@ -187,7 +187,7 @@ func TestIPv6ToIPv4Socket(t *testing.T) {
 // The hot path allocates nothing: a WriteBatch of 64 Flare packets and the
 // ReadBatch calls that take them in, with and without GSO/GRO.
 func TestZeroAllocs(t *testing.T) {
-	for _, cfg := range []ConnConfig{{}, {DisableOffload: true}, {BatchSize: 1}} {
+	for _, cfg := range []Config{{}, {DisableOffload: true}, {BatchSize: 1}} {
 		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
 			tx := listenLoopback(t, "127.0.0.1:0", cfg)
 			rx := listenLoopback(t, "127.0.0.1:0", cfg)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package swtch
+package conn
 
 // Linux batched UDP: recvmmsg/sendmmsg on the socket's descriptor, with UDP
 // GSO on send and UDP GRO on receive where the kernel offers them.
@@ -111,7 +111,7 @@ type sendState struct {
 	errno       syscall.Errno
 }
 
-func listenUDP(addr string, cfg ConnConfig) (Conn, error) {
+func listenUDP(addr string, cfg Config) (Conn, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func listenUDP(addr string, cfg ConnConfig) (Conn, error) {
 // setup reads the socket family, sizes the socket buffers and probes the
 // offloads: GSO exists if the kernel knows the UDP_SEGMENT option (4.18+),
 // GRO if it accepts UDP_GRO (5.0+).
-func (c *mmsgConn) setup(cfg ConnConfig) error {
+func (c *mmsgConn) setup(cfg Config) error {
 	var domain int
 	var derr error
 	err := c.rc.Control(func(fd uintptr) {

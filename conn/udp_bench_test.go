@@ -1,4 +1,4 @@
-package swtch
+package conn
 
 import (
 	"sync"
@@ -16,17 +16,17 @@ import (
 func BenchmarkLoopback(b *testing.B) {
 	for _, bc := range []struct {
 		name string
-		cfg  ConnConfig
+		cfg  Config
 	}{
-		{"single", ConnConfig{BatchSize: 1, DisableOffload: true}},
-		{"batch", ConnConfig{BatchSize: 64, DisableOffload: true}},
-		{"batch+offload", ConnConfig{BatchSize: 64}},
+		{"single", Config{BatchSize: 1, DisableOffload: true}},
+		{"batch", Config{BatchSize: 64, DisableOffload: true}},
+		{"batch+offload", Config{BatchSize: 64}},
 	} {
 		b.Run(bc.name, func(b *testing.B) { benchLoopback(b, bc.cfg) })
 	}
 }
 
-func benchLoopback(b *testing.B, cfg ConnConfig) {
+func benchLoopback(b *testing.B, cfg Config) {
 	const (
 		size   = flarePacket
 		window = 512 // datagrams in flight: ~1.2 MB of an 8 MiB socket buffer

@@ -1,4 +1,4 @@
-package swtch
+package conn
 
 import (
 	"encoding/binary"
@@ -18,7 +18,7 @@ import (
 const flarePacket = 32 + 1024
 
 // listenLoopback opens a conn on addr for the test and closes it after.
-func listenLoopback(tb testing.TB, addr string, cfg ConnConfig) Conn {
+func listenLoopback(tb testing.TB, addr string, cfg Config) Conn {
 	tb.Helper()
 	c, err := ListenUDP(addr, cfg)
 	if err != nil {
@@ -207,15 +207,15 @@ func TestLoopbackTransfer(t *testing.T) {
 	tests := []struct {
 		name  string
 		addr  string
-		cfg   ConnConfig
+		cfg   Config
 		sizes []int
 	}{
-		{"flare/offload", "127.0.0.1:0", ConnConfig{}, sameSizes(n, flarePacket)},
-		{"flare/no-offload", "127.0.0.1:0", ConnConfig{DisableOffload: true}, sameSizes(n, flarePacket)},
-		{"flare/batch1", "127.0.0.1:0", ConnConfig{BatchSize: 1}, sameSizes(n, flarePacket)},
-		{"mixed/offload", "127.0.0.1:0", ConnConfig{}, mixedSizes(n, 1)},
-		{"mixed/no-offload", "127.0.0.1:0", ConnConfig{DisableOffload: true}, mixedSizes(n, 2)},
-		{"ipv6/offload", "[::1]:0", ConnConfig{}, mixedSizes(n, 3)},
+		{"flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket)},
+		{"flare/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, sameSizes(n, flarePacket)},
+		{"flare/batch1", "127.0.0.1:0", Config{BatchSize: 1}, sameSizes(n, flarePacket)},
+		{"mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 1)},
+		{"mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 2)},
+		{"ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 3)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,8 +237,8 @@ func TestLoopbackTransfer(t *testing.T) {
 // An IPv4 host reaches a switch listening on ":0" (an IPv6 socket taking
 // both families), is seen by its IPv4 address, and the reply finds it.
 func TestLoopbackDualStack(t *testing.T) {
-	sw := listenLoopback(t, ":0", ConnConfig{})
-	host := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
+	sw := listenLoopback(t, ":0", Config{})
+	host := listenLoopback(t, "127.0.0.1:0", Config{})
 	to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), sw.LocalAddr().Port())
 	transfer(t, host, sw, to, sameSizes(500, flarePacket))
 	transfer(t, sw, host, host.LocalAddr(), sameSizes(500, flarePacket))
@@ -279,14 +279,14 @@ func closeUnblocks(t *testing.T, c Conn) {
 
 func TestCloseUnblocksRead(t *testing.T) {
 	t.Run("loopback", func(t *testing.T) {
-		c, err := ListenUDP("127.0.0.1:0", ConnConfig{})
+		c, err := ListenUDP("127.0.0.1:0", Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		closeUnblocks(t, c)
 	})
 	t.Run("loopback/no-offload", func(t *testing.T) {
-		c, err := ListenUDP("127.0.0.1:0", ConnConfig{DisableOffload: true})
+		c, err := ListenUDP("127.0.0.1:0", Config{DisableOffload: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +304,7 @@ func TestCloseUnblocksRead(t *testing.T) {
 // A datagram longer than the reader's buffer is dropped, not cut short, and
 // the datagrams around it still arrive, whether or not they were coalesced.
 func TestLoopbackOversizeDropped(t *testing.T) {
-	for _, cfg := range []ConnConfig{{}, {DisableOffload: true}} {
+	for _, cfg := range []Config{{}, {DisableOffload: true}} {
 		t.Run(fmt.Sprintf("offload=%v", !cfg.DisableOffload), func(t *testing.T) {
 			tx := listenLoopback(t, "127.0.0.1:0", cfg)
 			rx := listenLoopback(t, "127.0.0.1:0", cfg)
@@ -343,8 +343,8 @@ func TestLoopbackOversizeDropped(t *testing.T) {
 }
 
 func TestWriteBatchRejects(t *testing.T) {
-	tx := listenLoopback(t, "127.0.0.1:0", ConnConfig{MaxDatagram: 1500})
-	rx := listenLoopback(t, "127.0.0.1:0", ConnConfig{})
+	tx := listenLoopback(t, "127.0.0.1:0", Config{MaxDatagram: 1500})
+	rx := listenLoopback(t, "127.0.0.1:0", Config{})
 	tests := []struct {
 		name string
 		bad  Datagram
@@ -385,12 +385,12 @@ func TestWriteBatchRejects(t *testing.T) {
 }
 
 func TestConnConfigValidate(t *testing.T) {
-	for _, cfg := range []ConnConfig{{BatchSize: -1}, {BatchSize: MaxBatchSize + 1}, {MaxDatagram: MaxDatagramLimit + 1}, {MaxDatagram: -5}} {
+	for _, cfg := range []Config{{BatchSize: -1}, {BatchSize: MaxBatchSize + 1}, {MaxDatagram: MaxDatagramLimit + 1}, {MaxDatagram: -5}} {
 		if _, err := ListenUDP("127.0.0.1:0", cfg); err == nil {
 			t.Errorf("ListenUDP with %+v: no error", cfg)
 		}
 	}
-	c := listenLoopback(t, "127.0.0.1:0", ConnConfig{BatchSize: 7})
+	c := listenLoopback(t, "127.0.0.1:0", Config{BatchSize: 7})
 	if c.BatchSize() != 7 {
 		t.Errorf("BatchSize() = %d, want 7", c.BatchSize())
 	}

@@ -1,4 +1,4 @@
-package swtch
+package conn
 
 import (
 	"errors"
@@ -19,8 +19,8 @@ type Datagram struct {
 
 // Conn is a UDP socket that moves datagrams in batches, so that one system
 // call (and, where the kernel offers it, one trip through the stack) carries
-// many packets. It is the daemon's and the host library's only view of the
-// network; MemNetwork provides one without sockets for tests.
+// many packets. It is the switch daemon's and the host library's only view
+// of the network; MemNetwork provides one without sockets for tests.
 //
 // One goroutine may read while another writes. Each datagram stays its own
 // packet for the caller, whatever the conn coalesces underneath.
@@ -65,7 +65,7 @@ type Offload struct {
 	GSO, GRO bool
 }
 
-// Defaults for ConnConfig; a zero field means its default.
+// Defaults for Config; a zero field means its default.
 const (
 	// DefaultBatchSize is the batch a reader or writer moves per system call:
 	// enough to amortise the call, small enough to keep latency and the
@@ -85,7 +85,7 @@ const (
 	DefaultSocketBuffer = 8 << 20
 )
 
-// Limits checked by ConnConfig.Validate.
+// Limits checked by Config.Validate.
 const (
 	// MaxBatchSize is the kernel's limit on messages per sendmmsg/recvmmsg
 	// (UIO_MAXIOV).
@@ -96,8 +96,8 @@ const (
 	MaxDatagramLimit = 65507
 )
 
-// ConnConfig configures ListenUDP. The zero value gives the defaults.
-type ConnConfig struct {
+// Config configures ListenUDP. The zero value gives the defaults.
+type Config struct {
 	// BatchSize is the most datagrams one ReadBatch returns and one system
 	// call sends; 1..MaxBatchSize, 0 means DefaultBatchSize.
 	BatchSize int
@@ -119,7 +119,7 @@ type ConnConfig struct {
 }
 
 // WithDefaults returns c with every zero field set to its default.
-func (c ConnConfig) WithDefaults() ConnConfig {
+func (c Config) WithDefaults() Config {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
@@ -134,7 +134,7 @@ func (c ConnConfig) WithDefaults() ConnConfig {
 
 // Validate reports the first field out of range, naming it and the allowed
 // range. It expects defaults to have been applied.
-func (c ConnConfig) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case c.BatchSize < 1 || c.BatchSize > MaxBatchSize:
 		return fmt.Errorf("batch size = %d: must be in 1..%d", c.BatchSize, MaxBatchSize)
@@ -147,7 +147,7 @@ func (c ConnConfig) Validate() error {
 // ListenUDP opens a UDP socket bound to addr ("127.0.0.1:7470", "[::1]:0",
 // ":0" for every address of both families) and returns it as a Conn. Hosts
 // listen on ":0" too and WriteBatch to the switch's address.
-func ListenUDP(addr string, cfg ConnConfig) (Conn, error) {
+func ListenUDP(addr string, cfg Config) (Conn, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("listen udp %s: %w", addr, err)

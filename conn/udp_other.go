@@ -1,6 +1,6 @@
 //go:build !linux
 
-package swtch
+package conn
 
 import (
 	"net"
@@ -24,7 +24,7 @@ type stdConn struct {
 
 var _ Conn = (*stdConn)(nil)
 
-func listenUDP(addr string, cfg ConnConfig) (Conn, error) {
+func listenUDP(addr string, cfg Config) (Conn, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,13 @@
+// Package conn is the socket layer of the switch daemon and the host
+// library, as wireguard-go's conn is WireGuard's: a UDP socket seen as a
+// batch Conn that receives N datagrams into caller-owned buffers and sends
+// N in one call. On Linux, ListenUDP uses recvmmsg/sendmmsg with UDP GSO
+// and GRO where the kernel has them; elsewhere one datagram per call.
+// MemNetwork is the same interface without sockets, with faults (drop,
+// duplicate, reorder, delay), for tests and benchmarks.
+//
+//	c, err := conn.ListenUDP("127.0.0.1:0", conn.Config{})
+//	msgs := make([]conn.Datagram, c.BatchSize()) // each with a Buf of conn.DefaultMaxDatagram bytes
+//	n, err := c.ReadBatch(msgs)                    // msgs[:n] hold datagrams and their senders
+//	_, err = c.WriteBatch(msgs[:n])                // and send them back
+package conn

@@ -1,0 +1,123 @@
+package swtch_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/hostlib"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// memSwitch runs a switch whose data port is a conn on network, until the
+// test ends.
+func memSwitch(t testing.TB, network *conn.MemNetwork) *swtch.Switch {
+	t.Helper()
+	c, err := network.Listen(netip.MustParseAddrPort("127.0.0.1:7470"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := swtch.New(swtch.Config{Conn: c, Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sw.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-sw.Ready():
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	return sw
+}
+
+// memRanks joins world float32-sum sessions of job, each over its own conn
+// on network.
+func memRanks(t testing.TB, network *conn.MemNetwork, sw *swtch.Switch, job uint32, world, elements int) []*hostlib.Session {
+	t.Helper()
+	ss := make([]*hostlib.Session, world)
+	g, ctx := errgroup.WithContext(context.Background())
+	for r := range world {
+		c, err := network.Listen(netip.AddrPort{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Go(func() error {
+			s, err := hostlib.Join(ctx, hostlib.Options{Switch: sw.Addr().String(), Conn: c, Job: job, Token: 42, Rank: r,
+				World: world, DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 60 * time.Second})
+			ss[r] = s
+			return err
+		})
+	}
+	err := g.Wait()
+	t.Cleanup(func() {
+		for _, s := range ss {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}
+
+// TestAllReduceOverMemNetwork runs the daemon and the host library over the
+// in-memory network, injected through swtch.Config.Conn and
+// hostlib.Options.Conn, without and with loss, duplication and reordering:
+// every rank ends with the exact sum (small integers, so float32 sums are
+// exact in any order).
+func TestAllReduceOverMemNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults conn.Faults
+	}{
+		{"clean", conn.Faults{}},
+		{"faulty", conn.Faults{Drop: 0.02, Dup: 0.02, Reorder: 0.02, Seed: 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			network := conn.NewMemNetwork()
+			network.Faults = tc.faults
+			sw := memSwitch(t, network)
+			const world, elements = 4, 100_000 // 391 blocks, the last one short
+			ss := memRanks(t, network, sw, 3, world, elements)
+			bufs := make([][]float32, world)
+			want := make([]float32, elements)
+			for r := range bufs {
+				bufs[r] = make([]float32, elements)
+				for i := range bufs[r] {
+					bufs[r][i] = float32((i*(r+3) + r) % 1000)
+					want[i] += bufs[r][i]
+				}
+			}
+			allreduceAll(t, ss, bufs)
+			for r := range bufs {
+				for i, v := range bufs[r] {
+					if v != want[i] {
+						t.Fatalf("rank %d: element %d = %v, want %v", r, i, v, want[i])
+					}
+				}
+			}
+			st := network.Stats()
+			if tc.faults.Drop > 0 && st.Dropped == 0 {
+				t.Errorf("the network dropped nothing (%+v): the faulty case tested no loss", st)
+			}
+			t.Logf("network: %+v", st)
+		})
+	}
+}

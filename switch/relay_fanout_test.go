@@ -1,0 +1,172 @@
+package swtch
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/wire"
+)
+
+// fanoutFixture is a fan-out relay driven batch by batch, without a socket.
+type fanoutFixture struct {
+	t     *testing.T
+	r     *Relay
+	hosts []netip.AddrPort
+	hdr   wire.Header
+}
+
+func newFanoutFixture(t *testing.T, world, elements int) *fanoutFixture {
+	t.Helper()
+	r, err := NewFanoutRelay(Config{Listen: "127.0.0.1:0", PacketBytes: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fanoutFixture{t: t, r: r, hdr: wire.Header{Job: 5, Token: 9, DType: wire.Float32, Op: wire.OpSum}}
+	for rank := range world {
+		f.hosts = append(f.hosts, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(2000+rank)))
+		h := f.hdr
+		h.Child = uint16(rank)
+		join := wire.AppendJoin(nil, &h, &wire.JoinBody{World: uint16(world), Elements: uint64(elements)})
+		out := f.batch(conn.Datagram{Buf: join, N: len(join), Addr: f.hosts[rank]})
+		if len(out) != 1 || f.typeOf(out[0]) != wire.TypeJoinAck {
+			t.Fatalf("join of rank %d: answers %v", rank, f.types(out))
+		}
+	}
+	return f
+}
+
+func (f *fanoutFixture) batch(msgs ...conn.Datagram) []conn.Datagram {
+	return f.r.batch(msgs, nil)
+}
+
+// data is rank's data packet for block of generation gen, with flags.
+func (f *fanoutFixture) data(rank int, block, gen uint32, flags wire.Flags) conn.Datagram {
+	h := f.hdr
+	h.Type, h.Child, h.Block, h.Generation, h.Flags, h.Count = wire.TypeData, uint16(rank), block, gen, flags, 16
+	pkt := wire.AppendPacket(nil, &h, make([]byte, 64))
+	return conn.Datagram{Buf: pkt, N: len(pkt), Addr: f.hosts[rank]}
+}
+
+func (f *fanoutFixture) typeOf(d conn.Datagram) wire.Type {
+	var h wire.Header
+	if _, err := h.Unmarshal(d.Buf[:d.N]); err != nil {
+		f.t.Fatalf("the relay sent a packet that does not decode: %v", err)
+	}
+	return h.Type
+}
+
+func (f *fanoutFixture) types(out []conn.Datagram) []wire.Type {
+	var ts []wire.Type
+	for _, d := range out {
+		ts = append(ts, f.typeOf(d))
+	}
+	return ts
+}
+
+// A block's result goes to all P members once each of the P ranks sent it,
+// and only then; copies, strangers and older generations do not count.
+func TestFanoutRelayCounts(t *testing.T) {
+	const world = 3
+	f := newFanoutFixture(t, world, 16*4) // 4 blocks
+	stranger := f.data(0, 0, 1, 0)
+	stranger.Addr = netip.MustParseAddrPort("127.0.0.1:9999")
+	wrongToken := f.data(1, 0, 1, 0)
+	wrongToken.Buf[wire.OffToken] ^= 1
+	for _, out := range [][]conn.Datagram{
+		f.batch(f.data(0, 0, 1, 0), f.data(1, 0, 1, 0)),
+		f.batch(f.data(0, 0, 1, wire.FlagRetransmit), stranger, wrongToken), // rank 0 again, and two that do not count
+	} {
+		if len(out) != 0 {
+			t.Fatalf("block 0 answered %v before its third rank", f.types(out))
+		}
+	}
+	out := f.batch(f.data(2, 0, 1, 0))
+	if len(out) != world {
+		t.Fatalf("the last rank completed block 0 with %d packets, want %d", len(out), world)
+	}
+	for i, d := range out {
+		if f.typeOf(d) != wire.TypeResult || d.Addr != f.hosts[i] {
+			t.Errorf("packet %d: %v to %v, want a result to rank %d at %v", i, f.typeOf(d), d.Addr, i, f.hosts[i])
+		}
+	}
+	if out := f.batch(f.data(1, 0, 1, wire.FlagRetransmit)); len(out) != 1 || out[0].Addr != f.hosts[1] {
+		t.Errorf("a retransmission of a finished block: %d answers, want its result to the sender alone", len(out))
+	}
+	if out := f.batch(f.data(0, 0, 0, 0)); len(out) != 0 {
+		t.Errorf("a packet of an older generation was answered")
+	}
+	// The next generation counts afresh; results of several blocks in one
+	// batch go out destination-major (all to rank 0, then rank 1, ...).
+	var in []conn.Datagram
+	for r := range world {
+		in = append(in, f.data(r, 1, 2, 0), f.data(r, 2, 2, 0))
+	}
+	out = f.batch(in...)
+	if len(out) != 2*world {
+		t.Fatalf("two blocks completed in one batch: %d packets, want %d", len(out), 2*world)
+	}
+	for i, d := range out {
+		if d.Addr != f.hosts[i/2] {
+			t.Errorf("packet %d to %v, want rank %d: destination-major", i, d.Addr, i/2)
+		}
+	}
+}
+
+// Joins the relay cannot serve are refused with the reason; two joins in
+// one batch each get their own answer.
+func TestFanoutRelayJoins(t *testing.T) {
+	f := newFanoutFixture(t, 2, 64)
+	h := f.hdr
+	h.Child = 2
+	bad := wire.AppendJoin(nil, &h, &wire.JoinBody{World: 2, Elements: 64})
+	other := f.hdr
+	other.Job, other.Child = 6, 1
+	good := wire.AppendJoin(nil, &other, &wire.JoinBody{World: 2, Elements: 64})
+	out := f.batch(conn.Datagram{Buf: bad, N: len(bad), Addr: f.hosts[0]}, conn.Datagram{Buf: good, N: len(good), Addr: f.hosts[1]})
+	if ts := f.types(out); len(ts) != 2 || ts[0] != wire.TypeError || ts[1] != wire.TypeJoinAck {
+		t.Fatalf("answers %v, want an error and a join-ack", ts)
+	}
+	var e wire.ErrorBody
+	var eh wire.Header
+	p, _ := eh.Unmarshal(out[0].Buf[:out[0].N])
+	if err := e.Unmarshal(p); err != nil || !strings.Contains(string(e.Text), "rank 2: must be in 0..1") {
+		t.Errorf("refusal %q (%v), want it to name the rank and the range", e.Text, err)
+	}
+	var ah wire.Header
+	if _, err := ah.Unmarshal(out[1].Buf[:out[1].N]); err != nil || ah.Job != 6 || ah.Child != 1 {
+		t.Errorf("the second join's answer is job %d child %d (%v), want job 6 child 1", ah.Job, ah.Child, err)
+	}
+}
+
+// The fan-out relay allocates nothing per packet once a job has joined:
+// a block's arrivals and its fan-out to every member.
+func TestFanoutRelayZeroAllocs(t *testing.T) {
+	const world = 4
+	f := newFanoutFixture(t, world, 16*8)
+	pristine := make([]conn.Datagram, world)
+	in := make([]conn.Datagram, world)
+	for r := range world {
+		pristine[r] = f.data(r, 3, 0, 0)
+		in[r] = pristine[r]
+		in[r].Buf = make([]byte, len(pristine[r].Buf))
+	}
+	out := make([]conn.Datagram, 0, 2*world)
+	gen := uint32(0)
+	run := func() {
+		gen++
+		for r := range in {
+			copy(in[r].Buf, pristine[r].Buf)
+			binary.BigEndian.PutUint32(in[r].Buf[wire.OffGeneration:], gen)
+		}
+		if out = f.r.batch(in, out[:0]); len(out) != world {
+			t.Fatalf("generation %d: %d results, want %d", gen, len(out), world)
+		}
+	}
+	run() // warm: the batch's completion list
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Errorf("%v allocations per block of %d packets, want 0", n, world)
+	}
+}
