@@ -51,9 +51,11 @@ type Row struct {
 	Storage     string  `json:"storage,omitempty"`
 	// VsRing is the ring's median over this row's (above 1: faster).
 	VsRing float64 `json:"vs_ring"`
-	// OfRelay is bench's echo-relay ratio; the testbed runs no relay, so
-	// it is always 0 (bench's "not measured").
-	OfRelay float64 `json:"of_relay"`
+	// OfRelay and OfFanout are bench's echo-relay and fan-out-relay
+	// ratios; the testbed runs no relay, so they are always 0 (bench's
+	// "not measured").
+	OfRelay  float64 `json:"of_relay"`
+	OfFanout float64 `json:"of_fanout"`
 	// Bytes per call on one host's link, the mean over the hosts, up and
 	// down: frames the link's tbf sent (Ethernet header included).
 	HostUpBytes   float64 `json:"host_link_up_bytes"`
