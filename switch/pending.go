@@ -125,7 +125,9 @@ func (s *Switch) unpend(j *job) {
 }
 
 // joinPending records rank's join of pending job j and starts the job's
-// admission once every rank is in. The caller holds the table lock.
+// admission once every rank is in. It returns j while the job waits for
+// ranks, and no job once its admission has started (the build acks). The
+// caller holds the table lock.
 func (s *Switch) joinPending(j *job, from netip.AddrPort, rank, hosts, stream int) (*job, *joinError) {
 	if _, ok := j.pend[rank]; !ok { // (a known rank joining from a new address is a restarted host)
 		if !s.budget.reserve(pendingMemberBytes) {
@@ -146,7 +148,10 @@ func (s *Switch) joinPending(j *job, from netip.AddrPort, rank, hosts, stream in
 		s.endLocked(j, "refused")
 		return nil, err
 	}
-	return j, nil
+	// The build acks every member once the handler is ready (announce);
+	// the caller must not ack this rank too, or it would be acked twice
+	// whenever the build finishes first.
+	return nil, nil
 }
 
 // memberAddrs is a copy of j's member addresses by rank, zero where a rank
