@@ -49,28 +49,10 @@ const abortElements = 1 << 16
 // timeout.
 func joinAbortRanks(t *testing.T, sw *swtch.Switch, world int, timeout time.Duration) []*hostlib.Session {
 	t.Helper()
-	ss := make([]*hostlib.Session, world)
-	g, ctx := errgroup.WithContext(context.Background())
-	for r := range world {
-		g.Go(func() error {
-			s, err := hostlib.Join(ctx, hostlib.Options{Switch: sw.Addr().String(), Job: abortJob, Token: 0xab0e7, Rank: r, World: world,
-				DType: wire.Float32, Op: wire.OpSum, Elements: abortElements, Timeout: timeout})
-			ss[r] = s
-			return err
-		})
-	}
-	err := g.Wait()
-	t.Cleanup(func() {
-		for _, s := range ss {
-			if s != nil {
-				s.Close()
-			}
-		}
+	return joinAll(t, world, func(r int) hostlib.Options {
+		return hostlib.Options{Switch: sw.Addr().String(), Job: abortJob, Token: 0xab0e7, Rank: r, World: world,
+			DType: wire.Float32, Op: wire.OpSum, Elements: abortElements, Timeout: timeout}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
 }
 
 // verifiedAllReduce runs one call on every session, rank r contributing

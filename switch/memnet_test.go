@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
 	swtch "github.com/flare-net/flare/switch"
@@ -49,32 +47,14 @@ func memSwitch(t testing.TB, network *conn.MemNetwork) *swtch.Switch {
 // on network.
 func memRanks(t testing.TB, network *conn.MemNetwork, sw *swtch.Switch, job uint32, world, elements int) []*hostlib.Session {
 	t.Helper()
-	ss := make([]*hostlib.Session, world)
-	g, ctx := errgroup.WithContext(context.Background())
-	for r := range world {
+	return joinAll(t, world, func(r int) hostlib.Options {
 		c, err := network.Listen(netip.AddrPort{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.Go(func() error {
-			s, err := hostlib.Join(ctx, hostlib.Options{Switch: sw.Addr().String(), Conn: c, Job: job, Token: 42, Rank: r,
-				World: world, DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 60 * time.Second})
-			ss[r] = s
-			return err
-		})
-	}
-	err := g.Wait()
-	t.Cleanup(func() {
-		for _, s := range ss {
-			if s != nil {
-				s.Close()
-			}
-		}
+		return hostlib.Options{Switch: sw.Addr().String(), Conn: c, Job: job, Token: 42, Rank: r,
+			World: world, DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 60 * time.Second}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
 }
 
 // TestAllReduceOverMemNetwork runs the daemon and the host library over the

@@ -42,12 +42,23 @@ func serve(t *testing.T, srv server) {
 // joinRanks joins world float32-sum sessions of job to addr.
 func joinRanks(t *testing.T, addr string, job uint32, world, elements int) []*hostlib.Session {
 	t.Helper()
+	return joinAll(t, world, func(r int) hostlib.Options {
+		return hostlib.Options{Switch: addr, Job: job, Token: 42, Rank: r, World: world,
+			DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second}
+	})
+}
+
+// joinAll joins world sessions at once (the switch answers only once every
+// rank has joined), with rank r's options from opts; they close when the
+// test ends.
+func joinAll(t testing.TB, world int, opts func(r int) hostlib.Options) []*hostlib.Session {
+	t.Helper()
 	ss := make([]*hostlib.Session, world)
 	g, ctx := errgroup.WithContext(context.Background())
 	for r := range world {
+		o := opts(r)
 		g.Go(func() error {
-			s, err := hostlib.Join(ctx, hostlib.Options{Switch: addr, Job: job, Token: 42, Rank: r, World: world,
-				DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second})
+			s, err := hostlib.Join(ctx, o)
 			ss[r] = s
 			return err
 		})
