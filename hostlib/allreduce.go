@@ -125,7 +125,7 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		s.replayEarly()
 	}
 	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
-	s.wait = waitNotes{}
+	s.wait.reset()
 	s.deadline, s.wakeAt = s.opts.Timeout, never
 	s.arm(0, s.deadline)
 	defer s.timer.Stop()

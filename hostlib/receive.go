@@ -225,7 +225,7 @@ func (s *Session) failure(h *wire.Header, payload []byte) error {
 	switch e.Code {
 	case wire.CodeWaiting:
 		if h.Generation == s.gen {
-			s.noteWaiting(e.Message())
+			s.noteWaiting(e.Text)
 			return nil
 		}
 	case wire.CodeTimeout, wire.CodeUnknownJob, wire.CodeInternal:

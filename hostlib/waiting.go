@@ -1,6 +1,7 @@
 package hostlib
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,33 +12,58 @@ import (
 // names the ranks one stuck block waits for; a rank that every answer
 // names is the one holding the call up (others appear only while the
 // window keeps them from sending), so that is what a timeout reports.
+// Noting an answer allocates nothing once warm: answers come once per
+// retransmission, on the packet path.
 type waitNotes struct {
 	reports int
 	named   map[int]int // rank → answers naming it
-	last    string
+	last    []byte      // the latest answer's text, reused
 }
 
 // noteWaiting records one answer: "block B of allreduce G waits for rank(s)
 // R1, R2[ and N more]: ...". An answer whose list is cut short counts for
 // the last text only.
-func (s *Session) noteWaiting(text string) {
+func (s *Session) noteWaiting(text []byte) {
 	w := &s.wait
-	w.last = text
-	_, rest, ok := strings.Cut(text, "waits for ")
-	list, _, ok2 := strings.Cut(rest, ":")
-	if !ok || !ok2 || strings.Contains(list, "more") {
+	w.last = append(w.last[:0], text...)
+	_, rest, ok := bytes.Cut(text, []byte("waits for "))
+	list, _, ok2 := bytes.Cut(rest, []byte(":"))
+	if !ok || !ok2 || bytes.Contains(list, []byte("more")) {
 		return
 	}
-	list = strings.TrimPrefix(strings.TrimPrefix(list, "ranks "), "rank ")
+	list = bytes.TrimPrefix(bytes.TrimPrefix(list, []byte("ranks ")), []byte("rank "))
 	if w.named == nil {
 		w.named = map[int]int{}
 	}
 	w.reports++
-	for _, f := range strings.Split(list, ",") {
-		if r, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+	for len(list) > 0 {
+		var f []byte
+		f, list, _ = bytes.Cut(list, []byte(","))
+		if r, ok := atoi(bytes.TrimSpace(f)); ok {
 			w.named[r]++
 		}
 	}
+}
+
+// reset forgets the previous call's answers, keeping the storage.
+func (w *waitNotes) reset() {
+	w.reports, w.last = 0, w.last[:0]
+	clear(w.named)
+}
+
+// atoi parses a small non-negative decimal without allocating.
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // waitingSummary is what a timeout says of the switch's answers: the
@@ -59,7 +85,7 @@ func (s *Session) waitingSummary() string {
 		}
 	}
 	if best == 0 {
-		return w.last
+		return string(w.last)
 	}
 	slices.Sort(top)
 	names := make([]string, len(top))

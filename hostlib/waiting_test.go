@@ -22,7 +22,7 @@ func TestWaitingSummary(t *testing.T) {
 	for _, c := range cases {
 		var s Session
 		for _, a := range c.answers {
-			s.noteWaiting(a)
+			s.noteWaiting([]byte(a))
 		}
 		if got := s.waitingSummary(); got != c.want {
 			t.Errorf("answers %q:\n got %q\nwant %q", c.answers, got, c.want)

@@ -148,13 +148,13 @@ func TestAdmissionOffTheReader(t *testing.T) {
 	s := fx.s
 	s.bigBuilds <- struct{}{} // a big build in progress: the next waits
 	big := netip.MustParseAddrPort("10.0.2.1:7000")
-	ip := s.inPool.Get().(*inPacket)
+	ip := s.inFree.get()
 	pkt := shapeJoin(1, 0, 1, wire.Int8, 64<<20, 0) // 128 MiB of results
 	d := conn.Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: big}
 	start := time.Now()
 	s.handle(&d, ip, start.UnixNano())
 	held := time.Since(start)
-	s.inPool.Put(ip)
+	s.inFree.put(ip)
 	t.Logf("the join of a job of 128 MiB held the reader %v", held)
 	if j := s.jobs.get(1); j == nil || !j.building {
 		t.Fatal("the large job is not being built")

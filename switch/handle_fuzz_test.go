@@ -173,7 +173,7 @@ func fixtureJoin(v fuzzVariant, rank int, token uint64) []byte {
 func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	t.Helper()
 	s := fx.s
-	ip := s.inPool.Get().(*inPacket)
+	ip := s.inFree.get()
 	n := copy(ip.buf, r.pkt) // a longer datagram never gets here: the Conn drops it
 	if r.stamp && n >= wire.OffToken+8 {
 		binary.BigEndian.PutUint32(ip.buf[wire.OffJob:], fzJob)
@@ -194,7 +194,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 		fx.task.Run()
 		s.done(&ip.pkt)
 	} else {
-		s.inPool.Put(ip)
+		s.inFree.put(ip)
 	}
 	out := fx.drain(t)
 	dropped := fx.dropped(t)
@@ -351,7 +351,7 @@ func (fx *handleFixture) drain(t *testing.T) []sent {
 			}
 			out = append(out, sent{pkt: append([]byte(nil), op.buf...), to: op.to, multicast: op.job})
 			op.job = nil
-			fx.s.outPool.Put(op)
+			fx.s.outFree.put(op)
 		default:
 			return out
 		}

@@ -52,8 +52,8 @@ type Switch struct {
 	// (live jobs are read at scrape)
 	completedEnded, latencyEnded atomic.Int64
 
-	inPool    sync.Pool // *inPacket
-	outPool   sync.Pool // *outPacket
+	inFree    *freeList[inPacket]
+	outFree   *freeList[outPacket]
 	out       chan *outPacket
 	wg        sync.WaitGroup // job teardown goroutines
 	admitting sync.WaitGroup // handlers being built (build)
@@ -103,12 +103,17 @@ func New(cfg Config) (*Switch, error) {
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
 	s.ioLogLimit = rateLimit{rate: 1, tokens: 1, last: time.Now()}
 	maxDgram := cfg.Socket.MaxDatagram
-	s.inPool.New = func() any {
+	// In flight at once: what the clusters' queues and one receive batch
+	// hold; what the writer's channel and its batch hold, and one packet
+	// per core blocked on a full channel.
+	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+conn.MaxBatchSize, func() *inPacket {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
 		ip.pkt.Ref = ip
 		return ip
-	}
-	s.outPool.New = func() any { return &outPacket{buf: make([]byte, 0, maxDgram)} }
+	})
+	s.outFree = newFreeList(cap(s.out)+writerHold+cfg.HPU.Clusters*cfg.HPU.CoresPerCluster, func() *outPacket {
+		return &outPacket{buf: make([]byte, 0, maxDgram)}
+	})
 	unit, err := hpu.New(cfg.HPU, s, s.done)
 	if err != nil {
 		return nil, err
@@ -272,7 +277,7 @@ func (s *Switch) tick(j *job, now time.Time) {
 	if !j.enter() {
 		return // ending
 	}
-	ip := s.inPool.Get().(*inPacket)
+	ip := s.inFree.get()
 	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
 	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live = live.expire, now.UnixNano(), nil, j, live
 	if s.unit.Submit(&ip.pkt) != nil {
@@ -292,7 +297,7 @@ func (s *Switch) reader(ctx context.Context) error {
 	slots := make([]*inPacket, n)
 	batch := make([]*hpu.Packet, 0, n)
 	for i := range msgs {
-		slots[i] = s.inPool.Get().(*inPacket)
+		slots[i] = s.inFree.get()
 		msgs[i].Buf = slots[i].buf
 	}
 	var retry readRetry
@@ -316,7 +321,7 @@ func (s *Switch) reader(ctx context.Context) error {
 		for i := 0; i < k; i++ {
 			if s.handle(&msgs[i], slots[i], now) {
 				batch = append(batch, &slots[i].pkt)
-				slots[i] = s.inPool.Get().(*inPacket)
+				slots[i] = s.inFree.get()
 				msgs[i].Buf = slots[i].buf
 			}
 		}
@@ -454,7 +459,7 @@ func (s *Switch) done(p *hpu.Packet) {
 	ip.job.inflight.Add(-1)
 	ip.job, ip.live = nil, nil
 	p.Handler, p.Payload = nil, nil
-	s.inPool.Put(ip)
+	s.inFree.put(ip)
 }
 
 // control answers a join: an ack to every member once the job is admitted
@@ -506,7 +511,7 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 
 // send queues one control packet to one address.
 func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
-	op := s.outPool.Get().(*outPacket)
+	op := s.outFree.get()
 	op.buf = encode(op.buf[:0])
 	op.to, op.job = to, nil
 	s.out <- op
@@ -521,7 +526,7 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 	ip := p.Ref.(*inPacket)
 	j, live := ip.job, ip.live
-	op := s.outPool.Get().(*outPacket)
+	op := s.outFree.get()
 	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
 	op.job, op.to = live, netip.AddrPort{}
 	switch {
@@ -580,7 +585,7 @@ func (s *Switch) writer() {
 		msgs = msgs[:0]
 		for _, op := range held {
 			op.job = nil
-			s.outPool.Put(op)
+			s.outFree.put(op)
 		}
 		held = held[:0]
 	}

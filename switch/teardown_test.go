@@ -41,14 +41,14 @@ func newJobFixture(t *testing.T, mut func(*Config)) *jobFixture {
 // accepted it for the processing unit (run it with run), else nil.
 func (fx *jobFixture) deliver(from netip.AddrPort, pkt []byte) *inPacket {
 	s := fx.s
-	ip := s.inPool.Get().(*inPacket)
+	ip := s.inFree.get()
 	n := copy(ip.buf, pkt)
 	d := conn.Datagram{Buf: ip.buf, N: n, Addr: from}
 	fx.clock += int64(time.Millisecond)
 	if s.handle(&d, ip, fx.clock) {
 		return ip
 	}
-	s.inPool.Put(ip)
+	s.inFree.put(ip)
 	if !fx.noWait {
 		s.settle() // a join that completed a job: its handler is built
 	}
@@ -130,7 +130,7 @@ func TestLookedUpPacketAfterTeardown(t *testing.T) {
 		step func(fx *jobFixture, j *job) // what the reader or expirer does after its lookup
 	}{
 		{"reader", 0, func(fx *jobFixture, j *job) {
-			ip := fx.s.inPool.Get().(*inPacket)
+			ip := fx.s.inFree.get()
 			pkt := testData(id, token, 0, 1, 0, 0)
 			d := conn.Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: fzRank0}
 			payload, err := ip.pkt.Hdr.Unmarshal(d.Buf[:d.N])

@@ -1,5 +1,0 @@
-//go:build race
-
-package swtch_test
-
-const raceEnabled = true
