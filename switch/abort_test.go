@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -31,14 +30,9 @@ const abortJob = 11
 // quota that was not given back would shrink the next job's window.
 func newAbortSwitch(t *testing.T) *swtch.Switch {
 	t.Helper()
-	cfg := swtch.Config{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := swtch.Config{Admin: "127.0.0.1:0"}
 	cfg.HPU.Clusters, cfg.HPU.CoresPerCluster, cfg.HPU.L1Bytes = 2, 2, 256<<10
-	sw, err := swtch.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve(t, sw)
-	return sw
+	return startSwitch(t, cfg)
 }
 
 // abortElements is the vector of the abort tests: 256 blocks of 256
@@ -283,11 +277,7 @@ func checkAborted(t *testing.T, r int, err error, rank int, want string) {
 // and the hosts of the other leaf fail with an *AbortedError that names it
 // and the path the news took.
 func TestAbortTree(t *testing.T) {
-	root := newTreeSwitch(t, swtch.Config{Children: 2})
-	leaves := []*swtch.Switch{
-		newTreeSwitch(t, swtch.Config{Parent: root.Addr().String(), ChildIndex: 0}),
-		newTreeSwitch(t, swtch.Config{Parent: root.Addr().String(), ChildIndex: 1}),
-	}
+	leaves := startTree(t, 2).Leaves
 	ss := make([]*hostlib.Session, 4)
 	var g errgroup.Group
 	for r := range ss {

@@ -1,9 +1,6 @@
 package swtch_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/netip"
 	"testing"
 	"time"
@@ -22,25 +19,7 @@ func memSwitch(t testing.TB, network *conn.MemNetwork) *swtch.Switch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := swtch.New(swtch.Config{Conn: c, Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sw.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-sw.Ready():
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
-	}
-	return sw
+	return startSwitch(t, swtch.Config{Conn: c})
 }
 
 // memRanks joins world float32-sum sessions of job, each over its own conn

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/internal/inproc"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -49,7 +50,7 @@ func benchMemPath(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	cfg := swtch.Config{Conn: c, Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	var srv server
+	var srv inproc.Server
 	want := float32(1) // a relay returns one rank's data: every element 1
 	switch path {
 	case "switch":

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,12 +29,7 @@ func TestAdmissionRegisteredE2E(t *testing.T) {
 	if err := os.WriteFile(secretPath, secret, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Admission: swtch.AdmissionRegistered,
-		AdminSecretFile: secretPath, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve(t, sw)
+	sw := startSwitch(t, swtch.Config{Admin: "127.0.0.1:0", Admission: swtch.AdmissionRegistered, AdminSecretFile: secretPath})
 	addr := sw.Addr().String()
 	const job, world, elements = 31, 4, 50_000
 	ctx := context.Background()

@@ -3,8 +3,6 @@ package swtch_test
 import (
 	"context"
 	"encoding/binary"
-	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -44,11 +42,7 @@ func sparseInput(rng *rand.Rand, n int, density, overlap float64, shared []uint3
 // (with spills) and array storage, single and multi-buffer, several calls
 // per session, checked against the plain sparse reference.
 func TestSparseAllReduceThroughSwitch(t *testing.T) {
-	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve(t, sw)
+	sw := startSwitch(t, swtch.Config{})
 	job := uint32(100)
 	for _, tc := range []struct {
 		storage wire.Storage
@@ -141,11 +135,7 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 
 // Bad sparse input is refused before anything is sent, naming the problem.
 func TestSparseAllReduceRejectsBadInput(t *testing.T) {
-	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve(t, sw)
+	sw := startSwitch(t, swtch.Config{})
 	s, err := hostlib.Join(context.Background(), hostlib.Options{Switch: sw.Addr().String(), Job: 1, Token: 1, World: 1,
 		DType: wire.Int32, Op: wire.OpSum, Elements: 100, Sparse: true})
 	if err != nil {

@@ -2,8 +2,6 @@ package swtch_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -12,32 +10,33 @@ import (
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproc"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
-type server interface {
-	Run(context.Context) error
-	Ready() <-chan struct{}
-}
-
-// serve runs srv on loopback until the test ends.
-func serve(t *testing.T, srv server) {
+// group runs in-process switches and relays until the test ends, and
+// fails it if one's Run returned an error.
+func group(t testing.TB) *inproc.Group {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	g := inproc.New(context.Background())
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := g.Close(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	select {
-	case <-srv.Ready():
-	case err := <-done:
+	return g
+}
+
+// startSwitch runs a switch of inproc.Defaults(cfg) (loopback, no admin
+// port, quiet) until the test ends.
+func startSwitch(t testing.TB, cfg swtch.Config) *swtch.Switch {
+	t.Helper()
+	sw, err := group(t).Switch(cfg)
+	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	return sw
 }
 
 // joinRanks joins world float32-sum sessions of job to addr.
@@ -106,11 +105,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		ranks func(t *testing.T) []*hostlib.Session
 	}{
 		{"udp", func(t *testing.T) []*hostlib.Session {
-			sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			serve(t, sw)
+			sw := startSwitch(t, swtch.Config{})
 			return joinRanks(t, sw.Addr().String(), 1, world, elements)
 		}},
 		{"lossy", func(t *testing.T) []*hostlib.Session {
@@ -151,11 +146,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 // TestRelayEchoes checks the ceiling's contract: it admits a job at once,
 // with the switch's window, and every host gets its own data back.
 func TestRelayEchoes(t *testing.T) {
-	relay, err := swtch.NewRelay(swtch.Config{Listen: "127.0.0.1:0"})
+	relay, err := group(t).Relay(false, swtch.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve(t, relay)
 	const world, elements = 3, 100_000 // 391 blocks, the last one short
 	ss := joinRanks(t, relay.Addr().String(), 9, world, elements)
 	if got := ss[0].Window(); got != swtch.DefaultWindow {

@@ -2,32 +2,34 @@ package swtch_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/internal/inproc"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
-// newTreeSwitch runs one switch of a tree on loopback.
-func newTreeSwitch(t *testing.T, cfg swtch.Config) *swtch.Switch {
+// treeSwitch is the config of every switch of the tree tests: a small
+// processing unit, so that a tree's switches and hosts share few cores.
+var treeSwitch = swtch.Config{HPU: hpu.Config{Clusters: 2, CoresPerCluster: 2, L1Bytes: 1 << 20}}
+
+// startTree runs a root and leaves leaf switches on loopback until the
+// test ends.
+func startTree(t *testing.T, leaves int) *inproc.Tree {
 	t.Helper()
-	cfg.Listen, cfg.Admin = "127.0.0.1:0", "off"
-	cfg.HPU.Clusters, cfg.HPU.CoresPerCluster, cfg.HPU.L1Bytes = 2, 2, 1<<20
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	sw, err := swtch.New(cfg)
+	tree, err := group(t).Tree(leaves, treeSwitch)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Run: %v", err)
 	}
-	serve(t, sw)
-	return sw
+	return tree
 }
 
 // treeAllReduce runs calls allreduces of in (one vector per rank) over
@@ -37,13 +39,10 @@ func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducib
 	t.Helper()
 	var addrs []string
 	if leaves == 0 {
-		addrs = []string{newTreeSwitch(t, swtch.Config{}).Addr().String()}
+		addrs = []string{startSwitch(t, treeSwitch).Addr().String()}
 		perLeaf = len(in)
 	} else {
-		root := newTreeSwitch(t, swtch.Config{Children: leaves})
-		for i := range leaves {
-			addrs = append(addrs, newTreeSwitch(t, swtch.Config{Parent: root.Addr().String(), ChildIndex: i}).Addr().String())
-		}
+		addrs = strings.Split(startTree(t, leaves).Addrs(), ",")
 	}
 	world := len(in)
 	ss := make([]*hostlib.Session, world)
