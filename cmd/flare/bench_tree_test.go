@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/internal/bench"
+	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/wire"
 )
 
 func TestParseTreeShape(t *testing.T) {
-	for in, want := range map[string]treeShape{"4x4": {4, 4}, "8X8": {8, 8}, " 2x1 ": {2, 1}} {
+	for in, want := range map[string]bench.TreeShape{"4x4": {Leaves: 4, Hosts: 4}, "8X8": {Leaves: 8, Hosts: 8}, " 2x1 ": {Leaves: 2, Hosts: 1}} {
 		if got, err := parseTreeShape(in); err != nil || got != want {
 			t.Errorf("parseTreeShape(%q) = %v, %v; want %v", in, got, err, want)
 		}
@@ -22,9 +24,9 @@ func TestParseTreeShape(t *testing.T) {
 }
 
 // benchTreeRows runs `flare bench --tree ... --json` and reads its rows.
-func benchTreeRows(t *testing.T, args ...string) []treeRow {
+func benchTreeRows(t *testing.T, args ...string) []bench.TreeRow {
 	t.Helper()
-	return flareRows[treeRow](t, append([]string{"bench", "--json"}, args...)...)
+	return flareRows[bench.TreeRow](t, append([]string{"bench", "--json"}, args...)...)
 }
 
 // near reports whether got is within frac of want.
@@ -41,7 +43,7 @@ func TestE2EBenchTree(t *testing.T) {
 	if raceEnabled {
 		size = 16 << 10
 	}
-	rows := benchTreeRows(t, "--tree", "2x2", "--bytes", formatSize(int64(size)), "--iters", "2", "--warmup", "1")
+	rows := benchTreeRows(t, "--tree", "2x2", "--bytes", units.FormatSize(int64(size)), "--iters", "2", "--warmup", "1")
 	if len(rows) != 2 || rows[0].Path != "in-network" || rows[1].Path != "ring" {
 		t.Fatalf("rows %+v, want in-network then ring", rows)
 	}
@@ -173,7 +175,7 @@ func TestE2EBenchTreeSparse(t *testing.T) {
 // join ack and leave spread over its calls), the ring's own for the ring.
 func TestE2EBenchLinkBytes(t *testing.T) {
 	const p, size = 3, 100000
-	rows := flareRows[benchRow](t, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1",
+	rows := flareRows[bench.Row](t, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1",
 		"--paths", "switch,ring", "--json")
 	if len(rows) != 2 || rows[0].Path != "switch" || rows[1].Path != "ring" {
 		t.Fatalf("rows %+v, want switch then ring", rows)

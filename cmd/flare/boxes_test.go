@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/testbed"
 )
 
@@ -288,7 +289,7 @@ func TestE2ETreeBoxes(t *testing.T) {
 		down0Before := leaf[0].linkBytes(t, "parent", "rx", root.data)
 		up1Before := leaf[1].linkBytes(t, "parent", "tx", root.data)
 		drop0 := bx.dropped(t)
-		rows := make([]arResult, world)
+		rows := make([]bench.Result, world)
 		g, gctx := errgroup.WithContext(context.Background())
 		token := strconv.FormatUint(randomToken(), 10)
 		for r := range world {

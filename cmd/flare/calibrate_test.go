@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flare-net/flare/internal/bench"
 )
 
 // calibrateBound is the documented bound of `flare model calibrate`: the
@@ -25,7 +27,7 @@ func TestModelCalibrate(t *testing.T) {
 	others, wall, othersKnown := othersCPU(func() {
 		out = runFlare(t, "model", "calibrate", "--format", "json", "--runs", "5", "--run-time", "80ms")
 	})
-	var c calibration
+	var c bench.Calibration
 	if err := json.Unmarshal([]byte(out), &c); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -38,7 +40,7 @@ func TestModelCalibrate(t *testing.T) {
 	if c.Algo != "single" || c.Cores != 32 || c.Runs != 5 || !(c.TauNs > 0) || !(c.HostNs1 > 0) || !(c.TauCycles > 0) {
 		t.Fatalf("implausible calibration: %+v", c)
 	}
-	if _, ok := processCPU(); ok && !(c.CostNs > 0) {
+	if _, ok := bench.ProcessCPU(); ok && !(c.CostNs > 0) {
 		t.Fatalf("no CPU time per packet D where the process CPU time can be read: %+v", c)
 	}
 	if math.Abs(c.Error) <= calibrateBound {
@@ -66,12 +68,12 @@ func TestModelCalibrate(t *testing.T) {
 // machine's CPU time cannot be read (/proc/stat, Linux).
 func othersCPU(f func()) (others, wall time.Duration, ok bool) {
 	busy0, ok0 := machineBusy()
-	self0, okSelf := processCPU()
+	self0, okSelf := bench.ProcessCPU()
 	start := time.Now()
 	f()
 	wall = time.Since(start)
 	busy1, ok1 := machineBusy()
-	self1, _ := processCPU()
+	self1, _ := bench.ProcessCPU()
 	if !ok0 || !ok1 || !okSelf {
 		return 0, wall, false
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -163,7 +164,7 @@ next:
 
 // allreduce runs `flare allreduce` processes: one per rank when perRank,
 // else one process with --ranks. It returns the JSON rows.
-func allreduce(ctx context.Context, t *testing.T, d *daemon, job, world int, perRank bool, args ...string) ([]arResult, error) {
+func allreduce(ctx context.Context, t *testing.T, d *daemon, job, world int, perRank bool, args ...string) ([]bench.Result, error) {
 	base := append([]string{"allreduce", "--switch", d.data, "--job", strconv.Itoa(job), "--verify", "--json",
 		"--iters", "2", "--warmup", "1", "--timeout", "60s"}, args...)
 	var runs [][]string
@@ -175,7 +176,7 @@ func allreduce(ctx context.Context, t *testing.T, d *daemon, job, world int, per
 	} else {
 		runs = append(runs, append(base, "--ranks", strconv.Itoa(world)))
 	}
-	rows := make([]arResult, len(runs))
+	rows := make([]bench.Result, len(runs))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, a := range runs {
 		g.Go(func() error {
@@ -339,7 +340,7 @@ func flareRows[T any](t *testing.T, args ...string) []T {
 // flare bench runs the four paths with one process per rank (the ring
 // over --peers) and reports every row with its ratios.
 func TestE2EBench(t *testing.T) {
-	rows := flareRows[benchRow](t, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1", "--json")
+	rows := flareRows[bench.Row](t, "bench", "--ranks", "3", "--bytes", "100000", "--iters", "2", "--warmup", "1", "--json")
 	if len(rows) != 4 {
 		t.Fatalf("%d rows, want switch, ring, relay and fanout: %+v", len(rows), rows)
 	}
@@ -407,7 +408,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "2", "--dtype", "int128"}, "--dtype: unknown dtype \"int128\""},
 		{[]string{"allreduce", "--ranks", "2", "--dtype", "float32", "--op", "xor"}, "--op:"},
 		{[]string{"allreduce", "--ranks", "2", "--algo", "multi99"}, "--algo \"multi99\""},
-		{[]string{"allreduce", "--rank", "3", "--world", "2"}, "--rank 3 --world 2"},
+		{[]string{"allreduce", "--rank", "3", "--world", "2"}, "--rank 3 with --world 2: world must be in 1..65535 and rank in 0..world-1"},
 		{[]string{"allreduce", "--rank", "0", "--world", "2"}, "--rank 0: no job token. Every rank of the job must give the same secret: set it for all of them with\n  export FLARE_TOKEN=$(flare token)"},
 		{[]string{"allreduce", "--rank", "0", "--world", "2", "--token", "0xz"}, "--token \"0xz\": want the job's 64-bit token, decimal or 0x-hex"},
 		{[]string{"token", "extra"}, "takes no arguments"},

@@ -47,19 +47,6 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// formatSize prints n as the largest exact binary unit.
-func formatSize(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprintf("%dB", n)
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -73,18 +60,4 @@ func flagError(flag string, err error) error { return fmt.Errorf("%s: %w", flag,
 
 func usageError(fs *pflag.FlagSet, format string, args ...any) error {
 	return fmt.Errorf("%s: %s (see 'flare %s --help')", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
-}
-
-// humanBytes prints a byte count with one decimal in the largest binary
-// unit that keeps it at least 1.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/internal/units"
 	swtch "github.com/flare-net/flare/switch"
 )
 
@@ -125,7 +126,7 @@ func runJobsRegister(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "job %d registered: world %d, memory cap %s, sources %s (%s)\n", r.Job, r.World, formatSize(r.MemoryCapBytes), strings.Join(r.Sources, ","), r.State)
+	fmt.Fprintf(stdout, "job %d registered: world %d, memory cap %s, sources %s (%s)\n", r.Job, r.World, units.FormatSize(r.MemoryCapBytes), strings.Join(r.Sources, ","), r.State)
 	return nil
 }
 
@@ -154,7 +155,7 @@ func runJobsList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tWORLD\tMEMORY CAP\tSOURCES\tSTATE\tJOINED\tHELD")
 	for _, j := range l.Jobs {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\n", j.Job, j.World, formatSize(j.MemoryCapBytes), strings.Join(j.Sources, ","), j.State, j.Joined, humanBytes(j.HeldBytes))
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\n", j.Job, j.World, units.FormatSize(j.MemoryCapBytes), strings.Join(j.Sources, ","), j.State, j.Joined, units.HumanBytes(j.HeldBytes))
 	}
 	return tw.Flush()
 }

@@ -182,7 +182,7 @@ func TestModelSimFlagErrors(t *testing.T) {
 		{[]string{"model", "collectives", "--topology", "torus"}, "--topology:"},
 		{[]string{"model", "sparse", "--storage", "tree"}, "--storage: \"tree\""},
 		{[]string{"model", "sparse", "--density", "0"}, "--density: \"0\""},
-		{[]string{"model", "calibrate", "--runs", "0"}, "--runs: 0"},
+		{[]string{"model", "calibrate", "--runs", "0"}, "--runs 0: must be in 1..100"},
 		{[]string{"model", "calibrate", "--algo", "ring"}, "--algo: models: unknown design"},
 		{[]string{"model", "calibrate", "--bytes", "1023"}, "--bytes: 1023"},
 		{[]string{"model", "nosuch"}, "unknown subcommand \"nosuch\""},

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/testbed"
 )
 
@@ -126,11 +127,11 @@ func (ns *lossNS) startSwitchAt(t *testing.T, addr string, extra ...string) {
 }
 
 // allreduceIn runs one `flare allreduce --ranks N` process in the namespace.
-func (ns *lossNS) allreduceIn(ctx context.Context, sw string, job int, args ...string) (arResult, error) {
+func (ns *lossNS) allreduceIn(ctx context.Context, sw string, job int, args ...string) (bench.Result, error) {
 	all := append([]string{flareBin, "allreduce", "--switch", sw, "--job", strconv.Itoa(job), "--verify", "--json",
 		"--no-offload", "--timeout", "60s"}, args...)
 	out, err := ns.command(ctx, all...).CombinedOutput()
-	var r arResult
+	var r bench.Result
 	if err != nil {
 		return r, fmt.Errorf("flare %s: %v\n%s", strings.Join(all[1:], " "), err, out)
 	}

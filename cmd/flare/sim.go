@@ -13,6 +13,7 @@ import (
 
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/wire"
 )
@@ -51,7 +52,7 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	from, to, format := sf.from, sf.to, sf.format
 	if sizes[len(sizes)-1] > maxSimBytes {
-		return flagError("--to", fmt.Errorf("%s: the simulator runs at most %s per host", *to, formatSize(maxSimBytes)))
+		return flagError("--to", fmt.Errorf("%s: the simulator runs at most %s per host", *to, units.FormatSize(maxSimBytes)))
 	}
 	if es := int64(p.DType.Size()); sizes[0]%es != 0 {
 		return flagError("--from", fmt.Errorf("%s: must be a multiple of the %s size (%d)", *from, p.DType, es))

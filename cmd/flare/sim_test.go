@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/flare-net/flare/internal/units"
 )
 
 // sim and model sweep rows join on algo, bytes and hosts, and carry the
@@ -96,7 +98,7 @@ func TestSimCompareFlare(t *testing.T) {
 	within := func(what string, r compareRow, err, tol float64) {
 		t.Helper()
 		if math.Abs(err) > tol {
-			t.Errorf("%s at %s: %s off by %+.1f%%, want within %.0f%%", r.Algo, formatSize(r.Bytes), what, 100*err, 100*tol)
+			t.Errorf("%s at %s: %s off by %+.1f%%, want within %.0f%%", r.Algo, units.FormatSize(r.Bytes), what, 100*err, 100*tol)
 		}
 	}
 	agree := func(r compareRow) {
@@ -147,7 +149,7 @@ func TestSimCompareFlare(t *testing.T) {
 	for _, r := range compared(t, "--algos", "single,tree", "--from", "2MiB", "--to", "2MiB") {
 		agree(r)
 		if !(r.Sim.MakespanGbps > 0 && r.Sim.MakespanGbps <= r.Sim.BandwidthGbps*1.001) {
-			t.Errorf("%s at %s: makespan %.1f Gbit/s against %.1f in the steady state", r.Algo, formatSize(r.Bytes), r.Sim.MakespanGbps, r.Sim.BandwidthGbps)
+			t.Errorf("%s at %s: makespan %.1f Gbit/s against %.1f in the steady state", r.Algo, units.FormatSize(r.Bytes), r.Sim.MakespanGbps, r.Sim.BandwidthGbps)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -47,7 +48,7 @@ func TestE2ESparse(t *testing.T) {
 		}
 	}
 	// The host sparse baseline, one process per rank over --peers.
-	peers, err := freeTCPAddrs(3)
+	peers, err := bench.FreeTCPAddrs(3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestE2ESparse(t *testing.T) {
 // flare bench --sparse reports every path per density with its traffic.
 func TestE2EBenchSparse(t *testing.T) {
 	var paths []string
-	for _, r := range flareRows[sparseRow](t, "bench", "--sparse", "--ranks", "3", "--bytes", "64KiB", "--densities", "0.01,0.2",
+	for _, r := range flareRows[bench.SparseRow](t, "bench", "--sparse", "--ranks", "3", "--bytes", "64KiB", "--densities", "0.01,0.2",
 		"--iters", "1", "--warmup", "0", "--json") {
 		if !r.Verified || r.TxBytes <= 0 || r.RxBytes <= 0 || r.TrafficVsDense <= 0 {
 			t.Errorf("row %+v", r)

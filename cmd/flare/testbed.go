@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/testbed"
 )
 
@@ -104,7 +105,7 @@ func setTestbedTree(cfg *testbed.Config, tree string, hosts, uplink bool) error 
 	if hosts {
 		return fmt.Errorf("--tree with --hosts: give one")
 	}
-	cfg.Leaves, cfg.PerLeaf = shape.leaves, shape.hosts
+	cfg.Leaves, cfg.PerLeaf = shape.Leaves, shape.Hosts
 	return nil
 }
 
@@ -125,7 +126,7 @@ func parseFraction(s string) (float64, error) {
 func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
 	r0 := rows[0]
 	fmt.Fprintf(w, "Flare testbed: %s hosts (%d), %s per host, %s links, %d-byte packets, window %d blocks, loss %g\n", r0.Topology, r0.Ranks,
-		formatSize(r0.Bytes), testbed.FormatRate(r0.LinkBps), r0.PacketBytes, r0.Window, r0.Loss)
+		units.FormatSize(r0.Bytes), testbed.FormatRate(r0.LinkBps), r0.PacketBytes, r0.Window, r0.Loss)
 	if r0.UplinkBps > 0 {
 		fmt.Fprintf(w, "uplinks (leaf-root) %s\n", testbed.FormatRate(r0.UplinkBps))
 	}
@@ -134,8 +135,8 @@ func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
 	fmt.Fprintln(tw, "path\tdensity\talgo\tmedian\tideal\tof ideal\tmodel\tvs ring\tmodel vs ring\talgbw\thost↑\thost↓\tretransmits\tcpu busy\tswitch cpu\tcpu-bound\tverified\t")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f ms\t%.2f ms\t%.2f×\t%.2f ms\t%s\t%s\t%.3f GB/s\t%s\t%s\t%d\t%.0f%%\t%.2f\t%.2f\t%.2f\t%v\t%v\t\n",
-			r.Path, r.Density, r.Algo, r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.ModelS*1e3, ratio(r.VsRing), ratio(r.ModelVsRing),
-			r.AlgbwGBps, humanBytes(int64(r.HostUpBytes)), humanBytes(int64(r.HostDownBytes)), r.Retransmits,
+			r.Path, r.Density, r.Algo, r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.ModelS*1e3, units.Ratio(r.VsRing), units.Ratio(r.ModelVsRing),
+			r.AlgbwGBps, units.HumanBytes(int64(r.HostUpBytes)), units.HumanBytes(int64(r.HostDownBytes)), r.Retransmits,
 			r.CPUBusy*100, r.SwitchCPU, r.SwitchThreadCPU, r.HostCPU, r.CPUBound, r.Verified)
 	}
 	tw.Flush()
@@ -143,7 +144,7 @@ func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
 	for _, r := range rows {
 		var b strings.Builder
 		for _, l := range r.Links {
-			fmt.Fprintf(&b, " %s %s/%s %.0f%%/%.0f%%", l.Link, humanBytes(int64(l.UpBytes)), humanBytes(int64(l.DownBytes)), l.UpUtil*100, l.DownUtil*100)
+			fmt.Fprintf(&b, " %s %s/%s %.0f%%/%.0f%%", l.Link, units.HumanBytes(int64(l.UpBytes)), units.HumanBytes(int64(l.DownBytes)), l.UpUtil*100, l.DownUtil*100)
 			if l.Drops > 0 {
 				fmt.Fprintf(&b, " (%d dropped)", l.Drops)
 			}
@@ -157,7 +158,7 @@ func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
 	fmt.Fprintf(w, "\nmodel: flare model collectives --hosts %d --bytes %s --dtype %s --link-gbps %g --topology %s --overlap %g\n"+
 		"ideal: the model's time with every header the host link carries (Flare/UDP/IP/Ethernet per packet, TCP/IP per segment).\n"+
 		"cpu-bound: slower than %.2f× ideal while the machine was >= %.0f%% busy or a switch daemon, one of its threads, or a host used >= %.2f CPUs.\n",
-		cfg.World(), formatSize(cfg.Bytes), "float32", cfg.LinkBps/1e9, topo, cfg.Overlap,
+		cfg.World(), units.FormatSize(cfg.Bytes), "float32", cfg.LinkBps/1e9, topo, cfg.Overlap,
 		testbed.IdealSlack, testbed.BusyCPU*100, testbed.BusyProcess)
 }
 
@@ -189,7 +190,7 @@ func testbedSweep(ctx context.Context, cfg testbed.Config, span string, packets 
 	}
 	if !asJSON {
 		fmt.Fprintf(stdout, "Flare testbed capacity sweep: %s hosts, %s per host, in-network dense; held = verified and within %.0f%% of ideal\n\n",
-			cfg.Shape(), formatSize(cfg.Bytes), (testbed.IdealSlack-1)*100)
+			cfg.Shape(), units.FormatSize(cfg.Bytes), (testbed.IdealSlack-1)*100)
 		fmt.Fprintf(stdout, "%8s %10s %10s %10s %8s %9s %11s %10s %5s\n", "packet", "link", "median", "ideal", "of ideal", "cpu busy", "switch cpu", "cpu-bound", "held")
 	}
 	emit := func(r testbed.SweepRow) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/testbed"
 )
 
@@ -89,7 +90,7 @@ func TestTestbedLinkBound(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("4 hosts, 200Mbit links, %s each:\n%s", formatSize(cfg.Bytes), table.String())
+	t.Logf("4 hosts, 200Mbit links, %s each:\n%s", units.FormatSize(cfg.Bytes), table.String())
 	if !raceEnabled && best.OfIdeal > 1.15 {
 		t.Errorf("in-network time %.2f ms is %.2f× the link-bound ideal %.2f ms in the best of %d runs, want within 15%% (cpu busy %.0f%%, cpu-bound %v)",
 			best.MedianS*1e3, best.OfIdeal, best.IdealS*1e3, attempts, best.CPUBusy*100, best.CPUBound)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/testbed"
 )
 
@@ -30,7 +31,7 @@ func jsonKeys(t *testing.T, v any) []string {
 // A testbed row carries every field a `flare bench --json` row always has
 // (so one reader takes both), and link_bps, ideal_s and cpu_bound.
 func TestTestbedRowHasBenchFields(t *testing.T) {
-	bench := jsonKeys(t, benchRow{})
+	bench := jsonKeys(t, bench.Row{})
 	row := jsonKeys(t, testbed.Row{})
 	for _, k := range append(bench, "link_bps", "ideal_s", "cpu_bound") {
 		if !slices.Contains(row, k) {

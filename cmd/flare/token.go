@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/flare-net/flare/internal/bench"
 )
 
 // A job's token is the secret every packet of the job carries: the switch
@@ -53,26 +55,26 @@ func parseToken(source, s string) (uint64, error) {
 	return v, nil
 }
 
-// resolveToken sets c.token: from --token (flag, if given), else from
+// resolveToken sets c.Token: from --token (flag, if given), else from
 // FLARE_TOKEN (env), else, when every rank runs in this process, a random
 // one. Separate processes (--rank) must share one, so without either it is
 // an error saying how to set it. The host ring baseline (--algo ring)
 // uses no switch and no token.
-func (c *arConfig) resolveToken(flag string, flagSet bool, env string) error {
+func resolveToken(c *bench.Config, flag string, flagSet bool, env string) error {
 	switch {
 	case flagSet:
 		v, err := parseToken("--token", flag)
-		c.token = v
+		c.Token = v
 		return err
 	case env != "":
 		v, err := parseToken(tokenEnv, env)
-		c.token = v
+		c.Token = v
 		return err
-	case c.ranks > 0 || c.algo == "ring":
-		c.token = randomToken()
+	case c.Ranks > 0 || c.Algo == "ring":
+		c.Token = randomToken()
 		return nil
 	}
 	return fmt.Errorf("--rank %d: no job token. Every rank of the job must give the same secret: set it for all of them with\n"+
 		"  export %s=$(flare token)\n"+
-		"(or pass --token 0x... to each rank); a job's packets carry it, and the switch and hosts drop packets without it", c.rank, tokenEnv)
+		"(or pass --token 0x... to each rank); a job's packets carry it, and the switch and hosts drop packets without it", c.Rank, tokenEnv)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/flare-net/flare/internal/bench"
 )
 
 // The job token: --token, else FLARE_TOKEN, else random when every rank
@@ -11,25 +13,25 @@ import (
 func TestResolveToken(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		c        arConfig
+		c        bench.Config
 		flag     string
 		flagSet  bool
 		env      string
 		want     uint64 // 0: random
 		errorHas string
 	}{
-		{name: "flag, decimal", c: arConfig{rank: 0, world: 2}, flag: "4711", flagSet: true, env: "9", want: 4711},
-		{name: "flag, hex", c: arConfig{rank: 0, world: 2}, flag: "0x00000000deadbeef", flagSet: true, want: 0xdeadbeef},
-		{name: "env", c: arConfig{rank: 1, world: 2}, env: "0xabc", want: 0xabc},
-		{name: "bad env", c: arConfig{rank: 1, world: 2}, env: "abc", errorHas: `FLARE_TOKEN "abc"`},
-		{name: "bad flag", c: arConfig{ranks: 2}, flag: "-1", flagSet: true, errorHas: `--token "-1"`},
-		{name: "one process", c: arConfig{ranks: 4}},
-		{name: "ring", c: arConfig{rank: 0, world: 2, algo: "ring"}},
-		{name: "separate processes", c: arConfig{rank: 3, world: 4}, errorHas: "--rank 3: no job token"},
+		{name: "flag, decimal", c: bench.Config{Rank: 0, World: 2}, flag: "4711", flagSet: true, env: "9", want: 4711},
+		{name: "flag, hex", c: bench.Config{Rank: 0, World: 2}, flag: "0x00000000deadbeef", flagSet: true, want: 0xdeadbeef},
+		{name: "env", c: bench.Config{Rank: 1, World: 2}, env: "0xabc", want: 0xabc},
+		{name: "bad env", c: bench.Config{Rank: 1, World: 2}, env: "abc", errorHas: `FLARE_TOKEN "abc"`},
+		{name: "bad flag", c: bench.Config{Ranks: 2}, flag: "-1", flagSet: true, errorHas: `--token "-1"`},
+		{name: "one process", c: bench.Config{Ranks: 4}},
+		{name: "ring", c: bench.Config{Rank: 0, World: 2, Algo: "ring"}},
+		{name: "separate processes", c: bench.Config{Rank: 3, World: 4}, errorHas: "--rank 3: no job token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.c
-			err := c.resolveToken(tc.flag, tc.flagSet, tc.env)
+			err := resolveToken(&c, tc.flag, tc.flagSet, tc.env)
 			switch {
 			case tc.errorHas != "":
 				if err == nil || !strings.Contains(err.Error(), tc.errorHas) {
@@ -37,12 +39,12 @@ func TestResolveToken(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatal(err)
-			case tc.want != 0 && c.token != tc.want:
-				t.Errorf("token %#x, want %#x", c.token, tc.want)
+			case tc.want != 0 && c.Token != tc.want:
+				t.Errorf("token %#x, want %#x", c.Token, tc.want)
 			case tc.want == 0:
 				d := tc.c
-				if d.resolveToken("", false, ""); d.token == c.token {
-					t.Errorf("two random tokens are both %#x", c.token)
+				if resolveToken(&d, "", false, ""); d.Token == c.Token {
+					t.Errorf("two random tokens are both %#x", c.Token)
 				}
 			}
 		})

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/flare-net/flare/models"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flare-net/flare/internal/bench"
+	"github.com/flare-net/flare/models"
 )
 
 // treeDaemonFlags shrink each daemon's processing unit: a tree runs 5 to 9
@@ -38,11 +40,11 @@ func leafList(leaves []*daemon) string {
 
 // treeAllReduce runs one `flare allreduce` process with every rank, spread
 // over the leaves.
-func treeAllReduce(ctx context.Context, sw string, job, ranks int, args ...string) (arResult, error) {
+func treeAllReduce(ctx context.Context, sw string, job, ranks int, args ...string) (bench.Result, error) {
 	all := append([]string{"allreduce", "--switch", sw, "--job", strconv.Itoa(job), "--ranks", strconv.Itoa(ranks),
 		"--verify", "--json", "--iters", "2", "--warmup", "1", "--timeout", "60s"}, args...)
 	out, err := exec.CommandContext(ctx, flareBin, all...).CombinedOutput()
-	var r arResult
+	var r bench.Result
 	if err != nil {
 		return r, fmt.Errorf("flare %s: %v\n%s", strings.Join(all, " "), err, out)
 	}
@@ -54,7 +56,7 @@ func treeAllReduce(ctx context.Context, sw string, job, ranks int, args ...strin
 
 // verifiedTree runs treeAllReduce and fails the test unless every rank
 // took part and the results were verified; it logs the run.
-func verifiedTree(t *testing.T, sw string, job, ranks int, args ...string) arResult {
+func verifiedTree(t *testing.T, sw string, job, ranks int, args ...string) bench.Result {
 	t.Helper()
 	start := time.Now()
 	r, err := treeAllReduce(context.Background(), sw, job, ranks, args...)

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package bench
+
+import "time"
+
+// ProcessCPU reports that the process CPU time cannot be read here;
+// calibrate then predicts from the one-CPU cost.
+func ProcessCPU() (time.Duration, bool) { return 0, false }

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"math"
+	mrand "math/rand/v2"
+	"slices"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/wire"
+)
+
+// putValue stores the small integer v as one element of dt, little-endian.
+func putValue(dt wire.DType, b []byte, v int64) {
+	switch dt {
+	case wire.Int8:
+		b[0] = byte(v)
+	case wire.Int16:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case wire.Int32:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case wire.Int64:
+		binary.LittleEndian.PutUint64(b, uint64(v))
+	case wire.Float32:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+	case wire.Float64:
+		binary.LittleEndian.PutUint64(b, math.Float64bits(float64(v)))
+	case wire.BFloat16:
+		binary.LittleEndian.PutUint16(b, uint16(handlers.BFloat16From(float32(v))))
+	case wire.Float16:
+		binary.LittleEndian.PutUint16(b, uint16(handlers.Float16From(float32(v))))
+	default:
+		// Config.Validate admits only wire.DTypes: one missing here would
+		// leave zeros that a verification could not catch.
+		panic("putValue: no encoding for " + dt.String())
+	}
+}
+
+// patternValue is rank r's element i in call it: small integers (and ±1
+// with a rare 2 for products), so every design's float result is exact and
+// the check can be element-exact.
+func patternValue(op wire.Op, r, i, it int) int64 {
+	h := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(r)*0xBF58476D1CE4E5B9 ^ uint64(it)*0x94D049BB133111EB
+	h ^= h >> 31
+	if op == wire.OpProd {
+		switch h % 16 {
+		case 0:
+			return -1
+		case 1:
+			return 2
+		}
+		return 1
+	}
+	return int64(h%61) - 30
+}
+
+// fillPattern writes rank's dense vector of call it into buf.
+func fillPattern(dt wire.DType, op wire.Op, rank, it int, buf []byte) {
+	sz := dt.Size()
+	for i := 0; i*sz < len(buf); i++ {
+		putValue(dt, buf[i*sz:], patternValue(op, rank, i, it))
+	}
+}
+
+// sparsePattern is rank r's sparse vector in call it: max(1, density ×
+// count) distinct indices, a share overlap of them drawn from a set every
+// rank shares (so indices collide across ranks as in real gradients), the
+// rest from the rank's own stream, with small integer values (zeros
+// included) so float sums are exact. Every process computes every rank's
+// vector from these numbers alone, which is how a rank checks its result.
+func sparsePattern(dt wire.DType, r, it, count int, density, overlap float64) []byte {
+	k := min(count, max(1, int(density*float64(count)+0.5)))
+	used := make([]uint64, (count+63)/64)
+	take := func(i int) bool {
+		if used[i/64]&(1<<(i%64)) != 0 {
+			return false
+		}
+		used[i/64] |= 1 << (i % 64)
+		return true
+	}
+	shared := mrand.New(mrand.NewPCG(uint64(it), 0x5eed))
+	own := mrand.New(mrand.NewPCG(uint64(it), uint64(r)+1))
+	idx := make([]int, 0, k)
+	nShared := int(overlap * float64(k))
+	for len(idx) < nShared {
+		if i := shared.IntN(count); take(i) {
+			idx = append(idx, i)
+		}
+	}
+	for len(idx) < k {
+		if i := own.IntN(count); take(i) {
+			idx = append(idx, i)
+		}
+	}
+	slices.Sort(idx)
+	sz := dt.Size()
+	pairs := make([]byte, 0, k*wire.PairSize(dt))
+	val := make([]byte, sz)
+	for _, i := range idx {
+		putValue(dt, val, int64((i*7+r*31+it*3)%13)-6)
+		pairs = wire.AppendPair(pairs, uint32(i), val)
+	}
+	return pairs
+}
+
+// newToken draws a job token from the system's random source.
+func newToken() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never returns an error: Go ends the program if the system's source fails
+	return binary.LittleEndian.Uint64(b[:])
+}

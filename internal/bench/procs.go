@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Procs runs each rank of a measurement as a process of its own: Exe with
+// Args(c) for the rank's Config (Ranks 0, Rank and World set), which runs
+// that one rank and prints its Result as one JSON object (`flare
+// allreduce --json`). The command line is the CLI's: Args maps a Config to
+// its flags.
+type Procs struct {
+	Exe    string
+	Args   func(c Config) []string
+	Stderr io.Writer // the rank processes' standard error
+}
+
+// run measures c with one process per rank: the call time of the row is
+// the slowest rank's, the counts are summed, and it is verified if every
+// rank verified.
+func (pr *Procs) run(ctx context.Context, c Config) (*Result, error) {
+	_, p := c.localRanks()
+	rc := c
+	rc.Ranks, rc.World = 0, p
+	if c.Algo == "ring" {
+		rc.Peers = []string{"127.0.0.1:0"} // a ring of one listens, alone
+		if p > 1 {
+			var err error
+			if rc.Peers, err = FreeTCPAddrs(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	results := make([]Result, p)
+	g, gctx := errgroup.WithContext(ctx)
+	for r := range p {
+		rc := rc
+		rc.Rank = r
+		g.Go(func() error {
+			var out bytes.Buffer
+			cmd := exec.CommandContext(gctx, pr.Exe, pr.Args(rc)...)
+			cmd.Stdout, cmd.Stderr = &out, pr.Stderr
+			cmd.Env = rankEnv()
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("rank %d: %w", r, err)
+			}
+			if err := json.Unmarshal(out.Bytes(), &results[r]); err != nil {
+				return fmt.Errorf("rank %d: reading its result %q: %w", r, out.String(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	agg := results[0]
+	for _, r := range results[1:] {
+		agg.MedianS = max(agg.MedianS, r.MedianS)
+		agg.P99S = max(agg.P99S, r.P99S)
+		agg.Retransmits += r.Retransmits
+		agg.TxBytes += r.TxBytes
+		agg.RxBytes += r.RxBytes
+		agg.SpilledPairs += r.SpilledPairs
+		agg.Verified = agg.Verified && r.Verified
+	}
+	agg.setBandwidth()
+	return &agg, nil
+}
+
+// FreeTCPAddrs finds n distinct loopback TCP addresses free now, for the
+// ranks of a ring.
+func FreeTCPAddrs(n int) ([]string, error) {
+	addrs := make([]string, n)
+	lns := make([]net.Listener, n)
+	defer func() {
+		for _, ln := range lns {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}()
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("ring ports: %w", err)
+		}
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	return addrs, nil
+}
+
+// rankEnv is the environment of a rank process: this one's, with
+// GOMAXPROCS=1 unless the user set it. A host process runs one allreduce
+// loop; with P of them and a switch sharing a few cores, more threads per
+// process only spin and steal each other's time.
+func rankEnv() []string {
+	env := os.Environ()
+	if _, ok := os.LookupEnv("GOMAXPROCS"); !ok {
+		env = append(env, "GOMAXPROCS=1")
+	}
+	return env
+}

@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/units"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// The paths `flare bench` measures.
+const (
+	PathSwitch = "switch" // the switch daemon
+	PathRing   = "ring"   // the host ring baseline over TCP
+	PathRelay  = "relay"  // the UDP echo relay: the kernel's ceiling
+	PathFanout = "fanout" // the fan-out relay: the switch's pattern's ceiling
+)
+
+// Suite is one `flare bench` run: every path at every P and size in one
+// run, with the ratios of each row against the others of its P and size;
+// with Sparse, the sparse comparison (SparseRow); with Tree, the tree of
+// switches (TreeRow).
+type Suite struct {
+	// Switch is a running switch daemon's data address; "" runs one in
+	// this process (as the relays always are).
+	Switch string
+	Ranks  []int   // world sizes P
+	Sizes  []int64 // bytes per rank
+	Paths  []string
+	DType  wire.DType
+	Op     wire.Op
+	// Algo is the switch's design: auto, single, multiB or tree.
+	Algo    string
+	Iters   int
+	Warmup  int
+	Verify  bool // check every element of the switch and ring results
+	Timeout time.Duration
+	// Sparse compares sparse in-network (hash, array), dense in-network
+	// and the host sparse baseline at every density.
+	Sparse    bool
+	Densities []float64
+	Overlap   float64
+	// Tree, when set, runs a root and Tree.Leaves leaf switches in this
+	// process instead, Tree.Hosts ranks per leaf (Switch, Ranks, Paths and
+	// Procs unused).
+	Tree TreeShape
+	// Procs runs each rank as a process of its own; nil: every rank in
+	// this process.
+	Procs *Procs
+	JSON  bool // one JSON object per row, instead of a table
+}
+
+// Validate names the first field out of range, and the range.
+func (s Suite) Validate() error {
+	if err := s.validateData(); err != nil {
+		return err
+	}
+	for _, p := range s.Paths {
+		if p != PathSwitch && p != PathRing && p != PathRelay && p != PathFanout {
+			return fmt.Errorf("Suite.Paths %q: want switch, ring, relay or fanout", p)
+		}
+	}
+	for _, p := range s.Ranks {
+		if p < 1 || p > MaxRanks {
+			return fmt.Errorf("Suite.Ranks %d: must be in 1..%d", p, MaxRanks)
+		}
+	}
+	if s.Tree != (TreeShape{}) {
+		return s.Tree.Validate()
+	}
+	return nil
+}
+
+// validateData checks what every row reduces and how it is measured.
+func (s Suite) validateData() error {
+	if s.Sparse {
+		for _, d := range s.Densities {
+			if !(d > 0 && d <= 1) {
+				return fmt.Errorf("Suite.Densities %v: each must be in (0, 1]", d)
+			}
+		}
+		if !(s.Overlap >= 0 && s.Overlap <= 1) {
+			return fmt.Errorf("Suite.Overlap = %v: must be in [0, 1]", s.Overlap)
+		}
+	}
+	if !s.DType.Valid() {
+		return fmt.Errorf("Suite.DType = %v: must be one of %v", s.DType, wire.DTypes)
+	}
+	if s.Algo == "ring" {
+		return fmt.Errorf("Suite.Algo = ring: the ring is measured as its own path; Suite.Algo picks the switch's design")
+	}
+	if _, _, err := parseAlgo(s.Algo); err != nil {
+		return fmt.Errorf("Suite.Algo = %q: want auto, single, multi2, multi4 (multiB, B in 2..%d) or tree", s.Algo, handlers.MaxBuffers)
+	}
+	switch {
+	case s.Iters < 1 || s.Warmup < 0:
+		return fmt.Errorf("Suite.Iters = %d with Suite.Warmup = %d: want iters >= 1 and warmup >= 0", s.Iters, s.Warmup)
+	case s.Timeout <= 0:
+		return fmt.Errorf("Suite.Timeout = %v: must be positive", s.Timeout)
+	}
+	for _, n := range s.Sizes {
+		if n < int64(s.DType.Size()) || n > MaxCount {
+			return fmt.Errorf("Suite.Sizes %s: must be in %d..1GiB", units.FormatSize(n), s.DType.Size())
+		}
+	}
+	return nil
+}
+
+// Run measures the suite and writes its rows to w, as a table or JSON
+// lines.
+func (s Suite) Run(ctx context.Context, w io.Writer) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if s.Tree != (TreeShape{}) {
+		return s.runTree(ctx, w)
+	}
+	g := inproc.New(ctx)
+	defer g.Close() // the relays' and embedded switch's errors do not change the rows
+	env, err := s.start(g)
+	if err != nil {
+		return err
+	}
+	if s.Sparse {
+		return env.runSparse(ctx, w)
+	}
+	return env.runDense(ctx, w)
+}
+
+// suiteRun is a suite with what it started: the relays and the switch.
+type suiteRun struct {
+	Suite
+	relays   map[string]string // path: the relay's address
+	embedded *swtch.Switch     // the switch run in this process, nil with Suite.Switch
+	job      uint32            // the last job id used
+}
+
+// start starts the relays the paths ask for and, without Suite.Switch,
+// the switch, in g.
+func (s Suite) start(g *inproc.Group) (*suiteRun, error) {
+	env := &suiteRun{Suite: s, relays: map[string]string{}}
+	for _, path := range []string{PathRelay, PathFanout} {
+		if !slices.Contains(s.Paths, path) {
+			continue
+		}
+		r, err := g.Relay(path == PathFanout, swtch.Config{Listen: "127.0.0.1:0"})
+		if err != nil {
+			return nil, err
+		}
+		env.relays[path] = r.Addr().String()
+	}
+	if slices.Contains(s.Paths, PathSwitch) && s.Switch == "" {
+		sw, err := g.Switch(swtch.Config{})
+		if err != nil {
+			return nil, err
+		}
+		env.Switch, env.embedded = sw.Addr().String(), sw
+	}
+	return env, nil
+}
+
+// config is the Config of one row: p ranks in this process, size bytes
+// each, a fresh job and token.
+func (s *suiteRun) config(p int, size int64) Config {
+	s.job++
+	return Config{Switch: s.Switch, Job: s.job, Token: newToken(), Ranks: p, Count: int(size) / s.DType.Size(),
+		DType: s.DType, Op: s.Op, Algo: s.Algo, Iters: s.Iters, Warmup: s.Warmup, Verify: s.Verify, Timeout: s.Timeout,
+		Overlap: s.Overlap}
+}
+
+// measure measures c, in this process or with one process per rank.
+func (s *suiteRun) measure(ctx context.Context, c Config) (*Result, error) {
+	if s.Procs != nil {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		return s.Procs.run(ctx, c)
+	}
+	return Run(ctx, c)
+}
+
+// writeJSON writes one row as a JSON line.
+func writeJSON(w io.Writer, row any) error { return json.NewEncoder(w).Encode(row) }
+
+// newTable is a table writer of right-aligned columns.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+}

@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/units"
+	"github.com/flare-net/flare/wire"
+)
+
+// Row is one line of `flare bench`: an allreduce result, the path it
+// took, and its ratios against the other paths of the same P and size.
+type Row struct {
+	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay)
+	Result
+	// VsRing is the ring's median time over this row's: above 1, faster
+	// than the host ring baseline.
+	VsRing float64 `json:"vs_ring"`
+	// OfRelay is the relay's median time over this row's: the fraction of
+	// the echo relay's ceiling this path reaches.
+	OfRelay float64 `json:"of_relay"`
+	// OfFanout is the fan-out relay's median time over this row's: the
+	// fraction of the switch's own communication pattern (every block's P
+	// arrivals, then one packet to all P) this path reaches, with no
+	// processing unit. The fair ceiling for the switch.
+	OfFanout float64 `json:"of_fanout"`
+	// Bytes per call on one host's link, the mean over the ranks: up
+	// (host to switch, or to its ring successor) and down. The switch row
+	// reads the embedded switch's link counters (the hosts' own counters
+	// with Suite.Switch); the ring row the ranks' ring counters, frame
+	// headers included. LinkBytesFrom says which: switch, hosts or ring;
+	// empty (and the bytes 0) for the relays, where nothing counts them.
+	HostUpBytes   float64 `json:"host_link_up_bytes,omitempty"`
+	HostDownBytes float64 `json:"host_link_down_bytes,omitempty"`
+	LinkBytesFrom string  `json:"link_bytes_from,omitempty"`
+}
+
+// runDense measures every path at every P and size and writes the rows.
+func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
+	var tw *tabwriter.Writer
+	if !s.JSON {
+		tw = newTable(w)
+		layout := "in this process"
+		if s.Procs != nil {
+			layout = "one process per rank"
+		}
+		fmt.Fprintf(w, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
+			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n\n", s.DType, s.Op, layout)
+		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\thost↑\thost↓\tretransmits\tverified\t")
+	}
+	s.job = 7000
+	for _, p := range s.Ranks {
+		for _, size := range s.Sizes {
+			rows, err := s.measureRows(ctx, p, size)
+			if err != nil {
+				return err
+			}
+			for _, row := range rows {
+				if err := s.writeDense(w, tw, row); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if tw != nil {
+		tw.Flush()
+		fmt.Fprintln(w, "\nvs ring: ring time / this time (above 1 is faster). of relay, of fanout: that relay's time / this time (the\n"+
+			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling).\n"+
+			"host↑/↓: bytes per call on one host's link (mean over the ranks), up and down; switch: the switch's link counters\n"+
+			"(join ack and leave spread over the calls), ring: the ranks' ring counters (frame headers included).")
+	}
+	return nil
+}
+
+// measureRows measures every path of one P and size (the relays first)
+// and returns their rows, switch, ring, relay, fanout, with the ratios.
+func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) ([]Row, error) {
+	rows := map[string]*Row{}
+	for _, path := range []string{PathRelay, PathFanout, PathSwitch, PathRing} {
+		if !slices.Contains(s.Paths, path) {
+			continue
+		}
+		row, err := s.measurePath(ctx, path, s.config(p, size))
+		if err != nil {
+			return nil, fmt.Errorf("P=%d %s %s: %w", p, units.FormatSize(size), path, err)
+		}
+		rows[path] = row
+	}
+	var out []Row
+	for _, path := range []string{PathSwitch, PathRing, PathRelay, PathFanout} {
+		row := rows[path]
+		if row == nil {
+			continue
+		}
+		if r := rows[PathRing]; r != nil {
+			row.VsRing = r.MedianS / row.MedianS
+		}
+		if r := rows[PathRelay]; r != nil {
+			row.OfRelay = r.MedianS / row.MedianS
+		}
+		if r := rows[PathFanout]; r != nil {
+			row.OfFanout = r.MedianS / row.MedianS
+		}
+		out = append(out, *row)
+	}
+	return out, nil
+}
+
+// measurePath measures one path of c and its bytes per host link.
+func (s *suiteRun) measurePath(ctx context.Context, path string, c Config) (*Row, error) {
+	switch path {
+	case PathRelay, PathFanout:
+		c.Switch, c.Verify, c.Algo = s.relays[path], false, "single"
+	case PathRing:
+		c.Algo = PathRing
+	}
+	var watch *hostLinkWatch
+	if path == PathSwitch && s.embedded != nil {
+		watch = watchHostLinks(s.embedded)
+	}
+	res, err := s.measure(ctx, c)
+	var up, down int64
+	links := 0
+	if watch != nil {
+		up, down, links = watch.finish()
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch path {
+	case PathRelay:
+		res.Algo = "echo"
+	case PathFanout:
+		res.Algo = "fan-out"
+	}
+	row := &Row{Path: path, Result: *res}
+	if err := s.hostLinkBytes(ctx, row, c, up, down, links); err != nil {
+		return nil, fmt.Errorf("link bytes: %w", err)
+	}
+	return row, nil
+}
+
+// hostLinkBytes fills a row's bytes per call on one host's link (mean
+// over the ranks), where something counts them (not the relays). The
+// switch path reads the embedded switch's link counters (up, down over
+// links host links, for warmup + iters calls); with Suite.Switch, the
+// hosts' own. The ring path takes the ranks' ring counters when they
+// report them, or counts one ring call in this process (its bytes depend
+// on P and the size alone).
+func (s *suiteRun) hostLinkBytes(ctx context.Context, row *Row, c Config, up, down int64, links int) error {
+	p := float64(row.Ranks)
+	calls := float64(c.Warmup + c.Iters)
+	switch {
+	case row.Path == PathSwitch && s.embedded != nil:
+		if links != row.Ranks {
+			return nil // the watch missed a link: no number rather than a wrong one
+		}
+		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(up)/p/calls, float64(down)/p/calls, "switch"
+	case row.Path == PathSwitch:
+		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "hosts"
+	case row.Path == PathRing && row.TxBytes > 0:
+		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "ring"
+	case row.Path == PathRing:
+		sent, received, err := ringCallTraffic(ctx, row.Ranks, c.Count, c.DType, c.Op)
+		if err != nil {
+			return err
+		}
+		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = sent, received, "ring"
+	}
+	return nil
+}
+
+// ringCallTraffic runs one ring allreduce of count elements among p ranks
+// in this process and returns the mean bytes a rank sent and received
+// (hostlib's RingStats, frame headers included): the ring path's traffic
+// per call, which depends on P and the size alone, for the rows whose
+// ranks do not report it.
+func ringCallTraffic(ctx context.Context, p, count int, dt wire.DType, op wire.Op) (sent, received float64, err error) {
+	if p < 2 {
+		return 0, 0, nil
+	}
+	rings, err := hostlib.NewLocalRings(ctx, p, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		for _, r := range rings {
+			r.Close()
+		}
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, r := range rings {
+		g.Go(func() error { return r.AllReduce(gctx, make([]byte, count*dt.Size()), dt, op) })
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, err
+	}
+	for _, r := range rings {
+		st := r.Stats()
+		sent += float64(st.BytesSent)
+		received += float64(st.BytesReceived)
+	}
+	return sent / float64(p), received / float64(p), nil
+}
+
+// writeDense writes one row, to the table or as JSON.
+func (s *suiteRun) writeDense(w io.Writer, tw *tabwriter.Writer, r Row) error {
+	if s.JSON {
+		return writeJSON(w, r)
+	}
+	_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Ranks, units.FormatSize(r.Bytes), r.Path, r.Algo,
+		r.MedianS*1e3, r.P99S*1e3, r.AlgbwGBps, units.Ratio(r.VsRing), units.Ratio(r.OfRelay), units.Ratio(r.OfFanout),
+		linkCell(r.HostUpBytes, r.LinkBytesFrom), linkCell(r.HostDownBytes, r.LinkBytesFrom), r.Retransmits, yesNo(r.Verified, r.Path))
+	return err
+}
+
+// linkCell prints a bytes-per-link cell: "-" where nothing counted it.
+func linkCell(n float64, from string) string {
+	if from == "" {
+		return "-"
+	}
+	return units.HumanBytes(int64(n))
+}
+
+// yesNo prints whether a row was verified: n/a for the relays, whose
+// results are one rank's data, never a sum.
+func yesNo(v bool, path string) string {
+	switch {
+	case path == PathRelay || path == PathFanout:
+		return "n/a"
+	case v:
+		return "yes"
+	}
+	return "no"
+}
