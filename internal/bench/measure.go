@@ -14,7 +14,7 @@ import (
 // Run measures c: it joins the ranks, runs c.Warmup then c.Iters calls
 // (each filled, timed and checked), and summarises the measured ones.
 func Run(ctx context.Context, c Config) (*Result, error) {
-	m, err := start(ctx, c, true)
+	m, err := start(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -43,11 +43,11 @@ type measurement struct {
 }
 
 // start validates c and joins its ranks (join).
-func start(ctx context.Context, c Config, ringPerCall bool) (*measurement, error) {
+func start(ctx context.Context, c Config) (*measurement, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	r, err := join(ctx, c, ringPerCall)
+	r, err := join(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +99,8 @@ func (m *measurement) read() []traffic {
 func (m *measurement) call(ctx context.Context, it int) (time.Duration, error) {
 	cctx, cancel := context.WithTimeout(ctx, m.c.Timeout)
 	defer cancel()
-	start := time.Now()
-	if w, ok := m.ranks.(wholeCall); ok {
-		err := w.callAll(cctx, m.p)
-		return time.Since(start), err
-	}
 	g, gctx := errgroup.WithContext(cctx)
+	start := time.Now()
 	for i, r := range m.p.local {
 		g.Go(func() error {
 			m.c.straggle(r, it)
@@ -157,16 +153,6 @@ func (m *measurement) result() *Result {
 	}
 	d, iters := m.measured(), int64(c.Iters)
 	res.TxBytes, res.RxBytes, res.SpilledPairs = int64(d.tx)/iters, int64(d.rx)/iters, int64(d.spilled)/iters
-	if _, ok := m.ranks.(sessions); ok && !c.Sparse {
-		// Dense sessions: their whole traffic, the join and leave
-		// included, spread over every call.
-		calls := uint64(c.Warmup + c.Iters)
-		res.TxBytes, res.RxBytes = 0, 0
-		for _, t := range m.after {
-			res.TxBytes += int64(t.tx / calls)
-			res.RxBytes += int64(t.rx / calls)
-		}
-	}
 	if c.Deadline > 0 {
 		res.DeadlineMS = float64(c.Deadline) / float64(time.Millisecond)
 		res.PartialBlocks = int64(m.partial) / iters

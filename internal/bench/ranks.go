@@ -41,41 +41,13 @@ func sum(ts []traffic) traffic {
 }
 
 // join connects c's local ranks: the host ring with Algo ring, else a
-// session per rank through the switch (or the tree's leaves). With
-// ringPerCall a dense ring of every rank in this process is built anew for
-// each call.
-func join(ctx context.Context, c Config, ringPerCall bool) (ranks, error) {
-	switch {
-	case c.Algo == "ring" && c.Ranks > 0 && !c.Sparse && ringPerCall:
-		return perCallRing{c}, nil
-	case c.Algo == "ring":
+// session per rank through the switch (or the tree's leaves).
+func join(ctx context.Context, c Config) (ranks, error) {
+	if c.Algo == "ring" {
 		return newRings(ctx, c)
 	}
 	return joinSessions(ctx, c)
 }
-
-// wholeCall is a ranks that runs a call on every local rank itself.
-type wholeCall interface {
-	callAll(ctx context.Context, p *payload) error
-}
-
-// perCallRing is the dense ring of every rank in this process, built for
-// each call (hostlib.RunLocalRing): its calls' times include connecting
-// the ring, and it counts no traffic.
-type perCallRing struct{ c Config }
-
-func (r perCallRing) callAll(ctx context.Context, p *payload) error {
-	return hostlib.RunLocalRing(ctx, p.bufs, r.c.DType, r.c.Op, nil)
-}
-
-func (r perCallRing) reduce(context.Context, int, *payload) error {
-	panic("bench: perCallRing runs whole calls")
-}
-func (r perCallRing) traffic() []traffic             { return make([]traffic, r.c.Ranks) }
-func (perCallRing) contributors(int) ([]uint16, int) { return nil, 0 }
-func (perCallRing) blocks() int                      { return 1 }
-func (perCallRing) algo() string                     { return "ring" }
-func (perCallRing) close()                           {}
 
 // sessions are the local ranks' sessions through a switch.
 type sessions []*hostlib.Session

@@ -7,11 +7,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/units"
-	"github.com/flare-net/flare/wire"
 )
 
 // Row is one line of `flare bench`: an allreduce result, the path it
@@ -140,9 +136,7 @@ func (s *suiteRun) measurePath(ctx context.Context, path string, c Config) (*Row
 		res.Algo = "fan-out"
 	}
 	row := &Row{Path: path, Result: *res}
-	if err := s.hostLinkBytes(ctx, row, c, up, down, links); err != nil {
-		return nil, fmt.Errorf("link bytes: %w", err)
-	}
+	s.hostLinkBytes(row, c, up, down, links)
 	return row, nil
 }
 
@@ -150,63 +144,21 @@ func (s *suiteRun) measurePath(ctx context.Context, path string, c Config) (*Row
 // over the ranks), where something counts them (not the relays). The
 // switch path reads the embedded switch's link counters (up, down over
 // links host links, for warmup + iters calls); with Suite.Switch, the
-// hosts' own. The ring path takes the ranks' ring counters when they
-// report them, or counts one ring call in this process (its bytes depend
-// on P and the size alone).
-func (s *suiteRun) hostLinkBytes(ctx context.Context, row *Row, c Config, up, down int64, links int) error {
+// hosts' own. The ring path takes the ranks' ring counters.
+func (s *suiteRun) hostLinkBytes(row *Row, c Config, up, down int64, links int) {
 	p := float64(row.Ranks)
 	calls := float64(c.Warmup + c.Iters)
 	switch {
 	case row.Path == PathSwitch && s.embedded != nil:
 		if links != row.Ranks {
-			return nil // the watch missed a link: no number rather than a wrong one
+			return // the watch missed a link: no number rather than a wrong one
 		}
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(up)/p/calls, float64(down)/p/calls, "switch"
 	case row.Path == PathSwitch:
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "hosts"
-	case row.Path == PathRing && row.TxBytes > 0:
-		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "ring"
 	case row.Path == PathRing:
-		sent, received, err := ringCallTraffic(ctx, row.Ranks, c.Count, c.DType, c.Op)
-		if err != nil {
-			return err
-		}
-		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = sent, received, "ring"
+		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "ring"
 	}
-	return nil
-}
-
-// ringCallTraffic runs one ring allreduce of count elements among p ranks
-// in this process and returns the mean bytes a rank sent and received
-// (hostlib's RingStats, frame headers included): the ring path's traffic
-// per call, which depends on P and the size alone, for the rows whose
-// ranks do not report it.
-func ringCallTraffic(ctx context.Context, p, count int, dt wire.DType, op wire.Op) (sent, received float64, err error) {
-	if p < 2 {
-		return 0, 0, nil
-	}
-	rings, err := hostlib.NewLocalRings(ctx, p, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer func() {
-		for _, r := range rings {
-			r.Close()
-		}
-	}()
-	g, gctx := errgroup.WithContext(ctx)
-	for _, r := range rings {
-		g.Go(func() error { return r.AllReduce(gctx, make([]byte, count*dt.Size()), dt, op) })
-	}
-	if err := g.Wait(); err != nil {
-		return 0, 0, err
-	}
-	for _, r := range rings {
-		st := r.Stats()
-		sent += float64(st.BytesSent)
-		received += float64(st.BytesReceived)
-	}
-	return sent / float64(p), received / float64(p), nil
 }
 
 // writeDense writes one row, to the table or as JSON.

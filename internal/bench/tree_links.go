@@ -69,7 +69,7 @@ func (t *treeRun) settleLinks(counters [][]swtch.LinkCounter, r ranks) linkSnap 
 // inNetwork measures c through the tree (dense, or sparse with c.Sparse),
 // its bytes from the leaves' link counters.
 func (t *treeRun) inNetwork(ctx context.Context, c Config) (*TreeRow, error) {
-	m, err := start(ctx, c, false)
+	m, err := start(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (t *treeRun) linkBytes(row *TreeRow, counters [][]swtch.LinkCounter, before
 // one ring built once and used for every call, its bytes from the ranks'
 // counters placed on the tree.
 func (t *treeRun) hostRing(ctx context.Context, c Config) (*TreeRow, error) {
-	m, err := start(ctx, c, false)
+	m, err := start(ctx, c)
 	if err != nil {
 		return nil, err
 	}
