@@ -117,7 +117,7 @@ func (c *capture) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.f.Close(); err != nil {
-		return fmt.Errorf("--pcap: %w", err)
+		return fmt.Errorf("Config.PcapPath: %w", err)
 	}
 	return nil
 }

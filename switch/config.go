@@ -146,78 +146,101 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate names the first setting out of range, with the flag a user sets.
+// Validate names the first field out of range, and the range.
 func (c Config) Validate() error {
 	if _, err := netip.ParseAddrPort(c.Listen); err != nil {
-		return fmt.Errorf("--listen %q: want HOST:PORT with a numeric IP, such as 127.0.0.1:7470", c.Listen)
+		return fmt.Errorf("Config.Listen = %q: want HOST:PORT with a numeric IP, such as 127.0.0.1:7470", c.Listen)
 	}
 	if c.Admin != "off" {
 		if _, err := netip.ParseAddrPort(c.Admin); err != nil {
-			return fmt.Errorf("--admin %q: want HOST:PORT with a numeric IP, such as 127.0.0.1:9470, or off", c.Admin)
+			return fmt.Errorf("Config.Admin = %q: want HOST:PORT with a numeric IP, such as 127.0.0.1:9470, or off", c.Admin)
 		}
 	}
+	if err := c.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.validateTree(); err != nil {
+		return err
+	}
+	if err := c.HPU.Validate(); err != nil {
+		return hpuFieldError(err, c.HPU)
+	}
+	if err := c.Socket.Validate(); err != nil {
+		if c.Socket.BatchSize < 1 || c.Socket.BatchSize > conn.MaxBatchSize {
+			return fmt.Errorf("Config.Socket.BatchSize: %w", err)
+		}
+		return fmt.Errorf("Config.Socket.MaxDatagram: %w", err)
+	}
+	return nil
+}
+
+// validateLimits checks the packet size and the daemon's limits.
+func (c Config) validateLimits() error {
 	switch {
 	case c.PacketBytes < 8 || c.PacketBytes > 8192 || c.PacketBytes%8 != 0:
-		return fmt.Errorf("--packet %d: must be a multiple of 8 in 8..8192 bytes", c.PacketBytes)
+		return fmt.Errorf("Config.PacketBytes = %d: must be a multiple of 8 in 8..8192 bytes", c.PacketBytes)
 	case c.MaxJobs < 1 || c.MaxJobs > 1<<16:
-		return fmt.Errorf("--max-jobs %d: must be in 1..65536", c.MaxJobs)
+		return fmt.Errorf("Config.MaxJobs = %d: must be in 1..65536", c.MaxJobs)
 	case c.MaxMemory < 1<<20 || c.MaxMemory > 1<<40:
-		return fmt.Errorf("--max-memory %d: must be in 1MiB..1TiB", c.MaxMemory)
+		return fmt.Errorf("Config.MaxMemory = %d: must be in 1MiB..1TiB", c.MaxMemory)
 	case c.MaxPending < 1 || c.MaxPending > c.MaxJobs:
-		return fmt.Errorf("--max-pending %d: must be in 1..%d (--max-jobs)", c.MaxPending, c.MaxJobs)
+		return fmt.Errorf("Config.MaxPending = %d: must be in 1..%d (Config.MaxJobs)", c.MaxPending, c.MaxJobs)
 	case c.MaxPendingPerSource < 1 || c.MaxPendingPerSource > c.MaxPending:
-		return fmt.Errorf("--max-pending-per-source %d: must be in 1..%d (--max-pending)", c.MaxPendingPerSource, c.MaxPending)
+		return fmt.Errorf("Config.MaxPendingPerSource = %d: must be in 1..%d (Config.MaxPending)", c.MaxPendingPerSource, c.MaxPending)
 	case c.JoinTimeout < 100*time.Millisecond || c.JoinTimeout > time.Hour:
-		return fmt.Errorf("--join-timeout %v: must be in 100ms..1h", c.JoinTimeout)
+		return fmt.Errorf("Config.JoinTimeout = %v: must be in 100ms..1h", c.JoinTimeout)
 	case c.JobIdle < time.Second || c.JobIdle > 24*time.Hour:
-		return fmt.Errorf("--job-idle %v: must be in 1s..24h", c.JobIdle)
+		return fmt.Errorf("Config.JobIdle = %v: must be in 1s..24h", c.JobIdle)
 	case c.Window < 1 || c.Window > 1<<16:
-		return fmt.Errorf("--window %d: must be in 1..65536", c.Window)
+		return fmt.Errorf("Config.Window = %d: must be in 1..65536", c.Window)
 	case c.JoinRate < 1 || c.JoinRate > 1e6:
-		return fmt.Errorf("--join-rate %d: must be in 1..1000000 per second", c.JoinRate)
+		return fmt.Errorf("Config.JoinRate = %d: must be in 1..1000000 per second", c.JoinRate)
 	case c.PcapMax < 1<<10 || c.PcapMax > 1<<40:
-		return fmt.Errorf("--pcap-max %d: must be in 1KiB..1TiB", c.PcapMax)
+		return fmt.Errorf("Config.PcapMax = %d: must be in 1KiB..1TiB", c.PcapMax)
 	}
+	return nil
+}
+
+// validateTree checks this switch's place in a tree of switches.
+func (c Config) validateTree() error {
 	if c.Parent != "" {
 		if _, err := netip.ParseAddrPort(c.Parent); err != nil {
-			return fmt.Errorf("--parent %q: want the parent switch's data address HOST:PORT with a numeric IP, such as 10.0.0.1:7470", c.Parent)
+			return fmt.Errorf("Config.Parent = %q: want the parent switch's data address HOST:PORT with a numeric IP, such as 10.0.0.1:7470", c.Parent)
 		}
 	}
 	switch {
 	case c.ChildIndex < 0 || c.ChildIndex >= handlers.MaxChildren:
-		return fmt.Errorf("--child-index %d: must be in 0..%d", c.ChildIndex, handlers.MaxChildren-1)
+		return fmt.Errorf("Config.ChildIndex = %d: must be in 0..%d", c.ChildIndex, handlers.MaxChildren-1)
 	case c.ChildIndex > 0 && c.Parent == "":
-		return fmt.Errorf("--child-index %d without --parent: the index is this switch's place at its parent", c.ChildIndex)
+		return fmt.Errorf("Config.ChildIndex = %d without Config.Parent: the index is this switch's place at its parent", c.ChildIndex)
 	case c.Children < 0 || c.Children > handlers.MaxChildren:
-		return fmt.Errorf("--children %d: must be in 0..%d (0: this switch's members are hosts)", c.Children, handlers.MaxChildren)
+		return fmt.Errorf("Config.Children = %d: must be in 0..%d (0: this switch's members are hosts)", c.Children, handlers.MaxChildren)
 	case c.LocalHosts != 0 && c.Children == 0:
-		return fmt.Errorf("--local-hosts %d without --children: a switch without child switches takes any number of hosts", c.LocalHosts)
+		return fmt.Errorf("Config.LocalHosts = %d without Config.Children: a switch without child switches takes any number of hosts", c.LocalHosts)
 	case c.LocalHosts < 0 || c.Children+c.LocalHosts > handlers.MaxChildren:
-		return fmt.Errorf("--local-hosts %d: must be in 0..%d (with --children %d, at most %d members)", c.LocalHosts,
+		return fmt.Errorf("Config.LocalHosts = %d: must be in 0..%d (with Config.Children = %d, at most %d members)", c.LocalHosts,
 			handlers.MaxChildren-c.Children, c.Children, handlers.MaxChildren)
 	}
-	if err := c.HPU.Validate(); err != nil {
-		return hpuFlagError(err, c.HPU)
-	}
-	return c.Socket.Validate()
+	return nil
 }
 
-// hpuFlagError prefixes the HPU's error with the flag that sets the field.
-func hpuFlagError(err error, h hpu.Config) error {
+// hpuFieldError names the Config.HPU field the processing unit's error is
+// about.
+func hpuFieldError(err error, h hpu.Config) error {
 	for _, f := range []struct {
-		flag string
-		bad  bool
+		field string
+		bad   bool
 	}{
-		{"--clusters", h.Clusters < 1 || h.Clusters > hpu.MaxClusters},
-		{"--cores", h.CoresPerCluster < 1 || h.CoresPerCluster > hpu.MaxCoresPerCluster},
-		{"--queue", h.QueueDepth < 1 || h.QueueDepth > hpu.MaxQueueDepth},
-		{"--policy-s", h.SubsetS < 1 || h.SubsetS > h.CoresPerCluster},
+		{"Clusters", h.Clusters < 1 || h.Clusters > hpu.MaxClusters},
+		{"CoresPerCluster", h.CoresPerCluster < 1 || h.CoresPerCluster > hpu.MaxCoresPerCluster},
+		{"QueueDepth", h.QueueDepth < 1 || h.QueueDepth > hpu.MaxQueueDepth},
+		{"SubsetS", h.SubsetS < 1 || h.SubsetS > h.CoresPerCluster},
 	} {
 		if f.bad {
-			return fmt.Errorf("%s: %w", f.flag, err)
+			return fmt.Errorf("Config.HPU.%s: %w", f.field, err)
 		}
 	}
-	return fmt.Errorf("--l1: %w", err)
+	return fmt.Errorf("Config.HPU.L1Bytes: %w", err)
 }
 
 // maxChildren re-exports the handler's fan-in bound for join validation.

@@ -217,16 +217,16 @@ func newRegistry(cfg Config) (*registry, error) {
 	}
 	switch {
 	case r.mode != AdmissionOpen && r.mode != AdmissionRegistered:
-		return nil, fmt.Errorf("--admission %q: want %s or %s", cfg.Admission, AdmissionOpen, AdmissionRegistered)
+		return nil, fmt.Errorf("Config.Admission = %q: want %s or %s", cfg.Admission, AdmissionOpen, AdmissionRegistered)
 	case r.mode == AdmissionRegistered && cfg.Admin == "off":
-		return nil, errors.New("--admission registered with --admin off: jobs are registered over the admin port; give it an address")
+		return nil, errors.New("Config.Admission = registered with Config.Admin = off: jobs are registered over the admin port; give it an address")
 	case r.mode == AdmissionRegistered && cfg.AdminSecretFile == "":
-		return nil, errors.New("--admission registered needs --admin-secret-file: the admin port takes registrations only from holders of that secret")
+		return nil, errors.New("Config.Admission = registered needs Config.AdminSecretFile: the admin port takes registrations only from holders of that secret")
 	}
 	if cfg.AdminSecretFile != "" {
 		secret, err := ReadSecretFile(cfg.AdminSecretFile)
 		if err != nil {
-			return nil, fmt.Errorf("--admin-secret-file: %w", err)
+			return nil, fmt.Errorf("Config.AdminSecretFile: %w", err)
 		}
 		r.secret = secret
 	}

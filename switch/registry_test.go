@@ -148,10 +148,10 @@ func TestAdmissionConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"unknown mode", Config{Admission: "closed"}, `--admission "closed": want open or registered`},
-		{"registered without secret", Config{Admission: AdmissionRegistered}, "--admission registered needs --admin-secret-file"},
-		{"registered without admin", Config{Admission: AdmissionRegistered, Admin: "off", AdminSecretFile: secret}, "--admission registered with --admin off"},
-		{"bad secret file", Config{AdminSecretFile: secret + ".missing"}, "--admin-secret-file: " + secret + ".missing does not exist"},
+		{"unknown mode", Config{Admission: "closed"}, `Config.Admission = "closed": want open or registered`},
+		{"registered without secret", Config{Admission: AdmissionRegistered}, "Config.Admission = registered needs Config.AdminSecretFile"},
+		{"registered without admin", Config{Admission: AdmissionRegistered, Admin: "off", AdminSecretFile: secret}, "Config.Admission = registered with Config.Admin = off"},
+		{"bad secret file", Config{AdminSecretFile: secret + ".missing"}, "Config.AdminSecretFile: " + secret + ".missing does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Listen = "127.0.0.1:0"

@@ -162,7 +162,7 @@ func listenRelay(cfg *Config, what string) (conn.Conn, error) {
 	}
 	c, err := conn.ListenUDP(cfg.Listen, cfg.Socket)
 	if err != nil {
-		return nil, fmt.Errorf("%s: --listen %s: %w", what, cfg.Listen, err)
+		return nil, fmt.Errorf("%s: Config.Listen = %s: %w", what, cfg.Listen, err)
 	}
 	return c, nil
 }

@@ -142,7 +142,7 @@ func (s *Switch) listen() (conn.Conn, error) {
 	}
 	c, err := conn.ListenUDP(s.cfg.Listen, s.cfg.Socket)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
+		return nil, fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
 	}
 	return c, nil
 }
@@ -158,14 +158,14 @@ func (s *Switch) Run(ctx context.Context) error {
 	if s.cfg.PcapPath != "" {
 		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, c.LocalAddr(), s.log.Warn); err != nil {
 			c.Close()
-			return fmt.Errorf("--pcap %s: %w", s.cfg.PcapPath, err)
+			return fmt.Errorf("Config.PcapPath = %s: %w", s.cfg.PcapPath, err)
 		}
 	}
 	var adminSrv *adminServer
 	if s.cfg.Admin != "off" {
 		if adminSrv, err = s.startAdmin(); err != nil {
 			c.Close()
-			return fmt.Errorf("--admin %s: %w", s.cfg.Admin, err)
+			return fmt.Errorf("Config.Admin = %s: %w", s.cfg.Admin, err)
 		}
 		s.admin = adminSrv.addr
 	}

@@ -131,35 +131,35 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate names the first field out of range.
+// validate names the first field out of range, and the range.
 func (c *Config) validate() error {
 	rate := func(field string, v float64) error {
 		if !(v >= MinRateBps && v <= MaxRateBps) {
-			return fmt.Errorf("testbed: %s = %g bit/s: must be in %s..%s", field, v, FormatRate(MinRateBps), FormatRate(MaxRateBps))
+			return fmt.Errorf("testbed: Config.%s = %g bit/s: must be in %s..%s", field, v, FormatRate(MinRateBps), FormatRate(MaxRateBps))
 		}
 		return nil
 	}
 	switch {
 	case c.Tree() && (c.Leaves < 2 || c.PerLeaf < 1 || c.World() > MaxHosts):
-		return fmt.Errorf("testbed: tree %dx%d: want 2 or more leaves, 1 or more hosts each, %d hosts at most", c.Leaves, c.PerLeaf, MaxHosts)
+		return fmt.Errorf("testbed: Config.Leaves = %d with Config.PerLeaf = %d: want 2 or more leaves, 1 or more hosts each, %d hosts at most", c.Leaves, c.PerLeaf, MaxHosts)
 	case !c.Tree() && (c.Hosts < 2 || c.Hosts > MaxHosts):
-		return fmt.Errorf("testbed: Hosts = %d: must be in 2..%d", c.Hosts, MaxHosts)
+		return fmt.Errorf("testbed: Config.Hosts = %d: must be in 2..%d", c.Hosts, MaxHosts)
 	case c.Bytes < int64(c.DType.Size()) || c.Bytes > 1<<30:
-		return fmt.Errorf("testbed: Bytes = %d: must be in %d..1GiB", c.Bytes, c.DType.Size())
+		return fmt.Errorf("testbed: Config.Bytes = %d: must be in %d..1GiB", c.Bytes, c.DType.Size())
 	case c.PacketBytes < 8 || c.PacketBytes > 8192 || c.PacketBytes%8 != 0:
-		return fmt.Errorf("testbed: PacketBytes = %d: must be a multiple of 8 in 8..8192", c.PacketBytes)
+		return fmt.Errorf("testbed: Config.PacketBytes = %d: must be a multiple of 8 in 8..8192", c.PacketBytes)
 	case c.MTU < 1280 || c.MTU > 65000 || c.MTU < c.PacketBytes+wire.HeaderLen+udpIPHeaders:
-		return fmt.Errorf("testbed: MTU = %d: must be in 1280..65000 and hold a %d-byte packet with its headers", c.MTU, c.PacketBytes)
+		return fmt.Errorf("testbed: Config.MTU = %d: must be in 1280..65000 and hold a %d-byte packet with its headers", c.MTU, c.PacketBytes)
 	case !(c.Loss >= 0 && c.Loss <= 0.5):
-		return fmt.Errorf("testbed: Loss = %g: must be a fraction in [0, 0.5]", c.Loss)
+		return fmt.Errorf("testbed: Config.Loss = %g: must be a fraction in [0, 0.5]", c.Loss)
 	case c.Iters < 1 || c.Warmup < 0:
-		return fmt.Errorf("testbed: Iters = %d, Warmup = %d: want Iters >= 1 and Warmup >= 0", c.Iters, c.Warmup)
+		return fmt.Errorf("testbed: Config.Iters = %d with Config.Warmup = %d: want iters >= 1 and warmup >= 0", c.Iters, c.Warmup)
 	case c.Window < 1 || c.Window > 1<<16:
-		return fmt.Errorf("testbed: Window = %d: must be in 1..65536 blocks", c.Window)
+		return fmt.Errorf("testbed: Config.Window = %d: must be in 1..65536 blocks", c.Window)
 	case c.Exe == "":
-		return errors.New("testbed: Exe is empty: give the flare binary the daemons and hosts run")
+		return errors.New("testbed: Config.Exe is empty: give the flare binary the daemons and hosts run")
 	case !(c.Overlap >= 0 && c.Overlap <= 1):
-		return fmt.Errorf("testbed: Overlap = %g: must be in [0, 1]", c.Overlap)
+		return fmt.Errorf("testbed: Config.Overlap = %g: must be in [0, 1]", c.Overlap)
 	}
 	if err := rate("LinkBps", c.LinkBps); err != nil {
 		return err
@@ -176,15 +176,15 @@ func (c *Config) validate() error {
 		case PathSparse, PathHostSparse:
 			sparse = true
 		default:
-			return fmt.Errorf("testbed: Paths: %q: want %s, %s, %s or %s", p, PathSwitch, PathRing, PathSparse, PathHostSparse)
+			return fmt.Errorf("testbed: Config.Paths %q: want %s, %s, %s or %s", p, PathSwitch, PathRing, PathSparse, PathHostSparse)
 		}
 	}
 	if sparse && len(c.Densities) == 0 {
-		return errors.New("testbed: Paths has a sparse path but Densities is empty")
+		return errors.New("testbed: Config.Paths has a sparse path but Config.Densities is empty")
 	}
 	for _, d := range c.Densities {
 		if !(d > 0 && d <= 1) {
-			return fmt.Errorf("testbed: Densities: %g: each must be in (0, 1]", d)
+			return fmt.Errorf("testbed: Config.Densities %g: each must be in (0, 1]", d)
 		}
 	}
 	return nil

@@ -54,8 +54,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{"Hosts", func(c *Config) { c.Hosts = 1 }},
 		{"Hosts", func(c *Config) { c.Hosts = MaxHosts + 1 }},
-		{"tree", func(c *Config) { c.Leaves, c.PerLeaf = 1, 4 }},
-		{"tree", func(c *Config) { c.Leaves, c.PerLeaf = 9, 8 }},
+		{"Config.Leaves = 1 with Config.PerLeaf = 4", func(c *Config) { c.Leaves, c.PerLeaf = 1, 4 }},
+		{"Config.Leaves = 9 with Config.PerLeaf = 8", func(c *Config) { c.Leaves, c.PerLeaf = 9, 8 }},
 		{"LinkBps", func(c *Config) { c.LinkBps = 10 }},
 		{"UplinkBps", func(c *Config) { c.Leaves, c.PerLeaf, c.UplinkBps = 2, 2, 1e12 }},
 		{"Bytes", func(c *Config) { c.Bytes = 2 }},

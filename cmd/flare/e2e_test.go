@@ -430,6 +430,19 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "5", "--switch", "127.0.0.1:1=2,127.0.0.1:2=2"}, "the =N counts add up to 4 ranks, want 5"},
 		{[]string{"allreduce", "--ranks", "4", "--switch", "127.0.0.1:1=2,127.0.0.1:2"}, "give =N on every entry or on none"},
 		{[]string{"allreduce", "--ranks", "4", "--switch", "127.0.0.1:1=0,127.0.0.1:2=4"}, "=N must be a rank count >= 1"},
+		{[]string{"allreduce", "--ranks", "2", "--iters", "0"}, "--iters 0 with --warmup 2: want iters >= 1 and warmup >= 0"},
+		{[]string{"allreduce", "--ranks", "2", "--count", "-1"}, "--count -1: must be in 1..1073741824 elements"},
+		{[]string{"allreduce", "--ranks", "2", "--tail-ratio", "200"}, "--tail-ratio 200 with --tail-median 2ms: want a ratio in 1..100"},
+		{[]string{"switch", "--max-jobs", "70000"}, "--max-jobs 70000: must be in 1..65536"},
+		{[]string{"switch", "--max-pending", "9", "--max-jobs", "4"}, "--max-pending 9: must be in 1..4 (--max-jobs)"},
+		{[]string{"switch", "--batch", "-1"}, "--batch: batch size = -1: must be in 1..1024"},
+		{[]string{"switch", "--child-index", "3"}, "--child-index 3 without --parent"},
+		{[]string{"switch", "--admission", "closed"}, "--admission \"closed\": want open or registered"},
+		{[]string{"switch", "--admission", "registered", "--admin", "off"}, "--admission registered with --admin off"},
+		{[]string{"bench", "--iters", "0"}, "--iters 0 with --warmup 1: want iters >= 1 and warmup >= 0"},
+		{[]string{"bench", "--bytes", "2GiB"}, "--bytes 2GiB: must be in 4..1GiB"},
+		{[]string{"bench", "--tree", "1x4"}, "--tree \"1x4\": TreeShape.Leaves = 1: must be in 2..65536"},
+		{[]string{"demo", "--ranks", "0"}, "--ranks 0: must be in 1..1024"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/spf13/pflag"
+
 	"github.com/flare-net/flare/hpu"
 	swtch "github.com/flare-net/flare/switch"
 )
@@ -19,18 +21,44 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"  flare switch --listen 10.0.0.1:7470 --children 4 --local-hosts 2            # a root with 2 hosts of its own as well\n"+
 			"  flare switch --admission registered --admin-secret-file /etc/flare/admin-secret  # only jobs registered with flare jobs register\n", stdout)
 	var cfg swtch.Config
+	sf := addSwitchFlags(fs, &cfg)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if err := sf.resolve(&cfg, stderr); err != nil {
+		return err
+	}
+	sw, err := swtch.New(cfg)
+	if err != nil {
+		return withFlags(err, switchFlags)
+	}
+	return withFlags(sw.Run(ctx), switchFlags)
+}
+
+// switchTextFlags are the flags of `flare switch` that are not a
+// swtch.Config field as they are typed.
+type switchTextFlags struct {
+	l1, packet, maxMemory, pcapMax, level *string
+}
+
+// addSwitchFlags registers the flags, the Config's fields in cfg.
+func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
+	sf := &switchTextFlags{}
 	fs.StringVar(&cfg.Listen, "listen", swtch.DefaultListen, "UDP data address HOST:PORT")
 	fs.StringVar(&cfg.Admin, "admin", swtch.DefaultAdmin, "admin HTTP address HOST:PORT, or off")
 	fs.IntVar(&cfg.HPU.Clusters, "clusters", hpu.DefaultClusters, "processing-unit clusters (1..1024)")
 	fs.IntVar(&cfg.HPU.CoresPerCluster, "cores", hpu.DefaultCoresPerCluster, "cores per cluster (1..256)")
-	l1 := fs.String("l1", "1MiB", "L1 memory per cluster (4KiB..1GiB)")
+	sf.l1 = fs.String("l1", "1MiB", "L1 memory per cluster (4KiB..1GiB)")
 	fs.IntVar(&cfg.HPU.QueueDepth, "queue", hpu.DefaultQueueDepth, "handler requests a cluster holds, queued and running")
 	fs.IntVar(&cfg.HPU.SubsetS, "policy-s", 0, "cores of a cluster that may run one block's packets, 1..cores (0 = cores)")
 	fs.BoolVar(&cfg.HPU.Overflow, "overflow", false, "with --policy-s > 1, run a packet whose home cluster is full on the least-loaded\n"+
 		"cluster (PsPIN's default) instead of waiting for its home cluster")
-	packet := fs.String("packet", "1KiB", "payload bytes per packet")
+	sf.packet = fs.String("packet", "1KiB", "payload bytes per packet")
 	fs.IntVar(&cfg.MaxJobs, "max-jobs", swtch.DefaultMaxJobs, "jobs at once, pending or admitted")
-	maxMemory := fs.String("max-memory", "auto", "host memory all jobs may hold besides L1 (stored results, block tables, pending joins);\n"+
+	sf.maxMemory = fs.String("max-memory", "auto", "host memory all jobs may hold besides L1 (stored results, block tables, pending joins);\n"+
 		"a job that does not fit is refused (auto = 1GiB, at most a quarter of the machine's memory)")
 	fs.IntVar(&cfg.MaxPending, "max-pending", 0, "jobs waiting for ranks at once; beyond it the oldest makes room (0 = "+strconv.Itoa(swtch.DefaultMaxPending)+", at most --max-jobs)")
 	fs.IntVar(&cfg.MaxPendingPerSource, "max-pending-per-source", 0, "jobs waiting for ranks that one source address created; beyond it its oldest makes room\n"+
@@ -42,7 +70,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.Socket.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
 	fs.BoolVar(&cfg.Socket.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
 	fs.StringVar(&cfg.PcapPath, "pcap", "", "write every Flare packet in and out to this pcap file (read it with flare decode or Wireshark)")
-	pcapMax := fs.String("pcap-max", "1GiB", "stop capturing when the pcap file reaches this size")
+	sf.pcapMax = fs.String("pcap-max", "1GiB", "stop capturing when the pcap file reaches this size")
 	fs.StringVar(&cfg.Parent, "parent", "", "tree of switches: the parent switch's data address HOST:PORT (this switch is its child)")
 	fs.IntVar(&cfg.ChildIndex, "child-index", 0, "with --parent: this switch's index among the parent's children, 0..N-1 where N is the parent's --children")
 	fs.IntVar(&cfg.Children, "children", 0, "tree of switches: this switch aggregates N child switches (0 = hosts join here)")
@@ -51,13 +79,13 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"registered: only jobs registered over the admin port (flare jobs register)")
 	fs.StringVar(&cfg.AdminSecretFile, "admin-secret-file", "", "file with the admin port's bearer secret (not readable by every user): admin writes,\n"+
 		"/v1/jobs and /debug/pprof/ need it; required with --admission registered")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "unexpected argument %q", fs.Arg(0))
-	}
+	sf.level = fs.String("log-level", "info", "debug, info, warn or error")
+	return sf
+}
+
+// resolve checks the HPU's sizes (0 would silently mean the default in
+// Config) and sets the Config's fields that flags give as text.
+func (sf *switchTextFlags) resolve(cfg *swtch.Config, stderr io.Writer) error {
 	for _, f := range []struct {
 		name   string
 		v, max int
@@ -66,20 +94,20 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("--%s %d: must be in 1..%d", f.name, f.v, f.max)
 		}
 	}
-	n, err := parseSize(*l1)
+	n, err := parseSize(*sf.l1)
 	if err != nil {
 		return flagError("--l1", err)
 	}
 	cfg.HPU.L1Bytes = int(n)
-	if n, err = parseSize(*packet); err != nil {
+	if n, err = parseSize(*sf.packet); err != nil {
 		return flagError("--packet", err)
 	}
 	cfg.PacketBytes = int(n)
-	if cfg.PcapMax, err = parseSize(*pcapMax); err != nil {
+	if cfg.PcapMax, err = parseSize(*sf.pcapMax); err != nil {
 		return flagError("--pcap-max", err)
 	}
-	if *maxMemory != "auto" {
-		if cfg.MaxMemory, err = parseSize(*maxMemory); err != nil {
+	if *sf.maxMemory != "auto" {
+		if cfg.MaxMemory, err = parseSize(*sf.maxMemory); err != nil {
 			return flagError("--max-memory", err)
 		}
 		if cfg.MaxMemory == 0 { // 0 would silently mean the default in Config
@@ -87,13 +115,9 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+	if err := lv.UnmarshalText([]byte(*sf.level)); err != nil {
 		return flagError("--log-level", err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	sw, err := swtch.New(cfg)
-	if err != nil {
-		return err
-	}
-	return sw.Run(ctx)
+	return nil
 }

@@ -86,7 +86,7 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	} else if len(rows) > 0 {
 		writeTestbedTable(stdout, cfg, rows)
 	}
-	return err
+	return withFlags(err, testbedFlags)
 }
 
 // setTestbedTree sets the tree's shape from --tree LxH, which --hosts
@@ -221,5 +221,5 @@ func testbedSweep(ctx context.Context, cfg testbed.Config, span string, packets 
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	return err
+	return withFlags(err, testbedFlags)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -130,4 +131,24 @@ func TestTestbedTeardown(t *testing.T) {
 			t.Fatalf("namespaces left: %v", left)
 		}
 	})
+}
+
+// A testbed setting out of range is refused before anything is built,
+// with the flag that set it and the range.
+func TestTestbedFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hosts", "1"}, "testbed: --hosts 1: must be in 2..64"},
+		{[]string{"--loss", "0.9"}, "testbed: --loss 0.9: must be a fraction in [0, 0.5]"},
+		{[]string{"--iters", "-1"}, "testbed: --iters -1 with --warmup 1: want iters >= 1 and warmup >= 0"},
+		{[]string{"--tree", "8x16"}, "testbed: --tree LEAVES 8 with --tree HOSTS 16: want 2 or more leaves, 1 or more hosts each, 64 hosts at most"},
+		{[]string{"--paths", "relay"}, `testbed: --paths "relay": want switch, ring, sparse or host-sparse`},
+	} {
+		err := run(context.Background(), append([]string{"testbed"}, tc.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("flare testbed %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
 }

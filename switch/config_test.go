@@ -1,0 +1,50 @@
+package swtch
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every setting out of range is refused by Validate with the Config field
+// that holds it and the range it must be in (the CLI maps the field to its
+// flag).
+func TestConfigValidateNamesField(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Listen = "nowhere" }, `Config.Listen = "nowhere": want HOST:PORT`},
+		{func(c *Config) { c.Admin = "x" }, `Config.Admin = "x": want HOST:PORT`},
+		{func(c *Config) { c.PacketBytes = 1000 + 4 }, "Config.PacketBytes = 1004: must be a multiple of 8 in 8..8192 bytes"},
+		{func(c *Config) { c.MaxJobs = 1 << 17 }, "Config.MaxJobs = 131072: must be in 1..65536"},
+		{func(c *Config) { c.MaxMemory = 1 << 10 }, "Config.MaxMemory = 1024: must be in 1MiB..1TiB"},
+		{func(c *Config) { c.MaxJobs, c.MaxPending = 4, 5 }, "Config.MaxPending = 5: must be in 1..4 (Config.MaxJobs)"},
+		{func(c *Config) { c.MaxPending, c.MaxPendingPerSource = 4, 5 }, "Config.MaxPendingPerSource = 5: must be in 1..4 (Config.MaxPending)"},
+		{func(c *Config) { c.JoinTimeout = 1 }, "Config.JoinTimeout = 1ns: must be in 100ms..1h"},
+		{func(c *Config) { c.JobIdle = 1 }, "Config.JobIdle = 1ns: must be in 1s..24h"},
+		{func(c *Config) { c.Window = -1 }, "Config.Window = -1: must be in 1..65536"},
+		{func(c *Config) { c.JoinRate = -1 }, "Config.JoinRate = -1: must be in 1..1000000 per second"},
+		{func(c *Config) { c.PcapMax = 1 }, "Config.PcapMax = 1: must be in 1KiB..1TiB"},
+		{func(c *Config) { c.Parent = "up" }, `Config.Parent = "up": want the parent switch's data address HOST:PORT`},
+		{func(c *Config) { c.ChildIndex = -1 }, "Config.ChildIndex = -1: must be in 0..65535"},
+		{func(c *Config) { c.ChildIndex = 3 }, "Config.ChildIndex = 3 without Config.Parent"},
+		{func(c *Config) { c.Children = -1 }, "Config.Children = -1: must be in 0..65536"},
+		{func(c *Config) { c.LocalHosts = 2 }, "Config.LocalHosts = 2 without Config.Children"},
+		{func(c *Config) { c.Children, c.LocalHosts = 65000, 1000 }, "Config.LocalHosts = 1000: must be in 0..536 (with Config.Children = 65000"},
+		{func(c *Config) { c.HPU.Clusters = -1 }, "Config.HPU.Clusters: clusters = -1: must be in 1..1024"},
+		{func(c *Config) { c.HPU.CoresPerCluster = 1000 }, "Config.HPU.CoresPerCluster: cores per cluster = 1000: must be in 1..256"},
+		{func(c *Config) { c.HPU.QueueDepth = -3 }, "Config.HPU.QueueDepth: queue depth = -3: must be in 1.."},
+		{func(c *Config) { c.HPU.SubsetS = 9 }, "Config.HPU.SubsetS: policy S = 9: must be in 1..8"},
+		{func(c *Config) { c.HPU.L1Bytes = 1 << 40 }, "Config.HPU.L1Bytes: L1 = 1099511627776 bytes: must be in"},
+		{func(c *Config) { c.Socket.BatchSize = -1 }, "Config.Socket.BatchSize: batch size = -1: must be in 1..1024"},
+	} {
+		c := Config{Listen: "127.0.0.1:0"}
+		tc.edit(&c)
+		if err := c.WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+	if err := (Config{Listen: "127.0.0.1:0"}).WithDefaults().Validate(); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+}
