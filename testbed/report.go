@@ -29,7 +29,8 @@ const (
 )
 
 // Row is one measured path of one run: the fields of `flare bench --json`
-// (path, the allreduce result, vs_ring, the host link bytes) and the
+// (path, the allreduce result, vs_ring, the host link bytes; every field
+// always present) and the
 // emulated links' own: their rate, the link-bound ideal, the model's
 // prediction and whether the CPU rather than the links bounded the time.
 type Row struct {
@@ -43,12 +44,20 @@ type Row struct {
 	MedianS     float64 `json:"median_s"` // the slowest host's median call
 	P99S        float64 `json:"p99_s"`
 	AlgbwGBps   float64 `json:"algbw_GBps"`
+	BusbwGBps   float64 `json:"busbw_GBps"` // AlgbwGBps × 2(P−1)/P, as nccl-tests
 	Verified    bool    `json:"verified"`
 	Retransmits int64   `json:"retransmits"`
-	TxBytes     int64   `json:"tx_bytes"` // payload bytes all hosts sent per call
-	RxBytes     int64   `json:"rx_bytes"`
-	Density     float64 `json:"density,omitempty"`
-	Storage     string  `json:"storage,omitempty"`
+	// The bounded-time and injected-tail fields of a bench row: the
+	// testbed runs neither, so they are 0.
+	DeadlineMS      float64 `json:"deadline_ms"`
+	TailRatio       float64 `json:"tail_ratio"`
+	DroppedFraction float64 `json:"dropped_fraction"`
+	PartialBlocks   int64   `json:"partial_blocks"`
+	TxBytes         int64   `json:"tx_bytes"` // payload bytes all hosts sent per call
+	RxBytes         int64   `json:"rx_bytes"`
+	Density         float64 `json:"density"`
+	Storage         string  `json:"storage"`
+	SpilledPairs    int64   `json:"spilled_pairs"` // per call, over the hosts (hash storage)
 	// VsRing is the ring's median over this row's (above 1: faster).
 	VsRing float64 `json:"vs_ring"`
 	// OfRelay and OfFanout are bench's echo-relay and fan-out-relay
@@ -64,10 +73,10 @@ type Row struct {
 
 	Topology    string  `json:"topology"` // "8" hosts on one switch, or "4x4"
 	LinkBps     float64 `json:"link_bps"`
-	UplinkBps   float64 `json:"uplink_bps,omitempty"`
+	UplinkBps   float64 `json:"uplink_bps"`
 	PacketBytes int     `json:"packet_bytes"`
 	Window      int     `json:"window"` // blocks in flight per host the switch granted
-	Loss        float64 `json:"loss,omitempty"`
+	Loss        float64 `json:"loss"`
 	// IdealS is the link-bound ideal: the frames the busiest host link
 	// must carry for this path (payload and every header) at LinkBps,
 	// plus the model's latency terms.

@@ -39,9 +39,9 @@ type SweepRow struct {
 type Capacity struct {
 	PacketBytes   int     `json:"packet_bytes"`
 	HeldBps       float64 `json:"held_bps"`
-	FailedBps     float64 `json:"failed_bps,omitempty"`
-	FailedOfIdeal float64 `json:"failed_of_ideal,omitempty"`
-	FailedCPU     bool    `json:"failed_cpu_bound,omitempty"`
+	FailedBps     float64 `json:"failed_bps"`
+	FailedOfIdeal float64 `json:"failed_of_ideal"`
+	FailedCPU     bool    `json:"failed_cpu_bound"`
 }
 
 // Sweep measures the in-network dense path of cfg at every rate for every

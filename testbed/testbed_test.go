@@ -1,7 +1,9 @@
 package testbed
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -128,6 +130,42 @@ func TestRateWindow(t *testing.T) {
 		c := Config{LinkBps: tc.rate, PacketBytes: tc.packet}
 		if got := c.rateWindow(); got != tc.want {
 			t.Errorf("%s, %d-byte packets: window %d, want %d", FormatRate(tc.rate), tc.packet, got, tc.want)
+		}
+	}
+}
+
+// A testbed row has a fixed schema, as bench rows do: every field is
+// written, zero or not.
+func TestRowHasFixedSchema(t *testing.T) {
+	for _, v := range []any{Row{}, SweepRow{}, Capacity{}, LinkStat{}} {
+		typ := reflect.TypeOf(v)
+		fields := 0
+		var count func(reflect.Type)
+		count = func(typ reflect.Type) {
+			for i := range typ.NumField() {
+				f := typ.Field(i)
+				switch {
+				case f.Anonymous:
+					count(f.Type)
+				case f.IsExported() && f.Tag.Get("json") != "-":
+					if strings.Contains(f.Tag.Get("json"), "omitempty") {
+						t.Errorf("%s.%s is omitted when zero", typ.Name(), f.Name)
+					}
+					fields++
+				}
+			}
+		}
+		count(typ)
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != fields {
+			t.Errorf("%s: %d of %d fields written: %s", typ.Name(), len(m), fields, b)
 		}
 	}
 }

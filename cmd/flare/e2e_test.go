@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -351,6 +352,9 @@ func TestE2EBench(t *testing.T) {
 		}
 		if r.Verified != (want == "switch" || want == "ring") {
 			t.Errorf("row %s: verified %v", want, r.Verified)
+		}
+		if wantBus := r.AlgbwGBps * 2 * 2 / 3; r.AlgbwGBps <= 0 || math.Abs(r.BusbwGBps-wantBus) > 1e-9*wantBus {
+			t.Errorf("row %s: busbw %v GB/s, want algbw %v × 2(P-1)/P = %v", want, r.BusbwGBps, r.AlgbwGBps, wantBus)
 		}
 	}
 	if rows[1].VsRing != 1 || rows[2].OfRelay != 1 || rows[3].OfFanout != 1 {

@@ -3,24 +3,31 @@ package bench
 import "slices"
 
 // Result is one measured configuration: the row `flare allreduce --json`
-// prints, and the allreduce part of every `flare bench --json` row.
+// prints, and the allreduce part of every `flare bench --json` row. Every
+// field is always present, zero where it does not apply, so a reader can
+// rely on the schema (docs/PERFORMANCE.md lists it).
 type Result struct {
-	Ranks       int     `json:"ranks"` // the world size P
-	Bytes       int64   `json:"bytes"` // the (dense) vector per rank
-	DType       string  `json:"dtype"`
-	Op          string  `json:"op"`
-	Algo        string  `json:"algo"`
-	Iters       int     `json:"iters"`
-	MedianS     float64 `json:"median_s"`
-	P99S        float64 `json:"p99_s"`
-	AlgbwGBps   float64 `json:"algbw_GBps"` // Bytes over the median call, in GB/s
+	Ranks   int     `json:"ranks"` // the world size P
+	Bytes   int64   `json:"bytes"` // the (dense) vector per rank
+	DType   string  `json:"dtype"`
+	Op      string  `json:"op"`
+	Algo    string  `json:"algo"`
+	Iters   int     `json:"iters"`
+	MedianS float64 `json:"median_s"`
+	P99S    float64 `json:"p99_s"`
+	// AlgbwGBps is Bytes over the median call, in GB/s; BusbwGBps is
+	// AlgbwGBps × 2(P−1)/P, the bus bandwidth nccl-tests report for an
+	// allreduce: the rate each rank's link would carry in a ring
+	// allreduce of this time, comparable across P.
+	AlgbwGBps   float64 `json:"algbw_GBps"`
+	BusbwGBps   float64 `json:"busbw_GBps"`
 	Verified    bool    `json:"verified"`
 	Retransmits int64   `json:"retransmits"` // over every call, warmup included, over the local ranks
 	// Bounded time (Config.Deadline) and injected tails (Config.TailRatio).
-	DeadlineMS      float64 `json:"deadline_ms,omitempty"`
-	TailRatio       float64 `json:"tail_ratio,omitempty"`
-	DroppedFraction float64 `json:"dropped_fraction,omitempty"` // contributions left out of partial results
-	PartialBlocks   int64   `json:"partial_blocks,omitempty"`   // per call, over the local ranks
+	DeadlineMS      float64 `json:"deadline_ms"`
+	TailRatio       float64 `json:"tail_ratio"`
+	DroppedFraction float64 `json:"dropped_fraction"` // contributions left out of partial results
+	PartialBlocks   int64   `json:"partial_blocks"`   // per call, over the local ranks
 	// Payload bytes (UDP, or TCP for the ring) the local ranks sent and
 	// received per measured call.
 	TxBytes int64 `json:"tx_bytes"`
@@ -28,9 +35,9 @@ type Result struct {
 	// Sparse runs: the density asked for, the storage (hash, array; host
 	// for the ring) and the pairs the switch spilled per call over the
 	// local ranks.
-	Density      float64 `json:"density,omitempty"`
-	Storage      string  `json:"storage,omitempty"`
-	SpilledPairs int64   `json:"spilled_pairs,omitempty"`
+	Density      float64 `json:"density"`
+	Storage      string  `json:"storage"`
+	SpilledPairs int64   `json:"spilled_pairs"`
 }
 
 // summarise fills the time fields from the measured calls' times.
@@ -41,7 +48,17 @@ func (r *Result) summarise(times []float64) {
 	r.setBandwidth()
 }
 
-// setBandwidth derives the bandwidth from Bytes and MedianS.
+// setBandwidth derives the bandwidths from Bytes, Ranks and MedianS.
 func (r *Result) setBandwidth() {
 	r.AlgbwGBps = float64(r.Bytes) / r.MedianS / 1e9
+	r.BusbwGBps = Busbw(r.AlgbwGBps, r.Ranks)
+}
+
+// Busbw is nccl-tests' bus bandwidth of an allreduce among p ranks:
+// algbw × 2(p−1)/p (0 for one rank, which moves nothing).
+func Busbw(algbw float64, p int) float64 {
+	if p < 1 {
+		return 0
+	}
+	return algbw * 2 * float64(p-1) / float64(p)
 }

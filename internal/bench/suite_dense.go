@@ -32,9 +32,9 @@ type Row struct {
 	// with Suite.Switch); the ring row the ranks' ring counters, frame
 	// headers included. LinkBytesFrom says which: switch, hosts or ring;
 	// empty (and the bytes 0) for the relays, where nothing counts them.
-	HostUpBytes   float64 `json:"host_link_up_bytes,omitempty"`
-	HostDownBytes float64 `json:"host_link_down_bytes,omitempty"`
-	LinkBytesFrom string  `json:"link_bytes_from,omitempty"`
+	HostUpBytes   float64 `json:"host_link_up_bytes"`
+	HostDownBytes float64 `json:"host_link_down_bytes"`
+	LinkBytesFrom string  `json:"link_bytes_from"`
 }
 
 // runDense measures every path at every P and size and writes the rows.

@@ -56,17 +56,19 @@ func (t TreeShape) Validate() error {
 
 // TreeRow is one line of `flare bench --tree`.
 type TreeRow struct {
-	Tree    string  `json:"tree"` // LEAVESxHOSTS
-	Path    string  `json:"path"` // in-network, ring, hash, array, host-sparse
-	Ranks   int     `json:"ranks"`
-	Bytes   int64   `json:"bytes"` // dense vector per rank
-	Density float64 `json:"density,omitempty"`
-	DType   string  `json:"dtype"`
-	Op      string  `json:"op"`
-	Algo    string  `json:"algo"`
-	Iters   int     `json:"iters"`
-	MedianS float64 `json:"median_s"`
-	P99S    float64 `json:"p99_s"`
+	Tree      string  `json:"tree"` // LEAVESxHOSTS
+	Path      string  `json:"path"` // in-network, ring, hash, array, host-sparse
+	Ranks     int     `json:"ranks"`
+	Bytes     int64   `json:"bytes"` // dense vector per rank
+	Density   float64 `json:"density"`
+	DType     string  `json:"dtype"`
+	Op        string  `json:"op"`
+	Algo      string  `json:"algo"`
+	Iters     int     `json:"iters"`
+	MedianS   float64 `json:"median_s"`
+	P99S      float64 `json:"p99_s"`
+	AlgbwGBps float64 `json:"algbw_GBps"` // as Result's
+	BusbwGBps float64 `json:"busbw_GBps"`
 	// Bytes on the tree's links per call: mean per host link and per
 	// leaf-root link, each direction, and the sum over every link. The
 	// in-network rows read the switches' link counters; the host rows the
@@ -82,13 +84,13 @@ type TreeRow struct {
 	// answer to them (swtch.LinkTraffic.Retransmit). A leaf multicasts the
 	// root's answer to a partial it sent up again to all of its hosts
 	// unmarked, so host↓ holds such repeats outside HostDownRetxBytes.
-	HostUpRetxBytes   float64 `json:"host_link_up_retx_bytes,omitempty"`
-	HostDownRetxBytes float64 `json:"host_link_down_retx_bytes,omitempty"`
-	LeafUpRetxBytes   float64 `json:"leaf_link_up_retx_bytes,omitempty"`
-	LeafDownRetxBytes float64 `json:"leaf_link_down_retx_bytes,omitempty"`
-	RetxLinkBytes     float64 `json:"retx_link_bytes,omitempty"`
-	Retransmits       int64   `json:"retransmits"`             // over the measured calls
-	SpilledPairs      int64   `json:"spilled_pairs,omitempty"` // per call, over the ranks (hash storage)
+	HostUpRetxBytes   float64 `json:"host_link_up_retx_bytes"`
+	HostDownRetxBytes float64 `json:"host_link_down_retx_bytes"`
+	LeafUpRetxBytes   float64 `json:"leaf_link_up_retx_bytes"`
+	LeafDownRetxBytes float64 `json:"leaf_link_down_retx_bytes"`
+	RetxLinkBytes     float64 `json:"retx_link_bytes"`
+	Retransmits       int64   `json:"retransmits"`   // over the measured calls
+	SpilledPairs      int64   `json:"spilled_pairs"` // per call, over the ranks (hash storage)
 	Verified          bool    `json:"verified"`
 	// The model's row for the same tree (models.Collectives, a fat tree of
 	// 2×HOSTS-port switches: LEAVES leaves of HOSTS hosts).
@@ -272,5 +274,5 @@ func (t *treeRun) newRow(m *measurement) *TreeRow {
 	c, res := m.c, m.result()
 	return &TreeRow{Tree: t.s.Tree.String(), Ranks: res.Ranks, Bytes: res.Bytes, Density: c.Density,
 		DType: res.DType, Op: res.Op, Algo: res.Algo, Iters: res.Iters, MedianS: res.MedianS, P99S: res.P99S,
-		Verified: res.Verified}
+		AlgbwGBps: res.AlgbwGBps, BusbwGBps: res.BusbwGBps, Verified: res.Verified}
 }
