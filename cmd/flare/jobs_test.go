@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/internal/inproc"
 	swtch "github.com/flare-net/flare/switch"
 )
 
@@ -22,21 +22,16 @@ func TestJobsCommand(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("jobs-cli-secret-0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Admission: swtch.AdmissionRegistered,
-		AdminSecretFile: secret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sw.Run(ctx) }()
+	g := inproc.New(context.Background())
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := g.Close(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	<-sw.Ready()
+	sw, err := g.Switch(swtch.Config{Admin: "127.0.0.1:0", Admission: swtch.AdmissionRegistered, AdminSecretFile: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
 	admin := sw.AdminAddr().String()
 
 	jobs := func(args ...string) (string, error) {
