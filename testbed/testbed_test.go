@@ -169,3 +169,26 @@ func TestRowHasFixedSchema(t *testing.T) {
 		}
 	}
 }
+
+// The tables: a line per path with its link bytes, the model command of
+// the setting, and the sweep's answer per packet size.
+func TestTables(t *testing.T) {
+	cfg := Config{Hosts: 4, LinkBps: 200e6, Bytes: 4 << 20, Exe: "flare"}.withDefaults()
+	rows := []Row{{Path: PathSwitch, Ranks: 4, Bytes: 4 << 20, Algo: "single", MedianS: 0.2, Topology: "4", LinkBps: 200e6,
+		PacketBytes: 1024, Window: 32, Links: []LinkStat{{Link: "h0", UpBytes: 4 << 20, DownBytes: 4 << 20, UpUtil: 0.9, DownUtil: 0.8, Drops: 3}}}}
+	var b strings.Builder
+	WriteTable(&b, cfg, rows)
+	WriteTable(&b, cfg, nil)
+	for _, want := range []string{"Flare testbed: 4 hosts (4), 4MiB per host, 200Mbit links, 1024-byte packets, window 32 blocks",
+		"switch", "h0 4.0 MiB/4.0 MiB 90%/80% (3 dropped)", "model: flare model collectives --hosts 4 --bytes 4MiB --dtype float32 --link-gbps 0.2 --topology single"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	WriteCapacity(&b, Capacity{PacketBytes: 1024, HeldBps: 400e6, FailedBps: 800e6, FailedOfIdeal: 1.4, FailedCPU: true})
+	WriteCapacity(&b, Capacity{PacketBytes: 8192})
+	if want := "capacity at 1024-byte packets: 400Mbit (800Mbit: 1.40× ideal, CPU-bound)\ncapacity at 8192-byte packets: none\n"; b.String() != want {
+		t.Errorf("capacities %q, want %q", b.String(), want)
+	}
+}

@@ -8,10 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/testbed"
 )
 
@@ -84,7 +82,7 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return jerr
 		}
 	} else if len(rows) > 0 {
-		writeTestbedTable(stdout, cfg, rows)
+		testbed.WriteTable(stdout, cfg, rows)
 	}
 	return withFlags(err, testbedFlags)
 }
@@ -123,45 +121,6 @@ func parseFraction(s string) (float64, error) {
 	return v / div, nil
 }
 
-func writeTestbedTable(w io.Writer, cfg testbed.Config, rows []testbed.Row) {
-	r0 := rows[0]
-	fmt.Fprintf(w, "Flare testbed: %s hosts (%d), %s per host, %s links, %d-byte packets, window %d blocks, loss %g\n", r0.Topology, r0.Ranks,
-		units.FormatSize(r0.Bytes), testbed.FormatRate(r0.LinkBps), r0.PacketBytes, r0.Window, r0.Loss)
-	if r0.UplinkBps > 0 {
-		fmt.Fprintf(w, "uplinks (leaf-root) %s\n", testbed.FormatRate(r0.UplinkBps))
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\tdensity\talgo\tmedian\tideal\tof ideal\tmodel\tvs ring\tmodel vs ring\talgbw\thost↑\thost↓\tretransmits\tcpu busy\tswitch cpu\tcpu-bound\tverified\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f ms\t%.2f ms\t%.2f×\t%.2f ms\t%s\t%s\t%.3f GB/s\t%s\t%s\t%d\t%.0f%%\t%.2f\t%.2f\t%.2f\t%v\t%v\t\n",
-			r.Path, r.Density, r.Algo, r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.ModelS*1e3, units.Ratio(r.VsRing), units.Ratio(r.ModelVsRing),
-			r.AlgbwGBps, units.HumanBytes(int64(r.HostUpBytes)), units.HumanBytes(int64(r.HostDownBytes)), r.Retransmits,
-			r.CPUBusy*100, r.SwitchCPU, r.SwitchThreadCPU, r.HostCPU, r.CPUBound, r.Verified)
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\nper link (bytes per call up/down, and utilisation over the median call):")
-	for _, r := range rows {
-		var b strings.Builder
-		for _, l := range r.Links {
-			fmt.Fprintf(&b, " %s %s/%s %.0f%%/%.0f%%", l.Link, units.HumanBytes(int64(l.UpBytes)), units.HumanBytes(int64(l.DownBytes)), l.UpUtil*100, l.DownUtil*100)
-			if l.Drops > 0 {
-				fmt.Fprintf(&b, " (%d dropped)", l.Drops)
-			}
-		}
-		fmt.Fprintf(w, "  %s %g:%s\n", r.Path, r.Density, b.String())
-	}
-	topo := "single"
-	if cfg.Tree() {
-		topo = fmt.Sprintf("fattree --ports %d", 2*cfg.PerLeaf)
-	}
-	fmt.Fprintf(w, "\nmodel: flare model collectives --hosts %d --bytes %s --dtype %s --link-gbps %g --topology %s --overlap %g\n"+
-		"ideal: the model's time with every header the host link carries (Flare/UDP/IP/Ethernet per packet, TCP/IP per segment).\n"+
-		"cpu-bound: slower than %.2f× ideal while the machine was >= %.0f%% busy or a switch daemon, one of its threads, or a host used >= %.2f CPUs.\n",
-		cfg.World(), units.FormatSize(cfg.Bytes), "float32", cfg.LinkBps/1e9, topo, cfg.Overlap,
-		testbed.IdealSlack, testbed.BusyCPU*100, testbed.BusyProcess)
-}
-
 // testbedSweep runs the capacity sweep and prints its rows and answer.
 func testbedSweep(ctx context.Context, cfg testbed.Config, span string, packets []string, asJSON bool, stdout io.Writer) error {
 	lo, hi, ok := strings.Cut(span, "..")
@@ -189,17 +148,14 @@ func testbedSweep(ctx context.Context, cfg testbed.Config, span string, packets 
 		pbs = append(pbs, int(n))
 	}
 	if !asJSON {
-		fmt.Fprintf(stdout, "Flare testbed capacity sweep: %s hosts, %s per host, in-network dense; held = verified and within %.0f%% of ideal\n\n",
-			cfg.Shape(), units.FormatSize(cfg.Bytes), (testbed.IdealSlack-1)*100)
-		fmt.Fprintf(stdout, "%8s %10s %10s %10s %8s %9s %11s %10s %5s\n", "packet", "link", "median", "ideal", "of ideal", "cpu busy", "switch cpu", "cpu-bound", "held")
+		testbed.WriteSweepHeader(stdout, cfg)
 	}
 	emit := func(r testbed.SweepRow) {
 		if asJSON {
 			_ = json.NewEncoder(stdout).Encode(r)
 			return
 		}
-		fmt.Fprintf(stdout, "%8d %10s %8.2fms %8.2fms %7.2f× %8.0f%% %5.2f/%.2f %10v %5v\n", r.PacketBytes, testbed.FormatRate(r.LinkBps),
-			r.MedianS*1e3, r.IdealS*1e3, r.OfIdeal, r.CPUBusy*100, r.SwitchCPU, r.SwitchThreadCPU, r.CPUBound, r.Held)
+		testbed.WriteSweepRow(stdout, r)
 	}
 	caps, err := testbed.Sweep(ctx, cfg, rates, pbs, emit)
 	for _, c := range caps {
@@ -207,19 +163,7 @@ func testbedSweep(ctx context.Context, cfg testbed.Config, span string, packets 
 			_ = json.NewEncoder(stdout).Encode(c)
 			continue
 		}
-		held := "none"
-		if c.HeldBps > 0 {
-			held = testbed.FormatRate(c.HeldBps)
-		}
-		line := fmt.Sprintf("capacity at %d-byte packets: %s", c.PacketBytes, held)
-		if c.FailedBps > 0 {
-			why := "link-bound, over the slack"
-			if c.FailedCPU {
-				why = "CPU-bound"
-			}
-			line += fmt.Sprintf(" (%s: %.2f× ideal, %s)", testbed.FormatRate(c.FailedBps), c.FailedOfIdeal, why)
-		}
-		fmt.Fprintln(stdout, line)
+		testbed.WriteCapacity(stdout, c)
 	}
 	return withFlags(err, testbedFlags)
 }
