@@ -100,11 +100,16 @@ static inline int parse_args(int argc, char **argv, struct bench_args *a) {
   *a = (struct bench_args){1 << 20, 5, 1, 0};
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (strcmp(argv[i], "--bytes") == 0) a->bytes = parse_size(v);
-    else if (strcmp(argv[i], "--iters") == 0) a->iters = parse_count(v);
-    else if (strcmp(argv[i], "--warmup") == 0) a->warmup = parse_count(v);
-    else if (strcmp(argv[i], "--ranks") == 0) a->ranks = parse_count(v);
-    else {
+    int *count = strcmp(argv[i], "--iters") == 0    ? &a->iters
+                 : strcmp(argv[i], "--warmup") == 0 ? &a->warmup
+                 : strcmp(argv[i], "--ranks") == 0  ? &a->ranks
+                                                    : NULL;
+    if (count != NULL && (*count = parse_count(v)) < 0) {
+      fprintf(stderr, "%s: %s \"%s\": want a count in 0..1000000\n", argv[0], argv[i], v);
+      return -1;
+    } else if (count == NULL && strcmp(argv[i], "--bytes") == 0) {
+      a->bytes = parse_size(v);
+    } else if (count == NULL) {
       fprintf(stderr, "%s: unknown flag %s (want --bytes SIZE --iters N --warmup N [--ranks P])\n", argv[0], argv[i]);
       return -1;
     }

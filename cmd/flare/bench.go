@@ -74,6 +74,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"  flare bench --ranks 2,8 --bytes 64KiB,1MiB --json\n"+
 			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n"+
 			"  flare bench --paths switch,fanout --procs=false  # the switch against its own pattern's ceiling\n"+
+			"  flare bench --packet 1KiB,8KiB --peers bin/peers.jsonl  # beside Open MPI and Gloo (make bench-peers)\n"+
 			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n", stdout)
 	var c benchConfig
 	ranks := fs.IntSlice("ranks", []int{8}, "world sizes P, comma-separated (1..1024)")
@@ -259,7 +260,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					linkRows[leg] = link
 				}
 			}
-			for _, row := range groupRows(rows, linkRows, peers.at(p, size), packetList) {
+			for _, row := range groupRows(rows, linkRows, peers.at(p, size, c.dtype.String(), c.op.String()), packetList) {
 				if *asJSON {
 					if err := json.NewEncoder(stdout).Encode(row); err != nil {
 						return err
@@ -271,7 +272,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if n := peers.unused(); n > 0 {
-		fmt.Fprintf(stderr, "flare bench: %d rows of --peers %s are for a P and size this run did not measure; left out\n", n, *peersFile)
+		fmt.Fprintf(stderr, "flare bench: %d rows of --peers %s are for a P, size, dtype or op this run did not measure; left out\n", n, *peersFile)
 	}
 	if tw != nil {
 		tw.Flush()

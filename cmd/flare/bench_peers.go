@@ -75,15 +75,15 @@ func checkPeerRow(r *benchRow) error {
 	return nil
 }
 
-// at returns the rows of world size p and vector size size, and marks
-// them printed.
-func (p *peerRows) at(ranks int, size int64) []benchRow {
+// at returns the rows of world size ranks, vector size size, dtype and
+// op, and marks them printed.
+func (p *peerRows) at(ranks int, size int64, dtype, op string) []benchRow {
 	if p == nil {
 		return nil
 	}
 	var out []benchRow
 	for i, r := range p.rows {
-		if r.Ranks == ranks && r.Bytes == size {
+		if r.Ranks == ranks && r.Bytes == size && r.DType == dtype && r.Op == op {
 			out = append(out, r)
 			p.used[i] = true
 		}

@@ -121,8 +121,11 @@ func TestParsePeerRows(t *testing.T) {
 	if err != nil || len(p.rows) != 2 || p.rows[1].Path != "gloo-ring" || p.rows[0].MedianS != 0.08 {
 		t.Fatalf("parsePeerRows: %+v, %v; want the two rows", p, err)
 	}
-	if got := p.at(8, 1<<20); len(got) != 2 || p.unused() != 0 {
-		t.Errorf("at(8, 1MiB) = %d rows, %d unused; want 2, 0", len(got), p.unused())
+	if got := p.at(8, 1<<20, "int32", "sum"); len(got) != 0 || p.unused() != 2 {
+		t.Errorf("at(8, 1MiB, int32) = %d rows, %d unused; want 0, 2", len(got), p.unused())
+	}
+	if got := p.at(8, 1<<20, "float32", "sum"); len(got) != 2 || p.unused() != 0 {
+		t.Errorf("at(8, 1MiB, float32) = %d rows, %d unused; want 2, 0", len(got), p.unused())
 	}
 	for _, tc := range []struct{ from, to, err string }{
 		{`"path":"mpi-tcp"`, `"path":"switch"`, `line 1: path "switch"`},
