@@ -63,6 +63,7 @@ type arResult struct {
 	AlgbwGBps   float64 `json:"algbw_GBps"`
 	Verified    bool    `json:"verified"`
 	Retransmits int64   `json:"retransmits"`
+	PacketBytes int     `json:"packet_bytes,omitempty"` // payload bytes per packet the switch granted (dense in-network calls)
 	// Bounded-time runs (--deadline) and injected tails (--tail-ratio).
 	DeadlineMS      float64 `json:"deadline_ms,omitempty"`
 	TailRatio       float64 `json:"tail_ratio,omitempty"`
@@ -321,6 +322,7 @@ func measure(ctx context.Context, c arConfig) (*arResult, error) {
 			}
 		}
 		res.Algo = algoName(sessions[0].Algo(), sessions[0].Buffers())
+		res.PacketBytes = sessions[0].PacketElems() * c.dtype.Size()
 		call = func(ctx context.Context, it int) error {
 			g, gctx := errgroup.WithContext(ctx)
 			for i, s := range sessions {
