@@ -149,6 +149,12 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 			}
 		case <-s.timer.C:
 			s.wakeAt = never
+			// Results that arrived while this goroutine was not running
+			// are taken first: select picks among ready cases at random,
+			// and a process that was descheduled wakes with both ready.
+			if err := s.drainResults(); err != nil {
+				return err
+			}
 			if err := s.retransmit(time.Since(start)); err != nil {
 				return err
 			}
@@ -163,6 +169,23 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		}
 	}
 	return nil
+}
+
+// drainResults takes every batch of packets the reader has queued, without
+// waiting for more.
+func (s *Session) drainResults() error {
+	for {
+		select {
+		case b := <-s.full:
+			err := s.results(b)
+			s.free <- b
+			if err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
 }
 
 // arm makes the timer fire at at (since the call started; now is the
