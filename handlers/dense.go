@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -88,7 +89,7 @@ type DenseStats struct {
 // so a retransmitted packet is never aggregated twice.
 type Dense struct {
 	cfg     DenseConfig
-	kernel  Kernel
+	kernel  elem.Kernel
 	esize   int
 	nblocks int
 	pow2    int // tree: leaves padded to a power of two
@@ -158,7 +159,7 @@ func workCount(fill, nblocks int) int { return min(fill, nblocks+min(nblocks, sp
 
 // NewDense checks cfg and builds the handler with its block table.
 func NewDense(cfg DenseConfig) (*Dense, error) {
-	k, err := KernelFor(cfg.DType, cfg.Op)
+	k, err := elem.KernelFor(cfg.DType, cfg.Op)
 	if err != nil {
 		return nil, err
 	}

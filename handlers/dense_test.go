@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -70,7 +71,7 @@ func randomInputs(r *rand.Rand, dt wire.DType, op wire.Op, p, n int) [][]byte {
 			default:
 				v = (r.Float64()*2 - 1) * math.Ldexp(1, r.IntN(20)-10)
 			}
-			specStoreFloat(dt, b, v)
+			elem.StoreFloat(dt, b, v)
 		}
 	}
 	return in
@@ -197,7 +198,7 @@ func TestDenseRandomArrivalOrders(t *testing.T) {
 							t.Fatalf("%s (seed %d): block %d emitted %d times", name, seed, blk, k)
 						}
 					}
-					if err := Check(dt, op, inputs, eg.out); err != nil {
+					if err := elem.Check(dt, op, inputs, eg.out); err != nil {
 						t.Fatalf("%s gen %d (seed %d): %v", name, gen, seed, err)
 					}
 				}
@@ -227,7 +228,7 @@ func treeReference(t *testing.T, dt wire.DType, op wire.Op, inputs [][]byte) []b
 			}
 			return l
 		}
-		out, err := Reference(dt, op, [][]byte{l, rr})
+		out, err := elem.Reference(dt, op, [][]byte{l, rr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,7 @@ func TestHarnessConcurrent(t *testing.T) {
 					t.Fatalf("%s %s %s P=%d n=%d: %v", dg, c.dt, c.op, p, n, err)
 				}
 				for h, out := range res.Out {
-					if err := Check(c.dt, c.op, inputs, out); err != nil {
+					if err := elem.Check(c.dt, c.op, inputs, out); err != nil {
 						t.Fatalf("%s %s %s P=%d n=%d host %d (seed %d): %v", dg, c.dt, c.op, p, n, h, seed, err)
 					}
 				}
@@ -325,7 +326,7 @@ func TestSingleBufferContention(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, out := range res.Out {
-			if err := Check(wire.Int32, wire.OpSum, inputs, out); err != nil {
+			if err := elem.Check(wire.Int32, wire.OpSum, inputs, out); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -425,7 +426,7 @@ func TestDenseUplink(t *testing.T) {
 		if eg.up != 1 {
 			t.Fatalf("%s: %d packets sent up, want 1", dg, eg.up)
 		}
-		if err := Check(wire.Int32, wire.OpSum, inputs, eg.out); err != nil {
+		if err := elem.Check(wire.Int32, wire.OpSum, inputs, eg.out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -569,7 +570,7 @@ func TestDenseResendsStoredResult(t *testing.T) {
 		d.resultGen = [2][]uint32{make([]uint32, 2), make([]uint32, 2)}
 		r := rand.New(rand.NewPCG(6, 6))
 		inputs := randomInputs(r, wire.Int32, wire.OpSum, 3, 300)
-		want, _ := Reference(wire.Int32, wire.OpSum, inputs)
+		want, _ := elem.Reference(wire.Int32, wire.OpSum, inputs)
 		eg := &resendCapture{}
 		pkts := makePackets(r, inputs, wire.Int32, wire.OpSum, 256, 7, 0)
 		virtualRun(d, eg, pkts, 2)

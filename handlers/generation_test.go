@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -297,7 +298,7 @@ func (c *genChecker) denseEmit(h *wire.Header, payload []byte) {
 	for i, r := range ranks {
 		inputs[i] = c.sh.denseInput(c.p, r, int(k.blk), k.gen)
 	}
-	want, err := Reference(wire.Int64, wire.OpSum, inputs)
+	want, err := elem.Reference(wire.Int64, wire.OpSum, inputs)
 	if err != nil {
 		panic(err)
 	}
@@ -370,7 +371,7 @@ func (c *genChecker) sparseEmit(h *wire.Header, payload []byte) {
 	for r := range inputs {
 		inputs[r] = c.sh.sparseInput(c.p, r, int(blk), k.gen)
 	}
-	if err := CheckSparse(wire.Int64, wire.OpSum, inputs, got); err != nil {
+	if err := elem.CheckSparse(wire.Int64, wire.OpSum, inputs, got); err != nil {
 		c.fail("generation %d block %d: %v", k.gen, k.blk, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -54,7 +55,7 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 	}
 	esize := cfg.DType.Size()
 	if esize == 0 {
-		return nil, fmt.Errorf("harness: dtype %s: %w", cfg.DType, ErrUnsupported)
+		return nil, fmt.Errorf("harness: dtype %s: %w", cfg.DType, elem.ErrUnsupported)
 	}
 	for i, in := range inputs {
 		if len(in) != cfg.Elements*esize {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -383,7 +384,7 @@ func (s *sim) run() error {
 			return fmt.Errorf("sim: block %d of %d never completed: %s", b, s.nblocks, statsLine(st))
 		}
 	}
-	if err := Check(s.cfg.DType, s.cfg.Op, s.inputs, s.out); err != nil {
+	if err := elem.Check(s.cfg.DType, s.cfg.Op, s.inputs, s.out); err != nil {
 		return fmt.Errorf("sim: %s %s %s on %d hosts, %d bytes x %d rounds: result differs from the reference: %w",
 			DesignName(s.cfg.Algo, s.cfg.Buffers), s.cfg.DType, s.cfg.Op, s.cfg.Hosts, s.cfg.Bytes, s.cfg.Rounds, err)
 	}
@@ -452,11 +453,11 @@ func simInputs(r *rand.Rand, dt wire.DType, op wire.Op, hosts, n int) [][]byte {
 		for i := 0; i+es <= n; i += es {
 			switch {
 			case !dt.IsFloat():
-				specStoreInt(dt, b[i:], int64(r.Uint64()))
+				elem.StoreInt(dt, b[i:], int64(r.Uint64()))
 			case op == wire.OpProd:
-				specStoreFloat(dt, b[i:], 0.75+r.Float64()/2)
+				elem.StoreFloat(dt, b[i:], 0.75+r.Float64()/2)
 			default:
-				specStoreFloat(dt, b[i:], r.Float64()*2-1)
+				elem.StoreFloat(dt, b[i:], r.Float64()*2-1)
 			}
 		}
 		in[h] = b

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -72,7 +73,7 @@ type SparseConfig struct {
 func (c *SparseConfig) validate() error {
 	switch {
 	case !c.DType.Valid():
-		return fmt.Errorf("sparse: dtype %v: %w", c.DType, ErrUnsupported)
+		return fmt.Errorf("sparse: dtype %v: %w", c.DType, elem.ErrUnsupported)
 	case c.Op != wire.OpSum && c.Op != wire.OpMin && c.Op != wire.OpMax:
 		return fmt.Errorf("sparse: op %v: must be sum, min or max (an absent index is no operand)", c.Op)
 	case c.Storage != wire.StorageHash && c.Storage != wire.StorageArray:
@@ -204,7 +205,7 @@ type SparseStats struct {
 // recognised by (child, block, sequence) and never aggregated twice.
 type Sparse struct {
 	cfg       SparseConfig
-	kernel    Kernel
+	kernel    elem.Kernel
 	hash      bool
 	esize     int
 	psize     int
@@ -282,7 +283,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	k, err := KernelFor(cfg.DType, cfg.Op)
+	k, err := elem.KernelFor(cfg.DType, cfg.Op)
 	if err != nil {
 		return nil, err
 	}

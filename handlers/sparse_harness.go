@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -120,7 +121,7 @@ func RunSparseHarness(ctx context.Context, cfg SparseHarnessConfig, inputs [][]b
 // configuration (without its quota).
 func (cfg *SparseHarnessConfig) sparseConfig(hcfg hpu.Config) (SparseConfig, error) {
 	if !cfg.DType.Valid() {
-		return SparseConfig{}, fmt.Errorf("sparse harness: dtype %s: %w", cfg.DType, ErrUnsupported)
+		return SparseConfig{}, fmt.Errorf("sparse harness: dtype %s: %w", cfg.DType, elem.ErrUnsupported)
 	}
 	if cfg.Storage == wire.StorageDense {
 		cfg.Storage = wire.StorageHash

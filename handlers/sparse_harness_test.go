@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -43,7 +44,7 @@ func TestSparseHarnessConcurrent(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s %s P=%d n=%d d=%g: %v", dg, c.dt, c.op, p, n, density, err)
 				}
-				if err := CheckSparse(c.dt, c.op, inputs, res.Out[0]); err != nil {
+				if err := elem.CheckSparse(c.dt, c.op, inputs, res.Out[0]); err != nil {
 					t.Fatalf("%s %s %s P=%d n=%d d=%g (seed %d): %v", dg, c.dt, c.op, p, n, density, seed, err)
 				}
 				for h, out := range res.Out {
@@ -76,7 +77,7 @@ func TestSparseHarnessSmallQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	for h, out := range res.Out {
-		if err := CheckSparse(cfg.DType, cfg.Op, inputs, out); err != nil {
+		if err := elem.CheckSparse(cfg.DType, cfg.Op, inputs, out); err != nil {
 			t.Fatalf("host %d: %v", h, err)
 		}
 	}

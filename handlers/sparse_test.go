@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -237,7 +238,7 @@ func TestSparseRandomArrivalOrders(t *testing.T) {
 						if err != nil {
 							t.Fatalf("%s gen %d host %d (seed %d): %v", name, gen, h, seed, err)
 						}
-						if err := CheckSparse(dt, op, inputs, got); err != nil {
+						if err := elem.CheckSparse(dt, op, inputs, got); err != nil {
 							t.Fatalf("%s gen %d host %d (seed %d, cfg %+v): %v", name, gen, h, seed, cfg, err)
 						}
 						if h == 1 && !bytes.Equal(got, first) {
@@ -273,7 +274,7 @@ func TestSparseFanIn(t *testing.T) {
 			inputs := randomSparseInputs(r, cfg.DType, cfg.Op, p, cfg.Elements, 0.05, patRandom)
 			got, err := hostMerge(r, cfg, runSparseVirtual(s, sparsePackets(r, cfg, inputs, 0, 0.3)), 0, 0.3)
 			if err == nil {
-				err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+				err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 			}
 			if err != nil {
 				t.Fatalf("%s P=%d: %v", dg, p, err)
@@ -301,7 +302,7 @@ func TestSparseZeroValueSurvives(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := CheckSparse(cfg.DType, op, inputs, got); err != nil {
+			if err := elem.CheckSparse(cfg.DType, op, inputs, got); err != nil {
 				t.Fatalf("%s %s: %v", dg, op, err)
 			}
 			p, _ := wire.PairsOf(got, cfg.DType)
@@ -387,7 +388,7 @@ func TestSparseSpill(t *testing.T) {
 		}
 		got, err := hostMerge(r, cfg, down, 3, 0.2)
 		if err == nil {
-			err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+			err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 		}
 		if err != nil {
 			t.Fatalf("B=%d: %v", b, err)
@@ -458,7 +459,7 @@ func TestSparseNoBufferLeavesNoTrace(t *testing.T) {
 	down = append(down, runSparseVirtual(s, pkts)...) // the hosts retransmit everything
 	got, err := hostMerge(r, cfg, down, 0, 0)
 	if err == nil {
-		err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+		err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +482,7 @@ func TestSparseGenerations(t *testing.T) {
 		down := runSparseVirtual(s, pkts)
 		got, err := hostMerge(r, cfg, down, 5, 0)
 		if err == nil {
-			err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+			err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", dg, err)
@@ -506,7 +507,7 @@ func TestSparseDuplicatesAggregatedOnce(t *testing.T) {
 		r.Shuffle(len(pkts), func(i, j int) { pkts[i], pkts[j] = pkts[j], pkts[i] })
 		got, err := hostMerge(r, cfg, runSparseVirtual(s, pkts), 0, 0)
 		if err == nil {
-			err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+			err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", dg, err)

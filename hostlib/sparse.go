@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/wire"
 )
@@ -87,7 +88,7 @@ func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, v
 	}
 	if op != s.opts.Op {
 		return nil, nil, fmt.Errorf("hostlib: SparseAllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
-			handlers.OpName(op), handlers.OpName(s.opts.Op))
+			elem.OpName(op), elem.OpName(s.opts.Op))
 	}
 	if len(idx) != len(val) {
 		return nil, nil, fmt.Errorf("hostlib: sparse allreduce: %d indices but %d values", len(idx), len(val))

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
@@ -250,7 +251,7 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: %d elements per packet of %s = %d bytes: the switch's packets carry at most %d",
 			h.Job, pe, h.DType, pe*h.DType.Size(), s.cfg.PacketBytes)
 	}
-	if _, err := handlers.KernelFor(h.DType, h.Op); err != nil {
+	if _, err := elem.KernelFor(h.DType, h.Op); err != nil {
 		return refuse(wire.CodeBadRequest, "job %d: %v", h.Job, err)
 	}
 	if !s.joinLimit.allow(time.Now()) {

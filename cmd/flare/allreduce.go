@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/wire"
@@ -150,7 +151,7 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if c.op, err = wire.ParseOp(*op); err != nil {
 		return flagError("--op", err)
 	}
-	if _, err := handlers.KernelFor(c.dtype, c.op); err != nil {
+	if _, err := elem.KernelFor(c.dtype, c.op); err != nil {
 		return flagError("--op", err)
 	}
 	if err := c.resolveCount(*bytesFlag); err != nil {
@@ -540,7 +541,7 @@ func verifyPatternFrom(dt wire.DType, op wire.Op, world, it int, buf []byte, fir
 				putValue(dt, inputs[r][i*sz:], patternValue(op, r, first+lo+i, it))
 			}
 		}
-		if err := handlers.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
+		if err := elem.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
 			return fmt.Errorf("at element offset %d: %w", first+lo, err)
 		}
 	}

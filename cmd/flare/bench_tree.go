@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/hpu"
@@ -731,7 +732,7 @@ func verifySparseAll(rc arConfig, world, it int, local []int, results [][]byte) 
 		if i > 0 && bytes.Equal(results[i], results[0]) {
 			continue
 		}
-		if err := handlers.CheckSparse(rc.dtype, rc.op, all, results[i]); err != nil {
+		if err := elem.CheckSparse(rc.dtype, rc.op, all, results[i]); err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/wire"
 )
@@ -166,7 +166,7 @@ func measureSparse(ctx context.Context, c arConfig) (*arResult, error) {
 				all[r] = sparsePattern(c.dtype, r, it, c.count, c.density, c.overlap)
 			}
 			for i, r := range local {
-				if err := handlers.CheckSparse(c.dtype, c.op, all, results[i]); err != nil {
+				if err := elem.CheckSparse(c.dtype, c.op, all, results[i]); err != nil {
 					return nil, fmt.Errorf("verify: rank %d, call %d: %w", r, it, err)
 				}
 			}

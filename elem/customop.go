@@ -1,4 +1,4 @@
-package handlers
+package elem
 
 import (
 	"fmt"
@@ -66,14 +66,14 @@ var (
 // for concurrent use with itself and with KernelFor.
 func RegisterOp(code wire.Op, op CustomOp) error {
 	if code < wire.OpCustomBase {
-		return fmt.Errorf("handlers: register %q: op code %d is below wire.OpCustomBase (%d), the range of built-in operators",
+		return fmt.Errorf("elem: register %q: op code %d is below wire.OpCustomBase (%d), the range of built-in operators",
 			op.Name, uint8(code), uint8(wire.OpCustomBase))
 	}
 	if op.Name == "" {
-		return fmt.Errorf("handlers: register op code %d: empty name", uint8(code))
+		return fmt.Errorf("elem: register op code %d: empty name", uint8(code))
 	}
 	if _, ok := builtinByName(op.Name); ok {
-		return fmt.Errorf("handlers: register %q: the name of a built-in operator", op.Name)
+		return fmt.Errorf("elem: register %q: the name of a built-in operator", op.Name)
 	}
 	e := &customEntry{name: op.Name}
 	setCustom(e, wire.Int8, op.Int8)
@@ -87,7 +87,7 @@ func RegisterOp(code wire.Op, op CustomOp) error {
 		setCustom(e, wire.Float16, widenF16(op.Float32))
 	}
 	if !e.any() {
-		return fmt.Errorf("handlers: register %q: no function for any dtype", op.Name)
+		return fmt.Errorf("elem: register %q: no function for any dtype", op.Name)
 	}
 
 	registryMu.Lock()
@@ -96,10 +96,10 @@ func RegisterOp(code wire.Op, op CustomOp) error {
 	next := &registry{byName: make(map[string]wire.Op, 1)}
 	if old != nil {
 		if prev := old.ops[code-wire.OpCustomBase]; prev != nil {
-			return fmt.Errorf("handlers: register %q: op code %d is taken by %q", op.Name, uint8(code), prev.name)
+			return fmt.Errorf("elem: register %q: op code %d is taken by %q", op.Name, uint8(code), prev.name)
 		}
 		if prev, ok := old.byName[op.Name]; ok {
-			return fmt.Errorf("handlers: register %q: name is taken by op code %d", op.Name, uint8(prev))
+			return fmt.Errorf("elem: register %q: name is taken by op code %d", op.Name, uint8(prev))
 		}
 		next.ops = old.ops
 		for name, c := range old.byName {

@@ -3,7 +3,7 @@
 
 //go:build 386 || amd64 || amd64p32 || alpha || arm || arm64 || loong64 || mipsle || mips64le || mips64p32le || nios2 || ppc64le || riscv || riscv64 || sh || wasm
 
-package handlers
+package elem
 
 // nativeKernel is the kernel KernelFor hands out. On a little-endian machine
 // the payload's bytes already are the elements in memory order, so the

@@ -1,4 +1,4 @@
-package handlers
+package elem
 
 import (
 	"encoding/binary"
@@ -30,11 +30,11 @@ type Kernel func(dst, src []byte)
 // defined on a dtype: and, or, xor on floating-point types, an unknown dtype,
 // an unregistered custom operator, or a custom operator without a function
 // for that dtype.
-var ErrUnsupported = errors.New("handlers: unsupported dtype/op combination")
+var ErrUnsupported = errors.New("elem: unsupported dtype/op combination")
 
 // ErrLength is wrapped by Fold when dst and src differ in length or their
 // length is not a whole number of elements.
-var ErrLength = errors.New("handlers: vector length mismatch")
+var ErrLength = errors.New("elem: vector length mismatch")
 
 // Table dimensions: codes index the tables directly, so slot 0 (no valid
 // dtype or op has code 0) stays empty and reads as "unsupported".
@@ -238,7 +238,7 @@ func checkLengths(dst, src []byte, size int) {
 }
 
 func panicLengths(dst, src, size int) {
-	panic(fmt.Sprintf("handlers: kernel called with dst of %d bytes and src of %d bytes for %d-byte elements", dst, src, size))
+	panic(fmt.Sprintf("elem: kernel called with dst of %d bytes and src of %d bytes for %d-byte elements", dst, src, size))
 }
 
 // Scalar definitions of the built-in operators: they are the semantics

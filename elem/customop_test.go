@@ -1,4 +1,4 @@
-package handlers_test
+package elem_test
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -18,7 +18,7 @@ import (
 // commutative and associative, as RegisterOp requires.
 func ExampleRegisterOp() {
 	const opAbsMax = wire.OpCustomBase
-	err := handlers.RegisterOp(opAbsMax, handlers.CustomOp{
+	err := elem.RegisterOp(opAbsMax, elem.CustomOp{
 		Name: "absmax",
 		Float32: func(a, b float32) float32 {
 			return float32(math.Max(math.Abs(float64(a)), math.Abs(float64(b))))
@@ -30,7 +30,7 @@ func ExampleRegisterOp() {
 	}
 
 	// A handler finds the kernel by the codes in the packet header.
-	k, err := handlers.KernelFor(wire.Float32, opAbsMax)
+	k, err := elem.KernelFor(wire.Float32, opAbsMax)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -40,17 +40,17 @@ func ExampleRegisterOp() {
 	fmt.Println(decodeFloat32s(dst))
 
 	// Float32 serves bfloat16 too; float64 has no function, so no kernel.
-	_, err = handlers.KernelFor(wire.BFloat16, opAbsMax)
+	_, err = elem.KernelFor(wire.BFloat16, opAbsMax)
 	fmt.Println(err)
-	_, err = handlers.KernelFor(wire.Float64, opAbsMax)
+	_, err = elem.KernelFor(wire.Float64, opAbsMax)
 	fmt.Println(err)
 
-	code, ok := handlers.LookupOp("absmax")
-	fmt.Println(code == opAbsMax, ok, handlers.OpName(code))
+	code, ok := elem.LookupOp("absmax")
+	fmt.Println(code == opAbsMax, ok, elem.OpName(code))
 	// Output:
 	// [3 4 2]
 	// <nil>
-	// handlers: unsupported dtype/op combination: absmax on float64 (the custom operator has no float64 function)
+	// elem: unsupported dtype/op combination: absmax on float64 (the custom operator has no float64 function)
 	// true true absmax
 }
 
@@ -76,7 +76,7 @@ func decodeFloat32s(b []byte) []float32 {
 const sharedCode = wire.Op(240)
 
 var registerShared = sync.OnceValue(func() error {
-	return handlers.RegisterOp(sharedCode, handlers.CustomOp{
+	return elem.RegisterOp(sharedCode, elem.CustomOp{
 		Name:  "test-or-max",
 		Int64: func(a, b int64) int64 { return max(a, b) },
 	})
@@ -90,24 +90,24 @@ func TestCustomRegisterOpErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		code wire.Op
-		op   handlers.CustomOp
+		op   elem.CustomOp
 		want string
 	}{
-		{"built-in code", wire.OpSum, handlers.CustomOp{Name: "x", Int32: fn}, "below wire.OpCustomBase"},
-		{"unused code below custom range", 127, handlers.CustomOp{Name: "x", Int32: fn}, "below wire.OpCustomBase"},
-		{"empty name", 241, handlers.CustomOp{Int32: fn}, "empty name"},
-		{"built-in name", 241, handlers.CustomOp{Name: "sum", Int32: fn}, "built-in"},
-		{"no function", 241, handlers.CustomOp{Name: "x"}, "no function"},
-		{"code taken", sharedCode, handlers.CustomOp{Name: "x", Int32: fn}, "taken"},
-		{"name taken", 241, handlers.CustomOp{Name: "test-or-max", Int32: fn}, "taken"},
+		{"built-in code", wire.OpSum, elem.CustomOp{Name: "x", Int32: fn}, "below wire.OpCustomBase"},
+		{"unused code below custom range", 127, elem.CustomOp{Name: "x", Int32: fn}, "below wire.OpCustomBase"},
+		{"empty name", 241, elem.CustomOp{Int32: fn}, "empty name"},
+		{"built-in name", 241, elem.CustomOp{Name: "sum", Int32: fn}, "built-in"},
+		{"no function", 241, elem.CustomOp{Name: "x"}, "no function"},
+		{"code taken", sharedCode, elem.CustomOp{Name: "x", Int32: fn}, "taken"},
+		{"name taken", 241, elem.CustomOp{Name: "test-or-max", Int32: fn}, "taken"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := handlers.RegisterOp(tt.code, tt.op)
+			err := elem.RegisterOp(tt.code, tt.op)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("RegisterOp = %v, want an error containing %q", err, tt.want)
 			}
-			if _, kerr := handlers.KernelFor(wire.Int32, tt.code); tt.code == 241 && !errors.Is(kerr, handlers.ErrUnsupported) {
+			if _, kerr := elem.KernelFor(wire.Int32, tt.code); tt.code == 241 && !errors.Is(kerr, elem.ErrUnsupported) {
 				t.Errorf("a failed registration left a kernel behind: %v", kerr)
 			}
 		})
@@ -119,23 +119,23 @@ func TestCustomOpNameLookupOp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, op := range wire.Ops {
-		if got := handlers.OpName(op); got != op.String() {
+		if got := elem.OpName(op); got != op.String() {
 			t.Errorf("OpName(%d) = %q, want %q", op, got, op.String())
 		}
-		if got, ok := handlers.LookupOp(op.String()); !ok || got != op {
+		if got, ok := elem.LookupOp(op.String()); !ok || got != op {
 			t.Errorf("LookupOp(%q) = %d, %v", op.String(), got, ok)
 		}
 	}
-	if got := handlers.OpName(sharedCode); got != "test-or-max" {
+	if got := elem.OpName(sharedCode); got != "test-or-max" {
 		t.Errorf("OpName(%d) = %q", sharedCode, got)
 	}
-	if got, ok := handlers.LookupOp("test-or-max"); !ok || got != sharedCode {
+	if got, ok := elem.LookupOp("test-or-max"); !ok || got != sharedCode {
 		t.Errorf("LookupOp(test-or-max) = %d, %v", got, ok)
 	}
-	if got := handlers.OpName(242); got != "op(242)" {
+	if got := elem.OpName(242); got != "op(242)" {
 		t.Errorf("OpName(242) = %q, want op(242)", got)
 	}
-	if _, ok := handlers.LookupOp("no-such-op"); ok {
+	if _, ok := elem.LookupOp("no-such-op"); ok {
 		t.Error("LookupOp(no-such-op) found something")
 	}
 }
@@ -148,14 +148,14 @@ func TestCustomOpFold(t *testing.T) {
 	}
 	dst := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 5), math.MaxUint64) // 5, -1
 	src := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 7), 3)              // 7, 3
-	if err := handlers.Fold(wire.Int64, sharedCode, dst, src); err != nil {
+	if err := elem.Fold(wire.Int64, sharedCode, dst, src); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := binary.LittleEndian.Uint64(dst), binary.LittleEndian.Uint64(dst[8:]); a != 7 || b != 3 {
 		t.Errorf("got %d, %d, want 7, 3", a, b)
 	}
 	for _, dt := range wire.DTypes {
-		if _, err := handlers.KernelFor(dt, sharedCode); (err == nil) != (dt == wire.Int64) {
+		if _, err := elem.KernelFor(dt, sharedCode); (err == nil) != (dt == wire.Int64) {
 			t.Errorf("KernelFor(%v, test-or-max): %v", dt, err)
 		}
 	}

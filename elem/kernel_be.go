@@ -4,7 +4,7 @@
 
 //go:build !(386 || amd64 || amd64p32 || alpha || arm || arm64 || loong64 || mipsle || mips64le || mips64p32le || nios2 || ppc64le || riscv || riscv64 || sh || wasm)
 
-package handlers
+package elem
 
 // nativeKernel is the kernel KernelFor hands out. The payload's elements are
 // little-endian and this machine's are not, so the typed loop cannot run over
