@@ -502,46 +502,6 @@ func TestDenseZeroAlloc(t *testing.T) {
 	}
 }
 
-func TestStaggeredOrder(t *testing.T) {
-	for _, tc := range []struct{ p, n, w int }{{1, 5, 0}, {4, 8, 0}, {4, 10, 3}, {3, 7, 7}, {64, 3, 2}} {
-		seen := make([]int, tc.n)
-		for rank := 0; rank < tc.p; rank++ {
-			order := StaggeredOrder(nil, rank, tc.p, tc.n, tc.w)
-			if len(order) != tc.n {
-				t.Fatalf("%+v rank %d: %d blocks", tc, rank, len(order))
-			}
-			for _, b := range order {
-				seen[b]++
-			}
-		}
-		for b, k := range seen {
-			if k != tc.p {
-				t.Fatalf("%+v: block %d sent %d times over all ranks", tc, b, k)
-			}
-		}
-	}
-	if got := StaggeredOrder(nil, 2, 4, 8, 0); got[0] != 4 {
-		t.Fatalf("rank 2 of 4 over 8 blocks starts at %d, want 4", got[0])
-	}
-}
-
-func TestChoose(t *testing.T) {
-	for _, tc := range []struct {
-		n    int
-		repr bool
-		algo wire.Algo
-		b    int
-	}{
-		{1 << 20, false, wire.AlgoSingle, 0}, {512 << 10, false, wire.AlgoMulti, 4}, {300 << 10, false, wire.AlgoMulti, 4},
-		{256 << 10, false, wire.AlgoMulti, 2}, {129 << 10, false, wire.AlgoMulti, 2}, {128 << 10, false, wire.AlgoTree, 0},
-		{1 << 30, true, wire.AlgoTree, 0},
-	} {
-		if a, b := Choose(tc.n, tc.repr); a != tc.algo || b != tc.b {
-			t.Errorf("Choose(%d, %v) = %s/%d, want %s/%d", tc.n, tc.repr, a, b, tc.algo, tc.b)
-		}
-	}
-}
-
 // resendCapture records unicast resends.
 type resendCapture struct {
 	to    []uint16

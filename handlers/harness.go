@@ -11,6 +11,7 @@ import (
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -69,7 +70,7 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 		cfg.Generations = 1
 	}
 	if cfg.Algo == wire.AlgoAuto {
-		cfg.Algo, cfg.Buffers = Choose(cfg.Elements*esize, false)
+		cfg.Algo, cfg.Buffers = proto.Choose(cfg.Elements*esize, false)
 	}
 	if cfg.Algo == wire.AlgoMulti && cfg.Buffers == 0 {
 		cfg.Buffers = 2
@@ -109,7 +110,7 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 		hosts[i] = &harnessHost{
 			rank: i, in: inputs[i], out: make([]byte, len(inputs[i])),
 			results: make(chan uint32, nblocks),
-			order:   StaggeredOrder(nil, i, cfg.Hosts, nblocks, cfg.Window),
+			order:   proto.StaggeredOrder(nil, i, cfg.Hosts, nblocks, cfg.Window),
 			rng:     rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
 			handler: dense,
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -131,7 +132,7 @@ func (c SimConfig) withDefaults() SimConfig {
 		c.MeanInterArrival = float64(c.PacketBytes) * 8 / (c.HostGbps * 1e9) * c.HPU.Cost.ClockHz
 	}
 	if c.Algo == wire.AlgoAuto {
-		c.Algo, c.Buffers = Choose(c.Bytes, false)
+		c.Algo, c.Buffers = proto.Choose(c.Bytes, false)
 	}
 	if c.Algo == wire.AlgoMulti && c.Buffers == 0 {
 		c.Buffers = 2
@@ -158,8 +159,8 @@ func SteadyRounds(cores, bytes, packetBytes int) int {
 func (c *SimConfig) validate() error {
 	es := c.DType.Size()
 	switch {
-	case c.Hosts < 1 || c.Hosts > MaxChildren:
-		return fmt.Errorf("sim: hosts = %d: must be in 1..%d", c.Hosts, MaxChildren)
+	case c.Hosts < 1 || c.Hosts > proto.MaxChildren:
+		return fmt.Errorf("sim: hosts = %d: must be in 1..%d", c.Hosts, proto.MaxChildren)
 	case !c.DType.Valid():
 		return fmt.Errorf("sim: dtype %s: unknown", c.DType)
 	case !c.Op.Builtin() || (c.DType.IsFloat() && c.Op.BitwiseOnly()):
@@ -334,7 +335,7 @@ func (s *sim) setup(elems int) error {
 				h.order = append(h.order, uint32(b))
 			}
 		} else {
-			h.order = StaggeredOrder(make([]uint32, 0, n), rank, p, n, s.group)
+			h.order = proto.StaggeredOrder(make([]uint32, 0, n), rank, p, n, s.group)
 		}
 		h.wakeFn = h.wake
 		s.hosts = append(s.hosts, h)

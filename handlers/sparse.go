@@ -10,6 +10,7 @@ import (
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -78,10 +79,10 @@ func (c *SparseConfig) validate() error {
 		return fmt.Errorf("sparse: op %v: must be sum, min or max (an absent index is no operand)", c.Op)
 	case c.Storage != wire.StorageHash && c.Storage != wire.StorageArray:
 		return fmt.Errorf("sparse: storage %v: must be hash or array", c.Storage)
-	case c.Buffers < 1 || c.Buffers > MaxBuffers:
-		return fmt.Errorf("sparse: buffers B = %d: must be in 1..%d (1 = single buffer)", c.Buffers, MaxBuffers)
-	case c.Children < 1 || c.Children > MaxChildren:
-		return fmt.Errorf("sparse: children = %d: must be in 1..%d", c.Children, MaxChildren)
+	case c.Buffers < 1 || c.Buffers > proto.MaxBuffers:
+		return fmt.Errorf("sparse: buffers B = %d: must be in 1..%d (1 = single buffer)", c.Buffers, proto.MaxBuffers)
+	case c.Children < 1 || c.Children > proto.MaxChildren:
+		return fmt.Errorf("sparse: children = %d: must be in 1..%d", c.Children, proto.MaxChildren)
 	case c.Elements < 1:
 		return fmt.Errorf("sparse: elements = %d: must be >= 1", c.Elements)
 	case c.BlockElems < 1 || int64(c.BlockElems) > math.MaxUint32:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -90,7 +91,7 @@ func RunSparseHarness(ctx context.Context, cfg SparseHarnessConfig, inputs [][]b
 	}
 	defer sp.Close()
 
-	packer := SparsePacker{DType: cfg.DType, BlockElems: scfg.BlockElems, PacketPairs: scfg.PacketPairs}
+	packer := proto.SparsePacker{DType: cfg.DType, BlockElems: scfg.BlockElems, PacketPairs: scfg.PacketPairs}
 	hosts := make([]*sparseHost, cfg.Hosts)
 	for i := range hosts {
 		if hosts[i], err = newSparseHost(i, inputs[i], packer, nblocks, &cfg, sp); err != nil {
@@ -176,14 +177,14 @@ type sparseDown struct {
 type sparseHost struct {
 	rank    int
 	cfg     *SparseHarnessConfig
-	packer  SparsePacker
+	packer  proto.SparsePacker
 	handler hpu.Handler
 	stats   *SparseStats
 	blocks  [][]byte // each block's pairs, global indices, sorted
 	order   []uint32
 	rng     *rand.Rand
 	held    []*hpu.Packet
-	asm     []SparseAssembler
+	asm     []proto.SparseAssembler
 	state   []uint8 // per block: 0 not sent, 1 in flight, 2 merged
 	out     [][]byte
 
@@ -193,7 +194,7 @@ type sparseHost struct {
 	early  []sparseDown // the next generation's packets that came before this host got there
 }
 
-func newSparseHost(rank int, in []byte, packer SparsePacker, nblocks int, cfg *SparseHarnessConfig, h *Sparse) (*sparseHost, error) {
+func newSparseHost(rank int, in []byte, packer proto.SparsePacker, nblocks int, cfg *SparseHarnessConfig, h *Sparse) (*sparseHost, error) {
 	ps := wire.PairSize(cfg.DType)
 	if len(in)%ps != 0 {
 		return nil, fmt.Errorf("sparse harness: input %d has %d bytes, not whole %s pairs", rank, len(in), cfg.DType)
@@ -205,9 +206,9 @@ func newSparseHost(rank int, in []byte, packer SparsePacker, nblocks int, cfg *S
 	}
 	s := &sparseHost{
 		rank: rank, cfg: cfg, packer: packer, handler: h, stats: &h.Stats,
-		order:  StaggeredOrder(nil, rank, cfg.Hosts, nblocks, cfg.Window),
+		order:  proto.StaggeredOrder(nil, rank, cfg.Hosts, nblocks, cfg.Window),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, uint64(rank))),
-		asm:    make([]SparseAssembler, nblocks),
+		asm:    make([]proto.SparseAssembler, nblocks),
 		state:  make([]uint8, nblocks),
 		out:    make([][]byte, nblocks),
 		notify: make(chan struct{}, 1),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -103,7 +104,7 @@ func newTestSparse(t testing.TB, cfg SparseConfig) (*Sparse, *hpu.Quota) {
 // generation, plus a second copy of a fraction dup of the packets, in a
 // random order.
 func sparsePackets(r *rand.Rand, cfg SparseConfig, inputs [][]byte, gen uint32, dup float64) []*hpu.Packet {
-	pk := SparsePacker{DType: cfg.DType, BlockElems: cfg.BlockElems, PacketPairs: cfg.PacketPairs}
+	pk := proto.SparsePacker{DType: cfg.DType, BlockElems: cfg.BlockElems, PacketPairs: cfg.PacketPairs}
 	ps := wire.PairSize(cfg.DType)
 	var pkts []*hpu.Packet
 	for rank, in := range inputs {
@@ -163,7 +164,7 @@ func hostMerge(r *rand.Rand, cfg SparseConfig, down []sparseDown, gen uint32, du
 		}
 	}
 	r.Shuffle(len(down), func(i, j int) { down[i], down[j] = down[j], down[i] })
-	asm := make([]SparseAssembler, cfg.Blocks())
+	asm := make([]proto.SparseAssembler, cfg.Blocks())
 	for b := range asm {
 		asm[b].DType = cfg.DType
 	}
@@ -665,7 +666,7 @@ func TestSparseConfigValidate(t *testing.T) {
 		{"xor", func(c *SparseConfig) { c.DType, c.Op = wire.Int32, wire.OpXor }},
 		{"dense storage", func(c *SparseConfig) { c.Storage = wire.StorageDense }},
 		{"no buffers", func(c *SparseConfig) { c.Buffers = 0 }},
-		{"too many buffers", func(c *SparseConfig) { c.Buffers = MaxBuffers + 1 }},
+		{"too many buffers", func(c *SparseConfig) { c.Buffers = proto.MaxBuffers + 1 }},
 		{"no children", func(c *SparseConfig) { c.Children = 0 }},
 		{"no elements", func(c *SparseConfig) { c.Elements = 0 }},
 		{"no block", func(c *SparseConfig) { c.BlockElems = 0 }},

@@ -39,7 +39,7 @@
 // Little's law from the buffers it reserved), the aggregation design, the
 // elements per packet and the number of blocks. An AllReduce call then cuts
 // the vector into those blocks and streams them to the switch, each rank
-// starting at a different block (staggered, handlers.StaggeredOrder) so that
+// starting at a different block (staggered, proto.StaggeredOrder) so that
 // the switch's cores rarely contend, keeping W in flight. The switch
 // aggregates each block as its packets arrive and multicasts the result
 // when every rank has contributed; the host copies it into place and sends

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/elem"
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -268,11 +268,11 @@ func parseAlgo(s string) (wire.Algo, int, error) {
 	}
 	if rest, ok := strings.CutPrefix(s, "multi"); ok {
 		var b int
-		if _, err := fmt.Sscanf(rest, "%d", &b); err == nil && b >= 2 && b <= handlers.MaxBuffers {
+		if _, err := fmt.Sscanf(rest, "%d", &b); err == nil && b >= 2 && b <= proto.MaxBuffers {
 			return wire.AlgoMulti, b, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("--algo %q: want auto, single, multi2, multi4 (multiB, B in 2..%d), tree or ring", s, handlers.MaxBuffers)
+	return 0, 0, fmt.Errorf("--algo %q: want auto, single, multi2, multi4 (multiB, B in 2..%d), tree or ring", s, proto.MaxBuffers)
 }
 
 // measure runs warmup + iters calls on every local rank and summarises.

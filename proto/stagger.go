@@ -1,4 +1,4 @@
-package handlers
+package proto
 
 // StaggeredOrder appends to dst the order in which host rank (of world
 // hosts) sends the nblocks blocks of one allreduce when it keeps at most

@@ -1,4 +1,4 @@
-package handlers
+package proto
 
 import "github.com/flare-net/flare/wire"
 

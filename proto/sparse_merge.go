@@ -1,4 +1,4 @@
-package handlers
+package proto
 
 import (
 	"cmp"
@@ -13,7 +13,7 @@ import (
 
 // ErrUnsorted is wrapped by MergeSparse when the switch's result pairs are
 // not in strictly increasing index order, as the switch always sends them.
-var ErrUnsorted = errors.New("handlers: sparse result not sorted by strictly increasing index")
+var ErrUnsorted = errors.New("proto: sparse result not sorted by strictly increasing index")
 
 // MergeSparse completes a sparse allreduce block on a host: it merges the
 // switch's result pairs with the pairs the switch spilled, which it did not
