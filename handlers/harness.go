@@ -226,7 +226,7 @@ func (h *harnessHost) run(ctx context.Context, unit *hpu.HPU, d *Dense, pool *sy
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("host %d: gave up after %v (generation %d, %d of %d blocks done; handler %s)",
-				h.rank, harnessGiveUp, gen, received, nblocks, statsLine(&d.Stats))
+				h.rank, harnessGiveUp, gen, received, nblocks, d.Stats.String())
 		}
 		for blk, st := range state {
 			if st == 1 {
@@ -307,9 +307,4 @@ func (h *harnessHost) flush(ctx context.Context, submit func(*hpu.Packet) error)
 		}
 	}
 	return nil
-}
-
-func statsLine(s *DenseStats) string {
-	return fmt.Sprintf("packets=%d completed=%d dup=%d stale=%d invalid=%d nobuf=%d",
-		s.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.Invalid.Load(), s.NoBuffer.Load())
 }

@@ -288,7 +288,7 @@ func (s *sparseHost) run(ctx context.Context, unit *hpu.HPU, pool *sync.Pool, ge
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("sparse host %d: gave up after %v (generation %d, %d of %d blocks done; handler %s)",
-				s.rank, harnessGiveUp, gen, received, len(s.state), sparseStatsLine(s.stats))
+				s.rank, harnessGiveUp, gen, received, len(s.state), s.stats.String())
 		}
 		for b, st := range s.state {
 			if st == 1 {
@@ -420,10 +420,4 @@ func (s *sparseHost) take(batch []sparseDown, gen uint32) (int, error) {
 		done++
 	}
 	return done, nil
-}
-
-func sparseStatsLine(s *SparseStats) string {
-	return fmt.Sprintf("packets=%d completed=%d dup=%d stale=%d invalid=%d badindex=%d nobuf=%d spilled=%d",
-		s.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.Invalid.Load(),
-		s.BadIndex.Load(), s.NoBuffer.Load(), s.Spilled.Load())
 }

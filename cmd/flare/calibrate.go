@@ -163,7 +163,7 @@ func calibrate(ctx context.Context, c calibrateConfig) (calibration, error) {
 			return cal, err
 		}
 	}
-	cal.Algo = handlers.DesignName(res.Algo, res.Buffers)
+	cal.Algo = models.Design{Algo: res.Algo, Buffers: res.Buffers}.String()
 	h.Generations = max(1, int(math.Ceil(c.runTime.Seconds()/res.Elapsed.Seconds())))
 	cal.Generations = h.Generations
 

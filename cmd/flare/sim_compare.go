@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/sim"
 )
 
 // compareRow is one design at one size: the analytic model next to the
@@ -19,7 +19,7 @@ type compareRow struct {
 	Bytes        int64              `json:"bytes"`
 	Hosts        int                `json:"hosts"`
 	Model        models.Row         `json:"model"`
-	Sim          handlers.SimResult `json:"sim"`
+	Sim          sim.SimResult `json:"sim"`
 	BandwidthErr float64            `json:"bandwidth_rel_err"` // (sim − model) / model
 	MemoryErr    float64            `json:"memory_rel_err"`
 	TauErr       float64            `json:"tau_rel_err"`
@@ -38,7 +38,7 @@ const rankTol = 0.02
 // compareRows evaluates the model for each simulated run. The model sees
 // the run's stagger group (the simulator shrinks its window when a window
 // of blocks does not fit L1), so both stagger over the same blocks.
-func compareRows(p models.Params, runs []handlers.SimResult) []compareRow {
+func compareRows(p models.Params, runs []sim.SimResult) []compareRow {
 	rows := make([]compareRow, len(runs))
 	for i, r := range runs {
 		q := p

@@ -1,4 +1,4 @@
-package handlers
+package sim
 
 import (
 	"encoding/json"
@@ -16,6 +16,17 @@ import (
 // flareHPU is the unit of the paper's switch: enough cores that 512 KiB of
 // 1 KiB packets gives one block per core.
 var flareHPU = hpu.Config{Clusters: 64, CoresPerCluster: 8}
+
+// design is one dense design under test, named as the model's rows name it.
+type design struct {
+	algo wire.Algo
+	b    int
+}
+
+func (d design) String() string { return DesignName(d.algo, d.b) }
+
+// designs are the four designs of the paper's Figure 10.
+var designs = []design{{wire.AlgoSingle, 0}, {wire.AlgoMulti, 2}, {wire.AlgoMulti, 4}, {wire.AlgoTree, 0}}
 
 func simulate(t testing.TB, cfg SimConfig) SimResult {
 	t.Helper()

@@ -1,4 +1,4 @@
-package handlers
+package sim
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
@@ -223,7 +224,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 type sim struct {
 	cfg      *SimConfig
 	unit     *hpu.VirtualUnit
-	dense    *Dense
+	dense    *handlers.Dense
 	esize    int
 	pe       int // elements per packet
 	nblocks  int // in all rounds
@@ -306,7 +307,7 @@ func (s *sim) setup(elems int) error {
 		s.window = lo
 		need = buffersFor(cfg.Algo, cfg.Buffers, p, n, lo)
 	}
-	dcfg := DenseConfig{
+	dcfg := handlers.DenseConfig{
 		Job: 1, Token: 0x5eed, Algo: cfg.Algo, Buffers: cfg.Buffers, Children: p,
 		DType: cfg.DType, Op: cfg.Op, Elements: elems, PacketElems: s.pe,
 	}
@@ -317,7 +318,7 @@ func (s *sim) setup(elems int) error {
 			DesignName(cfg.Algo, cfg.Buffers), p, s.window, err)
 	}
 	dcfg.Quota = q
-	if s.dense, err = NewDense(dcfg); err != nil {
+	if s.dense, err = handlers.NewDense(dcfg); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	s.inputs = simInputs(rand.New(rand.NewPCG(cfg.Seed, 0x1a7a)), cfg.DType, cfg.Op, p, elems*s.esize)
@@ -378,11 +379,11 @@ func (s *sim) run() error {
 	}
 	st := &s.dense.Stats
 	if d, nb, inv := st.Duplicate.Load(), st.NoBuffer.Load(), st.Invalid.Load(); d+nb+inv != 0 {
-		return fmt.Errorf("sim: the handler refused packets (duplicate %d, no buffer %d, invalid %d): %s", d, nb, inv, statsLine(st))
+		return fmt.Errorf("sim: the handler refused packets (duplicate %d, no buffer %d, invalid %d): %s", d, nb, inv, st.String())
 	}
 	for b, at := range s.emitted {
 		if at < 0 {
-			return fmt.Errorf("sim: block %d of %d never completed: %s", b, s.nblocks, statsLine(st))
+			return fmt.Errorf("sim: block %d of %d never completed: %s", b, s.nblocks, st.String())
 		}
 	}
 	if err := elem.Check(s.cfg.DType, s.cfg.Op, s.inputs, s.out); err != nil {
