@@ -17,7 +17,7 @@ import (
 type DenseConfig struct {
 	Job         uint32
 	Token       uint64
-	Algo        wire.Algo // AlgoSingle, AlgoMulti or AlgoTree (resolve AlgoAuto first: Choose)
+	Algo        wire.Algo // AlgoSingle, AlgoMulti or AlgoTree (resolve AlgoAuto first: proto.Choose)
 	Buffers     int       // B, for AlgoMulti (2..MaxBuffers)
 	Children    int       // P: hosts (or child switches) aggregated here
 	DType       wire.DType

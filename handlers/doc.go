@@ -14,7 +14,7 @@
 //     float results are bit-identical whatever the arrival order.
 //
 // A per-block contributor bitmap, sized for the job's fan-in (any P up to
-// MaxChildren), makes a retransmitted packet harmless; successive allreduce
+// proto.MaxChildren), makes a retransmitted packet harmless; successive allreduce
 // calls are told apart by the generation in the header.
 //
 // The usage loop for one job:

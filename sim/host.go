@@ -117,7 +117,7 @@ func (h *simHost) send() int64 {
 	return now
 }
 
-// simFeed is the switch's arrival process (SimConfig.Arrivals =
+// simFeed is the switch's arrival process (Config.Arrivals =
 // ArrivalsSwitch): one stream of packets with exponential gaps of mean
 // MeanInterArrival/P, the hosts taking turns in rank order; a host with
 // nothing to send or a full window gives its turn to the next one.

@@ -14,13 +14,13 @@ import (
 
 // Defaults of a simulated allreduce.
 const (
-	DefaultSimHosts       = 8
-	DefaultSimPacketBytes = 1024  // Flare's 1 KiB packets
-	DefaultSimHostGbps    = 100.0 // host link rate that sets the default inter-arrival time
+	DefaultHosts       = 8
+	DefaultPacketBytes = 1024  // Flare's 1 KiB packets
+	DefaultHostGbps    = 100.0 // host link rate that sets the default inter-arrival time
 )
 
-// SimConfig describes one allreduce run in virtual time (Simulate): P hosts
-// stream a vector each to a VirtualUnit running one job's Dense handler.
+// Config describes one allreduce run in virtual time (Run): P hosts
+// stream a vector each to a VirtualUnit running one job's handlers.Dense.
 //
 // Rounds > 1 runs that many allreduces of Bytes one after another without
 // waiting for results (pipelined, as a training step's gradient buckets
@@ -38,7 +38,7 @@ const (
 // receives a packet every δ cycles"): by default (ArrivalsSwitch) the
 // switch receives one stream of packets with exponential gaps of mean
 // δ = MeanInterArrival/P from cycle 0, the hosts taking turns in rank
-// order, each sending its blocks in its staggered order (StaggeredOrder, as
+// order, each sending its blocks in its staggered order (proto.StaggeredOrder, as
 // hostlib sends) with at most Window blocks in flight. ArrivalsHosts gives
 // every host its own exponential gaps of mean MeanInterArrival instead: P
 // independent random walks, which drift apart by about √k gaps after k
@@ -46,28 +46,28 @@ const (
 // reaches the unit when it is sent and a result reaches the hosts when it
 // is emitted: the network adds no delay beyond the random gaps, and no
 // packet is lost.
-type SimConfig struct {
+type Config struct {
 	HPU              hpu.Config // the unit; BufferBytes 0 = PacketBytes
-	Hosts            int        // P, the hosts (children) of the job; 0 = DefaultSimHosts
+	Hosts            int        // P, the hosts (children) of the job; 0 = DefaultHosts
 	Bytes            int        // vector size per host, a multiple of the dtype size
 	DType            wire.DType // 0 = int32
 	Op               wire.Op    // 0 = sum; built-in operators only
-	Algo             wire.Algo  // AlgoAuto = the paper's choice by size (Choose)
+	Algo             wire.Algo  // AlgoAuto = the paper's choice by size (proto.Choose)
 	Buffers          int        // B for AlgoMulti (0 = 2)
 	Seed             uint64     // inputs and arrival times; a seed gives one result
 	MeanInterArrival float64    // mean cycles between two packets of one host; 0 = PacketBytes at HostGbps
-	HostGbps         float64    // host link rate for the default inter-arrival; 0 = DefaultSimHostGbps
+	HostGbps         float64    // host link rate for the default inter-arrival; 0 = DefaultHostGbps
 	Window           int        // blocks in flight per host; 0 = every block, or as many as L1 holds
-	PacketBytes      int        // payload bytes per packet; 0 = DefaultSimPacketBytes
+	PacketBytes      int        // payload bytes per packet; 0 = DefaultPacketBytes
 	Unstaggered      bool       // every host sends blocks 0, 1, 2, … (no staggering)
 	Arrivals         Arrivals   // how the hosts' packets arrive: ArrivalsSwitch (default) or ArrivalsHosts
 	Rounds           int        // allreduces of Bytes run back to back, pipelined (0 = 1; SteadyRounds)
 }
 
-// SimResult is what a simulated allreduce measured. Its JSON names match the
+// Result is what a simulated allreduce measured. Its JSON names match the
 // analytic model's rows (models), so the two can be joined on algo, bytes
 // and hosts.
-type SimResult struct {
+type Result struct {
 	Algo                  string  `json:"algo"` // single, multi2, multi4, tree
 	Bytes                 int     `json:"bytes"`
 	Hosts                 int     `json:"hosts"`
@@ -109,9 +109,9 @@ func DesignName(a wire.Algo, buffers int) string {
 
 // withDefaults fills zero fields, the unit's with hpu's own defaults; the
 // defaults of a simulation live here.
-func (c SimConfig) withDefaults() SimConfig {
+func (c Config) withDefaults() Config {
 	if c.Hosts == 0 {
-		c.Hosts = DefaultSimHosts
+		c.Hosts = DefaultHosts
 	}
 	if c.DType == 0 {
 		c.DType = wire.Int32
@@ -120,14 +120,14 @@ func (c SimConfig) withDefaults() SimConfig {
 		c.Op = wire.OpSum
 	}
 	if c.PacketBytes == 0 {
-		c.PacketBytes = DefaultSimPacketBytes
+		c.PacketBytes = DefaultPacketBytes
 	}
 	if c.HPU.BufferBytes == 0 {
 		c.HPU.BufferBytes = c.PacketBytes
 	}
 	c.HPU = c.HPU.WithDefaults()
 	if c.HostGbps == 0 {
-		c.HostGbps = DefaultSimHostGbps
+		c.HostGbps = DefaultHostGbps
 	}
 	if c.MeanInterArrival == 0 {
 		c.MeanInterArrival = float64(c.PacketBytes) * 8 / (c.HostGbps * 1e9) * c.HPU.Cost.ClockHz
@@ -157,7 +157,7 @@ func SteadyRounds(cores, bytes, packetBytes int) int {
 	return max(1, (cores+n-1)/n)
 }
 
-func (c *SimConfig) validate() error {
+func (c *Config) validate() error {
 	es := c.DType.Size()
 	switch {
 	case c.Hosts < 1 || c.Hosts > proto.MaxChildren:
@@ -198,31 +198,31 @@ func buffersFor(algo wire.Algo, b, p, n, w int) int {
 	return min(n, w*p)
 }
 
-// Simulate runs one allreduce in virtual time on a VirtualUnit with the real
-// Dense handler, checks every host's result against Reference (an error if
-// any element differs beyond the float rounding Check allows, or a block is
+// Run simulates one allreduce in virtual time on a VirtualUnit with the real
+// Dense handler, checks every host's result against elem.Reference (an error if
+// any element differs beyond the float rounding elem.Check allows, or a block is
 // missing or emitted twice), and reports what the unit measured. A seed
 // gives the same result on every run.
-func Simulate(cfg SimConfig) (SimResult, error) {
+func Run(cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return SimResult{}, err
+		return Result{}, err
 	}
 	s, err := newSim(&cfg)
 	if err != nil {
-		return SimResult{}, err
+		return Result{}, err
 	}
 	defer s.close()
 	if err := s.run(); err != nil {
-		return SimResult{}, err
+		return Result{}, err
 	}
 	return s.result(), nil
 }
 
-// sim is one Simulate run: the unit, the job's handler, the hosts and the
+// sim is one call of Run: the unit, the job's handler, the hosts and the
 // egress that delivers results to them.
 type sim struct {
-	cfg      *SimConfig
+	cfg      *Config
 	unit     *hpu.VirtualUnit
 	dense    *handlers.Dense
 	esize    int
@@ -245,7 +245,7 @@ type sim struct {
 	marks   [2]struct{ at, area, busy int64 } // cycle, BufferCycles and BusyCycles there
 }
 
-func newSim(cfg *SimConfig) (*sim, error) {
+func newSim(cfg *Config) (*sim, error) {
 	s := &sim{cfg: cfg, esize: cfg.DType.Size()}
 	s.pe = cfg.PacketBytes / s.esize
 	elems := cfg.Bytes / s.esize
@@ -394,12 +394,12 @@ func (s *sim) run() error {
 }
 
 // result turns the unit's statistics into a row.
-func (s *sim) result() SimResult {
+func (s *sim) result() Result {
 	cfg := s.cfg
 	st := s.unit.Stats()
 	tot := st.Total()
 	packets := int64(cfg.Hosts) * int64(s.nblocks)
-	r := SimResult{
+	r := Result{
 		Algo: DesignName(cfg.Algo, cfg.Buffers), Bytes: cfg.Bytes, Hosts: cfg.Hosts, DType: cfg.DType.String(),
 		Blocks: s.perRound, Rounds: cfg.Rounds, Window: s.window, StaggerBlocks: s.group,
 		MeanInterArrival: cfg.MeanInterArrival,

@@ -28,9 +28,9 @@ func (d design) String() string { return DesignName(d.algo, d.b) }
 // designs are the four designs of the paper's Figure 10.
 var designs = []design{{wire.AlgoSingle, 0}, {wire.AlgoMulti, 2}, {wire.AlgoMulti, 4}, {wire.AlgoTree, 0}}
 
-func simulate(t testing.TB, cfg SimConfig) SimResult {
+func simulate(t testing.TB, cfg Config) Result {
 	t.Helper()
-	r, err := Simulate(cfg)
+	r, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestSimulateExact(t *testing.T) {
 		for _, dt := range []wire.DType{wire.Int32, wire.Float32, wire.Int8, wire.BFloat16, wire.Float16, wire.Float64} {
 			for _, win := range []int{0, 3} {
 				t.Run(fmt.Sprintf("%s/%s/w%d", dg, dt, win), func(t *testing.T) {
-					cfg := SimConfig{
+					cfg := Config{
 						HPU: hpu.Config{Clusters: 2, CoresPerCluster: 4}, Hosts: 5, Bytes: 37*1024 + 8*dt.Size(),
 						DType: dt, Algo: dg.algo, Buffers: dg.b, Seed: 3, Window: win,
 					}
@@ -64,7 +64,7 @@ func TestSimulateExact(t *testing.T) {
 	}
 	// Other operators, on one design each.
 	for _, op := range []wire.Op{wire.OpMax, wire.OpProd, wire.OpXor} {
-		cfg := SimConfig{HPU: hpu.Config{Clusters: 1, CoresPerCluster: 4}, Hosts: 3, Bytes: 9000, Op: op, Algo: wire.AlgoMulti, Seed: 1}
+		cfg := Config{HPU: hpu.Config{Clusters: 1, CoresPerCluster: 4}, Hosts: 3, Bytes: 9000, Op: op, Algo: wire.AlgoMulti, Seed: 1}
 		simulate(t, cfg)
 	}
 }
@@ -75,12 +75,12 @@ func TestSimulateExact(t *testing.T) {
 // count each round's bytes.
 func TestSimulateRounds(t *testing.T) {
 	for _, dg := range designs {
-		cfg := SimConfig{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 4}, Hosts: 6, Bytes: 4096, Algo: dg.algo, Buffers: dg.b, Seed: 2, Rounds: 5}
+		cfg := Config{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 4}, Hosts: 6, Bytes: 4096, Algo: dg.algo, Buffers: dg.b, Seed: 2, Rounds: 5}
 		r := simulate(t, cfg)
 		if r.Rounds != 5 || r.Blocks != 4 || r.StaggerBlocks != 4 || r.Packets != 6*4*5 {
 			t.Fatalf("%s: %d rounds of %d blocks staggered over %d, %d packets", r.Algo, r.Rounds, r.Blocks, r.StaggerBlocks, r.Packets)
 		}
-		one := simulate(t, SimConfig{HPU: cfg.HPU, Hosts: 6, Bytes: 5 * 4096, Algo: dg.algo, Buffers: dg.b, Seed: 2})
+		one := simulate(t, Config{HPU: cfg.HPU, Hosts: 6, Bytes: 5 * 4096, Algo: dg.algo, Buffers: dg.b, Seed: 2})
 		if one.StaggerBlocks != 20 || r.BandwidthGbps <= 0 {
 			t.Fatalf("%s: one allreduce of 5 rounds' bytes staggers over %d blocks; rounds: %.1f Gbit/s", r.Algo, one.StaggerBlocks, r.BandwidthGbps)
 		}
@@ -120,7 +120,7 @@ func TestSimulateTauContentionFree(t *testing.T) {
 	} {
 		hc := flareHPU
 		hc.SubsetS = tc.s
-		r := simulate(t, SimConfig{HPU: hc, Hosts: p, Bytes: 64 << 10, Algo: tc.dg.algo, Buffers: tc.dg.b, Seed: 9})
+		r := simulate(t, Config{HPU: hc, Hosts: p, Bytes: 64 << 10, Algo: tc.dg.algo, Buffers: tc.dg.b, Seed: 9})
 		if want := tc.want / p; r.TauCycles != want || r.LockWaitCycles != 0 {
 			t.Errorf("%s S=%d: τ = %v cycles (lock wait %v), want %v", tc.dg, tc.s, r.TauCycles, r.LockWaitCycles, want)
 		}
@@ -135,7 +135,7 @@ func TestSimulateSingleContention(t *testing.T) {
 	cp, l := float64(cost.Copy(1024)), float64(cost.Aggregate(wire.Int32, 256))
 	prev := 0.0
 	for _, c := range []int{2, 4, 8} {
-		cfg := SimConfig{
+		cfg := Config{
 			HPU: hpu.Config{Clusters: 1, CoresPerCluster: c}, Hosts: c, Bytes: 1024,
 			Algo: wire.AlgoSingle, MeanInterArrival: 1, Seed: 5,
 		}
@@ -170,7 +170,7 @@ func TestSimulateSingleContention(t *testing.T) {
 
 func TestSimulateDeterministic(t *testing.T) {
 	for _, arr := range []Arrivals{ArrivalsSwitch, ArrivalsHosts} {
-		cfg := SimConfig{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 4}, Bytes: 96 << 10, Algo: wire.AlgoMulti, Buffers: 2, Seed: 11, Window: 8, Arrivals: arr}
+		cfg := Config{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 4}, Bytes: 96 << 10, Algo: wire.AlgoMulti, Buffers: 2, Seed: 11, Window: 8, Arrivals: arr}
 		a, b := simulate(t, cfg), simulate(t, cfg)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("arrivals %d: two runs with one seed differ:\n%+v\n%+v", arr, a, b)
@@ -189,7 +189,7 @@ func TestSimulateArrivals(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("64 hosts x 1 MiB")
 	}
-	cfg := SimConfig{HPU: flareHPU, Hosts: 64, Bytes: 1 << 20, Algo: wire.AlgoSingle, Seed: 1}
+	cfg := Config{HPU: flareHPU, Hosts: 64, Bytes: 1 << 20, Algo: wire.AlgoSingle, Seed: 1}
 	sw := simulate(t, cfg)
 	cfg.Arrivals = ArrivalsHosts
 	ho := simulate(t, cfg)
@@ -203,7 +203,7 @@ func TestSimulateArrivals(t *testing.T) {
 // their depth and no further; the rest wait for room.
 func TestSimulateQueueBounded(t *testing.T) {
 	for _, s := range []int{1, 2} {
-		cfg := SimConfig{
+		cfg := Config{
 			HPU: hpu.Config{Clusters: 2, CoresPerCluster: 2, QueueDepth: 4, SubsetS: s}, Hosts: 4, Bytes: 32 << 10,
 			Algo: wire.AlgoTree, MeanInterArrival: 20, Seed: 2,
 		}
@@ -218,14 +218,14 @@ func TestSimulateQueueBounded(t *testing.T) {
 // A window bounds the memory: at most min(n, W·P) open blocks.
 func TestSimulateWindowMemory(t *testing.T) {
 	for _, dg := range designs {
-		cfg := SimConfig{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 8}, Hosts: 4, Bytes: 128 << 10, Algo: dg.algo, Buffers: dg.b, Window: 2, Seed: 4}
+		cfg := Config{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 8}, Hosts: 4, Bytes: 128 << 10, Algo: dg.algo, Buffers: dg.b, Window: 2, Seed: 4}
 		r := simulate(t, cfg)
 		if bound := buffersFor(dg.algo, dg.b, 4, r.Blocks, 2); r.MemoryBuffersMax > bound || r.Window != 2 {
 			t.Fatalf("%s: %d buffers at the peak, window %d; want at most %d", dg, r.MemoryBuffersMax, r.Window, bound)
 		}
 	}
 	// Without a window the run picks the largest one L1 holds.
-	cfg := SimConfig{HPU: hpu.Config{Clusters: 1, CoresPerCluster: 8, L1Bytes: 64 << 10}, Hosts: 4, Bytes: 512 << 10, Algo: wire.AlgoTree, Seed: 4}
+	cfg := Config{HPU: hpu.Config{Clusters: 1, CoresPerCluster: 8, L1Bytes: 64 << 10}, Hosts: 4, Bytes: 512 << 10, Algo: wire.AlgoTree, Seed: 4}
 	if r := simulate(t, cfg); r.Window != 16 || r.MemoryBuffersMax > 64 {
 		t.Fatalf("window %d, %d buffers at the peak; want 16 (64 buffers / 4 hosts), at most 64", r.Window, r.MemoryBuffersMax)
 	}
@@ -233,21 +233,21 @@ func TestSimulateWindowMemory(t *testing.T) {
 
 func TestSimulateConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  SimConfig
+		cfg  Config
 		want string
 	}{
-		{SimConfig{Bytes: 1022}, "bytes = 1022"},
-		{SimConfig{Bytes: 0}, "bytes = 0"},
-		{SimConfig{Bytes: 4096, DType: wire.Float32, Op: wire.OpAnd}, "operator and on float32"},
-		{SimConfig{Bytes: 4096, PacketBytes: 2048, HPU: hpu.Config{BufferBytes: 1024}}, "packet bytes = 2048"},
-		{SimConfig{Bytes: 4096, MeanInterArrival: -1}, "inter-arrival"},
-		{SimConfig{Bytes: 4096, Window: -1}, "window = -1"},
-		{SimConfig{Bytes: 4096, Rounds: -1}, "rounds = -1"},
-		{SimConfig{Bytes: 4000, Rounds: 2}, "whole 1024-byte packets"},
-		{SimConfig{Bytes: 4096, HPU: hpu.Config{Clusters: -1}}, "clusters = -1"},
-		{SimConfig{Bytes: 1 << 20, HPU: hpu.Config{Clusters: 1, L1Bytes: 16 << 10}, Algo: wire.AlgoTree, Window: 64}, "needs 512 buffers of 1 KiB, 16 free"},
+		{Config{Bytes: 1022}, "bytes = 1022"},
+		{Config{Bytes: 0}, "bytes = 0"},
+		{Config{Bytes: 4096, DType: wire.Float32, Op: wire.OpAnd}, "operator and on float32"},
+		{Config{Bytes: 4096, PacketBytes: 2048, HPU: hpu.Config{BufferBytes: 1024}}, "packet bytes = 2048"},
+		{Config{Bytes: 4096, MeanInterArrival: -1}, "inter-arrival"},
+		{Config{Bytes: 4096, Window: -1}, "window = -1"},
+		{Config{Bytes: 4096, Rounds: -1}, "rounds = -1"},
+		{Config{Bytes: 4000, Rounds: 2}, "whole 1024-byte packets"},
+		{Config{Bytes: 4096, HPU: hpu.Config{Clusters: -1}}, "clusters = -1"},
+		{Config{Bytes: 1 << 20, HPU: hpu.Config{Clusters: 1, L1Bytes: 16 << 10}, Algo: wire.AlgoTree, Window: 64}, "needs 512 buffers of 1 KiB, 16 free"},
 	} {
-		if _, err := Simulate(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Run(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one that says %q", tc.cfg, err, tc.want)
 		}
 	}
@@ -258,7 +258,7 @@ func TestSimulateConfigErrors(t *testing.T) {
 // grow with the vector.
 func TestSimulateRunAllocations(t *testing.T) {
 	mallocs := func(size int) (uint64, int) {
-		cfg := SimConfig{HPU: flareHPU, Hosts: 8, Bytes: size, Algo: wire.AlgoSingle, Seed: 1}.withDefaults()
+		cfg := Config{HPU: flareHPU, Hosts: 8, Bytes: size, Algo: wire.AlgoSingle, Seed: 1}.withDefaults()
 		s, err := newSim(&cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -284,7 +284,7 @@ func TestSimulateRunAllocations(t *testing.T) {
 
 // The JSON names are the model's.
 func TestSimResultJSON(t *testing.T) {
-	b, err := json.Marshal(SimResult{})
+	b, err := json.Marshal(Result{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,10 +304,10 @@ func TestSimulateSweep(t *testing.T) {
 		t.Skip("full sweep: not with -short or -race")
 	}
 	start := time.Now()
-	var rows []SimResult
+	var rows []Result
 	for _, dg := range designs {
 		for size := 4 << 10; size <= 4<<20; size *= 2 {
-			rows = append(rows, simulate(t, SimConfig{HPU: flareHPU, Hosts: 8, Bytes: size, Algo: dg.algo, Buffers: dg.b, Seed: 1}))
+			rows = append(rows, simulate(t, Config{HPU: flareHPU, Hosts: 8, Bytes: size, Algo: dg.algo, Buffers: dg.b, Seed: 1}))
 		}
 	}
 	elapsed := time.Since(start)
@@ -329,7 +329,7 @@ func TestSimulateSweep(t *testing.T) {
 		}
 		// Exponential gaps realize the mean rate to within a few tenths of
 		// a percent over tens of thousands of packets.
-		if r.BandwidthGbps > 8*DefaultSimHostGbps*1.02 {
+		if r.BandwidthGbps > 8*DefaultHostGbps*1.02 {
 			t.Errorf("%s %d bytes: %v Gbit/s above what 8 hosts send", r.Algo, r.Bytes, r.BandwidthGbps)
 		}
 	}
@@ -343,8 +343,8 @@ func TestSimulateSweep(t *testing.T) {
 // BenchmarkSimulate runs one 1 MiB single-buffer allreduce on the 512-core
 // unit per iteration.
 func BenchmarkSimulate(b *testing.B) {
-	cfg := SimConfig{HPU: flareHPU, Hosts: 8, Bytes: 1 << 20, Algo: wire.AlgoSingle, Seed: 1}
-	var r SimResult
+	cfg := Config{HPU: flareHPU, Hosts: 8, Bytes: 1 << 20, Algo: wire.AlgoSingle, Seed: 1}
+	var r Result
 	for b.Loop() {
 		r = simulate(b, cfg)
 	}

@@ -93,12 +93,12 @@ type simOptions struct {
 
 // simConfig is one simulated run on the switch p describes, so that the
 // run and models.Evaluate(p, d) see the same switch and arrivals.
-func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) sim.SimConfig {
+func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) sim.Config {
 	rounds := o.rounds
 	if rounds == 0 {
 		rounds = sim.SteadyRounds(p.Cores(), int(bytes), p.PacketBytes)
 	}
-	return sim.SimConfig{
+	return sim.Config{
 		HPU: hpu.Config{
 			Clusters: p.Clusters, CoresPerCluster: p.CoresPerCluster, SubsetS: p.SubsetS,
 			QueueDepth: p.QueueDepth, L1Bytes: p.L1Bytes, BufferBytes: p.PacketBytes, Overflow: o.overflow,
@@ -113,8 +113,8 @@ func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) sim.
 
 // simSweep simulates every design at every size, GOMAXPROCS runs at a
 // time, and returns the results size by size in the order of ds.
-func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, o simOptions) ([]sim.SimResult, error) {
-	out := make([]sim.SimResult, len(sizes)*len(ds))
+func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, o simOptions) ([]sim.Result, error) {
+	out := make([]sim.Result, len(sizes)*len(ds))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, z := range sizes {
@@ -126,7 +126,7 @@ func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				r, err := sim.Simulate(simConfig(p, d, z, o))
+				r, err := sim.Run(simConfig(p, d, z, o))
 				if err != nil {
 					return err
 				}
@@ -140,7 +140,7 @@ func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []
 
 // writeSimRows prints simulated runs as a table, CSV (columns named by
 // the JSON fields) or JSON lines.
-func writeSimRows(w io.Writer, p models.Params, rows []sim.SimResult, format string) error {
+func writeSimRows(w io.Writer, p models.Params, rows []sim.Result, format string) error {
 	switch format {
 	case "json":
 		return writeJSONLines(w, rows)
