@@ -26,5 +26,6 @@
 //	p.Handler = d; unit.Submit(p)                    // per packet
 //	d.Close(); q.Release()                           // job end
 //
-// RunHarness plays P hosts against a processing unit in one process.
+// internal/harness plays P hosts against a processing unit in one process;
+// the concurrent property tests run the handlers on it.
 package handlers

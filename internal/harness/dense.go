@@ -1,4 +1,4 @@
-package handlers
+package harness
 
 import (
 	"context"
@@ -10,21 +10,22 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
-// HarnessConfig describes an in-process allreduce: P emulated hosts play
-// against a processing unit running one job's Dense handler, with no
-// sockets. It is the first way to run the switch (make demo) and the bed of
-// the property tests.
-type HarnessConfig struct {
+// Config describes an in-process allreduce: P emulated hosts play
+// against a processing unit running one job's handlers.Dense, with no
+// sockets. It is the bed of the handlers' concurrent property tests and of
+// the CPU calibration of flare bench.
+type Config struct {
 	HPU         hpu.Config
 	Hosts       int
 	DType       wire.DType
 	Op          wire.Op
-	Algo        wire.Algo // AlgoAuto chooses by message size (Choose)
+	Algo        wire.Algo // AlgoAuto chooses by message size (proto.Choose)
 	Buffers     int       // B for AlgoMulti (0 = 2)
 	Elements    int       // vector length per host
 	PacketElems int       // elements per packet (0 = the buffer size / dtype size)
@@ -36,20 +37,20 @@ type HarnessConfig struct {
 	Seed        uint64
 }
 
-// HarnessResult is what a harness run produced.
-type HarnessResult struct {
+// Result is what a harness run produced.
+type Result struct {
 	Out     [][]byte      // each host's result of the last generation
 	Packets int64         // packets submitted by hosts, duplicates included
 	Elapsed time.Duration // wall time of all generations
 	Algo    wire.Algo     // the design used
 	Buffers int
 	HPU     hpu.Stats
-	Dense   *DenseStats
+	Dense   *handlers.DenseStats
 }
 
-// RunHarness runs cfg.Generations allreduces of inputs (one little-endian
+// Run runs cfg.Generations allreduces of inputs (one little-endian
 // vector of cfg.Elements per host) and returns every host's final result.
-func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*HarnessResult, error) {
+func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 	hcfg := cfg.HPU.WithDefaults()
 	if cfg.Hosts < 1 || len(inputs) != cfg.Hosts {
 		return nil, fmt.Errorf("harness: %d inputs for %d hosts", len(inputs), cfg.Hosts)
@@ -86,7 +87,7 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 	if err != nil {
 		return nil, err
 	}
-	dcfg := DenseConfig{
+	dcfg := handlers.DenseConfig{
 		Job: 1, Token: 0x5eed, Algo: cfg.Algo, Buffers: cfg.Buffers, Children: cfg.Hosts,
 		DType: cfg.DType, Op: cfg.Op, Elements: cfg.Elements, PacketElems: cfg.PacketElems,
 	}
@@ -99,7 +100,7 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 		return nil, fmt.Errorf("harness: job needs %d buffers: %w", quota, err)
 	}
 	defer dcfg.Quota.Release()
-	dense, err := NewDense(dcfg)
+	dense, err := handlers.NewDense(dcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func RunHarness(ctx context.Context, cfg HarnessConfig, inputs [][]byte) (*Harne
 	if err != nil {
 		return nil, err
 	}
-	res := &HarnessResult{Elapsed: elapsed, Packets: packets, Algo: cfg.Algo, Buffers: cfg.Buffers, Dense: &dense.Stats, HPU: unit.Stats()}
+	res := &Result{Elapsed: elapsed, Packets: packets, Algo: cfg.Algo, Buffers: cfg.Buffers, Dense: &dense.Stats, HPU: unit.Stats()}
 	for _, h := range hosts {
 		res.Out = append(res.Out, h.out)
 	}
@@ -195,7 +196,7 @@ type harnessHost struct {
 // whose result has not come within the retransmission timeout are sent
 // again (the handler's bitmap keeps them from counting twice). It returns
 // the number of packets sent.
-func (h *harnessHost) run(ctx context.Context, unit *hpu.HPU, d *Dense, pool *sync.Pool, cfg *HarnessConfig, gen uint32, esize int) (int64, error) {
+func (h *harnessHost) run(ctx context.Context, unit *hpu.HPU, d *handlers.Dense, pool *sync.Pool, cfg *Config, gen uint32, esize int) (int64, error) {
 	var sent int64
 	nblocks := len(h.order)
 	state := make([]uint8, nblocks) // 0 not sent, 1 in flight, 2 result received
@@ -283,7 +284,7 @@ const (
 	harnessGiveUp = 60 * time.Second
 )
 
-func (h *harnessHost) packet(pool *sync.Pool, cfg *HarnessConfig, gen, blk uint32, esize int) *hpu.Packet {
+func (h *harnessHost) packet(pool *sync.Pool, cfg *Config, gen, blk uint32, esize int) *hpu.Packet {
 	p := pool.Get().(*hpu.Packet)
 	lo := int(blk) * cfg.PacketElems
 	n := min(cfg.PacketElems, cfg.Elements-lo)

@@ -1,4 +1,4 @@
-package handlers
+package harness
 
 import (
 	"bytes"
@@ -12,15 +12,16 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
-// SparseHarnessConfig describes an in-process sparse allreduce: P emulated
-// hosts play against a processing unit running one job's Sparse handler,
+// SparseConfig describes an in-process sparse allreduce: P emulated
+// hosts play against a processing unit running one job's handlers.Sparse,
 // with no sockets. Zero fields take the defaults noted.
-type SparseHarnessConfig struct {
+type SparseConfig struct {
 	HPU         hpu.Config
 	Hosts       int
 	DType       wire.DType
@@ -39,29 +40,29 @@ type SparseHarnessConfig struct {
 	Seed        uint64
 }
 
-// SparseHarnessResult is what a sparse harness run produced.
-type SparseHarnessResult struct {
+// SparseResult is what a sparse harness run produced.
+type SparseResult struct {
 	Out        [][]byte // each host's final pairs of the last generation, global indices, sorted
 	Packets    int64    // Sparse packets submitted by hosts, duplicates included
 	Elapsed    time.Duration
 	HPU        hpu.Stats
-	Sparse     *SparseStats
-	Config     SparseConfig // the handler's configuration
-	QuotaInUse int          // buffers the job held after the last generation: 0 when every flush returned its memory
-	QuotaPeak  int          // most buffers the job held at once
+	Sparse     *handlers.SparseStats
+	Config     handlers.SparseConfig // the handler's configuration
+	QuotaInUse int                   // buffers the job held after the last generation: 0 when every flush returned its memory
+	QuotaPeak  int                   // most buffers the job held at once
 }
 
-// RunSparseHarness runs cfg.Generations sparse allreduces of inputs (per
+// RunSparse runs cfg.Generations sparse allreduces of inputs (per
 // host, wire pairs of cfg.DType with global uint32 indices, in any order)
 // through a real processing unit, with random duplicates and reordering of
 // the hosts' packets and of the switch's, and returns every host's final
-// result, merged from the switch's result and spills with MergeSparse.
-func RunSparseHarness(ctx context.Context, cfg SparseHarnessConfig, inputs [][]byte) (*SparseHarnessResult, error) {
+// result, merged from the switch's result and spills with proto.MergeSparse.
+func RunSparse(ctx context.Context, cfg SparseConfig, inputs [][]byte) (*SparseResult, error) {
 	hcfg := cfg.HPU.WithDefaults()
 	if cfg.Hosts < 1 || len(inputs) != cfg.Hosts {
 		return nil, fmt.Errorf("sparse harness: %d inputs for %d hosts", len(inputs), cfg.Hosts)
 	}
-	scfg, err := cfg.sparseConfig(hcfg)
+	scfg, err := cfg.HandlerConfig(hcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func RunSparseHarness(ctx context.Context, cfg SparseHarnessConfig, inputs [][]b
 		return nil, fmt.Errorf("sparse harness: job needs %d buffers: %w", quota, err)
 	}
 	defer scfg.Quota.Release()
-	sp, err := NewSparse(scfg)
+	sp, err := handlers.NewSparse(scfg)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func RunSparseHarness(ctx context.Context, cfg SparseHarnessConfig, inputs [][]b
 	if err != nil {
 		return nil, err
 	}
-	res := &SparseHarnessResult{Elapsed: elapsed, Packets: packets, Sparse: &sp.Stats, Config: scfg, HPU: unit.Stats()}
+	res := &SparseResult{Elapsed: elapsed, Packets: packets, Sparse: &sp.Stats, Config: scfg, HPU: unit.Stats()}
 	res.QuotaInUse, res.QuotaPeak = scfg.Quota.InUse(), scfg.Quota.Peak()
 	for _, h := range hosts {
 		var out []byte
@@ -118,11 +119,11 @@ func RunSparseHarness(ctx context.Context, cfg SparseHarnessConfig, inputs [][]b
 	return res, nil
 }
 
-// sparseConfig applies the harness defaults and builds the handler's
+// HandlerConfig applies the harness defaults and builds the handler's
 // configuration (without its quota).
-func (cfg *SparseHarnessConfig) sparseConfig(hcfg hpu.Config) (SparseConfig, error) {
+func (cfg *SparseConfig) HandlerConfig(hcfg hpu.Config) (handlers.SparseConfig, error) {
 	if !cfg.DType.Valid() {
-		return SparseConfig{}, fmt.Errorf("sparse harness: dtype %s: %w", cfg.DType, elem.ErrUnsupported)
+		return handlers.SparseConfig{}, fmt.Errorf("sparse harness: dtype %s: %w", cfg.DType, elem.ErrUnsupported)
 	}
 	if cfg.Storage == wire.StorageDense {
 		cfg.Storage = wire.StorageHash
@@ -139,7 +140,7 @@ func (cfg *SparseHarnessConfig) sparseConfig(hcfg hpu.Config) (SparseConfig, err
 	if cfg.PacketPairs == 0 {
 		cfg.PacketPairs = hcfg.BufferBytes / wire.PairSize(cfg.DType)
 	}
-	return SparseConfig{
+	return handlers.SparseConfig{
 		Job: 1, Token: 0x5eed, Children: cfg.Hosts, DType: cfg.DType, Op: cfg.Op, Storage: cfg.Storage,
 		Buffers: cfg.Buffers, Elements: cfg.Elements, BlockElems: cfg.BlockElems, HashSlots: cfg.HashSlots,
 		PacketPairs: cfg.PacketPairs,
@@ -176,10 +177,10 @@ type sparseDown struct {
 // host.
 type sparseHost struct {
 	rank    int
-	cfg     *SparseHarnessConfig
+	cfg     *SparseConfig
 	packer  proto.SparsePacker
 	handler hpu.Handler
-	stats   *SparseStats
+	stats   *handlers.SparseStats
 	blocks  [][]byte // each block's pairs, global indices, sorted
 	order   []uint32
 	rng     *rand.Rand
@@ -194,7 +195,7 @@ type sparseHost struct {
 	early  []sparseDown // the next generation's packets that came before this host got there
 }
 
-func newSparseHost(rank int, in []byte, packer proto.SparsePacker, nblocks int, cfg *SparseHarnessConfig, h *Sparse) (*sparseHost, error) {
+func newSparseHost(rank int, in []byte, packer proto.SparsePacker, nblocks int, cfg *SparseConfig, h *handlers.Sparse) (*sparseHost, error) {
 	ps := wire.PairSize(cfg.DType)
 	if len(in)%ps != 0 {
 		return nil, fmt.Errorf("sparse harness: input %d has %d bytes, not whole %s pairs", rank, len(in), cfg.DType)
