@@ -24,8 +24,15 @@ import (
 // benchRow is one line of `flare bench`: an allreduce result, the path it
 // took, and its ratios against the other two paths of the same P and size.
 type benchRow struct {
-	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay)
+	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay); a peer's own (--peers)
 	arResult
+	// PacketBytes is the payload per packet the hosts were granted: 0 for
+	// the ring and the peers, which send no switch packets.
+	PacketBytes int `json:"packet_bytes"`
+	// OverBestPeer is this row's median time over the faster peer's (the
+	// rows of --peers for the same P and size): below 1, faster than the
+	// best host-based library measured. 0 without peers.
+	OverBestPeer float64 `json:"over_best_peer,omitempty"`
 	// VsRing is the ring's median time over this row's: above 1, faster
 	// than the host ring baseline.
 	VsRing float64 `json:"vs_ring"`
@@ -67,11 +74,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"  flare bench --ranks 2,8 --bytes 64KiB,1MiB --json\n"+
 			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n"+
 			"  flare bench --paths switch,fanout --procs=false  # the switch against its own pattern's ceiling\n"+
+			"  flare bench --packet 1KiB,8KiB --peers bin/peers.jsonl  # beside Open MPI and Gloo (make bench-peers)\n"+
 			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n", stdout)
 	var c benchConfig
 	ranks := fs.IntSlice("ranks", []int{8}, "world sizes P, comma-separated (1..1024)")
 	sizes := fs.StringSlice("bytes", []string{"1MiB", "16MiB"}, "vector sizes per rank, comma-separated")
 	paths := fs.StringSlice("paths", []string{"switch", "ring", "relay", "fanout"}, "what to measure: switch, ring, relay (echo), fanout")
+	packets := fs.StringSlice("packet", []string{"1KiB"}, "payload bytes per packet, comma-separated (8..8KiB): the switch and the relays run once per size")
+	peersFile := fs.String("peers", "", "a file of --json rows from host-based libraries measured apart (make bench-peers: mpi-tcp,\n"+
+		"gloo-ring) to print in the same table, with ratios, beside the rows of the same P and size")
 	fs.StringVar(&c.sw, "switch", "", "a running switch daemon HOST:PORT (default: one embedded in this process)")
 	dtype := fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64, bfloat16 or float16")
 	op := fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
@@ -148,12 +159,28 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		for _, f := range []string{"ranks", "switch", "paths", "procs"} {
+		for _, f := range []string{"ranks", "switch", "paths", "procs", "packet", "peers"} {
 			if fs.Changed(f) && (f != "procs" || c.procs) {
 				return fmt.Errorf("--tree with --%s: the tree runs its own switches and ranks, in this process", f)
 			}
 		}
 		return c.benchTree(ctx, shape, bytesList, *sparse, *densities, *asJSON, stdout)
+	}
+	packetList, err := parsePackets(*packets)
+	if err != nil {
+		return err
+	}
+	if *sparse && (len(packetList) > 1 || *peersFile != "") {
+		return fmt.Errorf("--sparse with --peers or several --packet sizes: the sparse table compares one switch's paths")
+	}
+	if c.sw != "" && fs.Changed("packet") && want["switch"] {
+		return fmt.Errorf("--switch with --packet: the daemon's own --packet sets its size (--packet sizes the relays alone with --paths relay,fanout)")
+	}
+	var peers *peerRows
+	if *peersFile != "" {
+		if peers, err = readPeerRows(*peersFile); err != nil {
+			return err
+		}
 	}
 	if c.procs {
 		if c.exe, err = os.Executable(); err != nil {
@@ -166,34 +193,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	g, gctx := errgroup.WithContext(ctx)
 	stopAll, cancel := context.WithCancel(gctx)
 	defer func() { cancel(); _ = g.Wait() }()
-	relayAddr := map[string]string{}
-	for path, build := range map[string]func(swtch.Config) (*swtch.Relay, error){"relay": swtch.NewRelay, "fanout": swtch.NewFanoutRelay} {
-		if !want[path] {
-			continue
-		}
-		relay, err := build(swtch.Config{Listen: "127.0.0.1:0"})
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return relay.Run(stopAll) })
-		<-relay.Ready()
-		relayAddr[path] = relay.Addr().String()
+	servers, err := c.startBenchServers(g, gctx, stopAll, want, packetList, quiet)
+	if err != nil {
+		return err
 	}
-	if want["switch"] && c.sw == "" {
-		sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Logger: quiet})
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return sw.Run(stopAll) })
-		select {
-		case <-sw.Ready():
-		case <-gctx.Done():
-			return g.Wait()
-		}
-		c.sw = sw.Addr().String()
-		c.embedded = sw
-	}
-
+	c.sw, c.embedded = servers[packetList[0]].sw, servers[packetList[0]].embedded // the sparse table's switch
 	if *sparse {
 		return c.benchSparse(ctx, *ranks, bytesList, *densities, *asJSON, stdout)
 	}
@@ -206,30 +210,30 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
 			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n\n", c.dtype, c.op, layout)
-		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\thost↑\thost↓\tretransmits\tverified\t")
+		fmt.Fprintln(tw, benchHeader)
 	}
 	job := uint32(7000)
 	for _, p := range *ranks {
 		for _, size := range bytesList {
-			rows := map[string]*arResult{}
-			linkRows := map[string]*benchRow{}
-			for _, path := range []string{"relay", "fanout", "switch", "ring"} {
-				if !want[path] {
-					continue
-				}
+			rows := map[benchLeg]*arResult{}
+			linkRows := map[benchLeg]*benchRow{}
+			for _, leg := range measureLegs(want, packetList) {
+				path := leg.path
 				job++
 				rc := c
 				rc.arConfig.ranks, rc.world, rc.job, rc.token = p, p, job, randomToken()
 				rc.count = int(size) / c.dtype.Size()
-				switch path {
+				switch srv := servers[leg.packet]; path {
 				case "relay", "fanout":
-					rc.sw, rc.verify, rc.algo = relayAddr[path], false, "single"
+					rc.sw, rc.verify, rc.algo = srv.relays[path], false, "single"
+				case "switch":
+					rc.sw, rc.embedded = srv.sw, srv.embedded
 				case "ring":
 					rc.algo = "ring"
 				}
 				var watch *hostLinkWatch
-				if path == "switch" && c.embedded != nil {
-					watch = watchHostLinks(c.embedded)
+				if path == "switch" && rc.embedded != nil {
+					watch = watchHostLinks(rc.embedded)
 				}
 				res, err := c.measurePath(ctx, rc)
 				var up, down int64
@@ -237,8 +241,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				if watch != nil {
 					up, down, links = watch.finish()
 				}
+				if err == nil {
+					err = leg.checkPacket(res, rc.embedded != nil)
+				}
 				if err != nil {
-					return fmt.Errorf("P=%d %s %s: %w", p, formatSize(size), path, err)
+					return fmt.Errorf("P=%d %s %s: %w", p, formatSize(size), leg, err)
 				}
 				switch path {
 				case "relay":
@@ -246,47 +253,33 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				case "fanout":
 					res.Algo = "fan-out"
 				}
-				rows[path] = res
-				if link, err := c.hostLinkBytes(ctx, path, rc, res, up, down, links); err != nil {
-					return fmt.Errorf("P=%d %s %s: link bytes: %w", p, formatSize(size), path, err)
+				rows[leg] = res
+				if link, err := rc.hostLinkBytes(ctx, path, rc, res, up, down, links); err != nil {
+					return fmt.Errorf("P=%d %s %s: link bytes: %w", p, formatSize(size), leg, err)
 				} else if link != nil {
-					linkRows[path] = link
+					linkRows[leg] = link
 				}
 			}
-			for _, path := range []string{"switch", "ring", "relay", "fanout"} {
-				res := rows[path]
-				if res == nil {
-					continue
-				}
-				row := benchRow{Path: path, arResult: *res}
-				if l := linkRows[path]; l != nil {
-					row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = l.HostUpBytes, l.HostDownBytes, l.LinkBytesFrom
-				}
-				if r := rows["ring"]; r != nil {
-					row.VsRing = r.MedianS / res.MedianS
-				}
-				if r := rows["relay"]; r != nil {
-					row.OfRelay = r.MedianS / res.MedianS
-				}
-				if r := rows["fanout"]; r != nil {
-					row.OfFanout = r.MedianS / res.MedianS
-				}
+			for _, row := range groupRows(rows, linkRows, peers.at(p, size, c.dtype.String(), c.op.String()), packetList) {
 				if *asJSON {
 					if err := json.NewEncoder(stdout).Encode(row); err != nil {
 						return err
 					}
 					continue
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", p, formatSize(size), path, res.Algo,
-					res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, ratio(row.VsRing), ratio(row.OfRelay), ratio(row.OfFanout),
-					linkCell(row.HostUpBytes, row.LinkBytesFrom), linkCell(row.HostDownBytes, row.LinkBytesFrom), res.Retransmits, yesNo(res.Verified, path))
+				printBenchRow(tw, row)
 			}
 		}
+	}
+	if n := peers.unused(); n > 0 {
+		fmt.Fprintf(stderr, "flare bench: %d rows of --peers %s are for a P, size, dtype or op this run did not measure; left out\n", n, *peersFile)
 	}
 	if tw != nil {
 		tw.Flush()
 		fmt.Fprintln(stdout, "\nvs ring: ring time / this time (above 1 is faster). of relay, of fanout: that relay's time / this time (the\n"+
-			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling).\n"+
+			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling); the ring and the\n"+
+			"peers are compared with the relays of the first packet size. ÷ best peer: this time / the faster --peers row's time\n"+
+			"(below 1 is faster than the best host-based library).\n"+
 			"host↑/↓: bytes per call on one host's link (mean over the ranks), up and down; switch: the switch's link counters\n"+
 			"(join ack and leave spread over the calls), ring: the ranks' ring counters (frame headers included).")
 	}

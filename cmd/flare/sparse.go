@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/wire"
 )
@@ -161,14 +160,8 @@ func measureSparse(ctx context.Context, c arConfig) (*arResult, error) {
 			times = append(times, el.Seconds())
 		}
 		if c.verify {
-			all := make([][]byte, world)
-			for r := range all {
-				all[r] = sparsePattern(c.dtype, r, it, c.count, c.density, c.overlap)
-			}
-			for i, r := range local {
-				if err := elem.CheckSparse(c.dtype, c.op, all, results[i]); err != nil {
-					return nil, fmt.Errorf("verify: rank %d, call %d: %w", r, it, err)
-				}
+			if err := verifySparseAll(c, world, it, local, results); err != nil {
+				return nil, fmt.Errorf("verify: call %d: %w", it, err)
 			}
 		}
 	}
