@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -56,7 +56,7 @@ func AllReduce[T Element](ctx context.Context, s *Session, buf []T, op wire.Op) 
 	}
 	if op != s.opts.Op {
 		return fmt.Errorf("hostlib: AllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
-			handlers.OpName(op), handlers.OpName(s.opts.Op))
+			elem.OpName(op), elem.OpName(s.opts.Op))
 	}
 	if len(buf) != s.opts.Elements {
 		return fmt.Errorf("hostlib: AllReduce on %d elements, but the job's vector has %d", len(buf), s.opts.Elements)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -134,7 +134,7 @@ func allReduceRounds(t *testing.T, ss []*Session, calls int, seed uint64) {
 	}
 	for c := range calls {
 		for r := range ss {
-			if err := handlers.Check(dt, op, inputs[c], got[r][c]); err != nil {
+			if err := elem.Check(dt, op, inputs[c], got[r][c]); err != nil {
 				t.Errorf("call %d, rank %d: %v", c+1, r, err)
 			}
 			if !bytes.Equal(got[r][c], got[0][c]) {
@@ -341,10 +341,10 @@ func TestSessionWrongArguments(t *testing.T) {
 	}{
 		{"int32 on float32", func() error { return AllReduce(ctx, s, make([]int32, 10), wire.OpSum) },
 			[]string{"[]int32", "float32"}},
-		{"bfloat16 on float32", func() error { return AllReduce(ctx, s, make([]handlers.BFloat16, 10), wire.OpSum) },
-			[]string{"handlers.BFloat16", "float32"}},
-		{"float16 on float32", func() error { return AllReduce(ctx, s, make([]handlers.Float16, 10), wire.OpSum) },
-			[]string{"handlers.Float16", "float16", "float32"}},
+		{"bfloat16 on float32", func() error { return AllReduce(ctx, s, make([]elem.BFloat16, 10), wire.OpSum) },
+			[]string{"elem.BFloat16", "float32"}},
+		{"float16 on float32", func() error { return AllReduce(ctx, s, make([]elem.Float16, 10), wire.OpSum) },
+			[]string{"elem.Float16", "float16", "float32"}},
 		{"other op", func() error { return AllReduce(ctx, s, make([]float32, 10), wire.OpMax) },
 			[]string{"max", "sum"}},
 		{"short slice", func() error { return AllReduce(ctx, s, make([]float32, 9), wire.OpSum) },
@@ -439,13 +439,13 @@ func TestEncodeDecodeLE(t *testing.T) {
 	if !slices.Equal(back, v) {
 		t.Errorf("decodeLE: %v; want %v", back, v)
 	}
-	h := []handlers.BFloat16{handlers.BFloat16From(1.5)}
+	h := []elem.BFloat16{elem.BFloat16From(1.5)}
 	hb := make([]byte, 2)
 	encodeLE(hb, h)
 	if hb[0] != 0xc0 || hb[1] != 0x3f {
 		t.Errorf("bfloat16 1.5 encodes as % x; want c0 3f", hb)
 	}
-	encodeLE(hb, []handlers.Float16{handlers.Float16From(1.5)})
+	encodeLE(hb, []elem.Float16{elem.Float16From(1.5)})
 	if hb[0] != 0x00 || hb[1] != 0x3e {
 		t.Errorf("float16 1.5 encodes as % x; want 00 3e", hb)
 	}
@@ -463,8 +463,8 @@ func TestDTypeOf(t *testing.T) {
 		{DTypeOf[int64](), wire.Int64},
 		{DTypeOf[float32](), wire.Float32},
 		{DTypeOf[grad](), wire.Float64},
-		{DTypeOf[handlers.BFloat16](), wire.BFloat16},
-		{DTypeOf[handlers.Float16](), wire.Float16},
+		{DTypeOf[elem.BFloat16](), wire.BFloat16},
+		{DTypeOf[elem.Float16](), wire.Float16},
 	}
 	for i, tt := range tests {
 		if tt.got != tt.want {

@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -243,14 +245,14 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: bounded time works with the dense single-buffer design only (not sparse, tree, multi or reproducible)", h.Job)
 	case b.Options&wire.OptSparse != 0 && b.Algo == wire.AlgoTree:
 		return refuse(wire.CodeBadRequest, "job %d: sparse jobs use single or multi buffers, not tree", h.Job)
-	case b.Algo == wire.AlgoMulti && (b.Buffers < 2 || b.Buffers > handlers.MaxBuffers):
-		return refuse(wire.CodeBadRequest, "job %d: multi with %d buffers: must be in 2..%d", h.Job, b.Buffers, handlers.MaxBuffers)
+	case b.Algo == wire.AlgoMulti && (b.Buffers < 2 || b.Buffers > proto.MaxBuffers):
+		return refuse(wire.CodeBadRequest, "job %d: multi with %d buffers: must be in 2..%d", h.Job, b.Buffers, proto.MaxBuffers)
 	}
 	if pe := int(b.PacketElems); b.Options&wire.OptSparse == 0 && pe*h.DType.Size() > s.cfg.PacketBytes {
 		return refuse(wire.CodeBadRequest, "job %d: %d elements per packet of %s = %d bytes: the switch's packets carry at most %d",
 			h.Job, pe, h.DType, pe*h.DType.Size(), s.cfg.PacketBytes)
 	}
-	if _, err := handlers.KernelFor(h.DType, h.Op); err != nil {
+	if _, err := elem.KernelFor(h.DType, h.Op); err != nil {
 		return refuse(wire.CodeBadRequest, "job %d: %v", h.Job, err)
 	}
 	if !s.joinLimit.allow(time.Now()) {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/proto"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -175,7 +175,7 @@ func newPathDriver(b *testing.B, network *conn.MemNetwork, sw netip.AddrPort) *p
 			msgs[i] = conn.Datagram{Buf: pkt, N: len(pkt), Addr: sw}
 		}
 		d.tx = append(d.tx, msgs)
-		d.order = append(d.order, handlers.StaggeredOrder(nil, r, pathRanks, d.blocks, d.window))
+		d.order = append(d.order, proto.StaggeredOrder(nil, r, pathRanks, d.blocks, d.window))
 	}
 	if pathElements%pe != 0 {
 		b.Fatalf("%d elements are not whole packets of %d", pathElements, pe)

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
@@ -120,7 +120,7 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 					binary.LittleEndian.PutUint32(v[:], math.Float32bits(outVal[r][i]))
 					got = wire.AppendPair(got, outIdx[r][i], v[:])
 				}
-				if err := handlers.CheckSparse(wire.Float32, tc.op, inputs, got); err != nil {
+				if err := elem.CheckSparse(wire.Float32, tc.op, inputs, got); err != nil {
 					t.Fatalf("%+v call %d rank %d: %v", tc, call, r, err)
 				}
 			}

@@ -104,7 +104,7 @@ func ParseDType(s string) (DType, error) {
 type Op uint8
 
 // Built-in operators. Codes from OpCustomBase up are free for operators
-// registered at run time (handlers.RegisterOp).
+// registered at run time (elem.RegisterOp).
 const (
 	OpSum  Op = 1
 	OpMin  Op = 2

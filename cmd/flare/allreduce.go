@@ -17,8 +17,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -152,7 +153,7 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if c.op, err = wire.ParseOp(*op); err != nil {
 		return flagError("--op", err)
 	}
-	if _, err := handlers.KernelFor(c.dtype, c.op); err != nil {
+	if _, err := elem.KernelFor(c.dtype, c.op); err != nil {
 		return flagError("--op", err)
 	}
 	if err := c.resolveCount(*bytesFlag); err != nil {
@@ -269,11 +270,11 @@ func parseAlgo(s string) (wire.Algo, int, error) {
 	}
 	if rest, ok := strings.CutPrefix(s, "multi"); ok {
 		var b int
-		if _, err := fmt.Sscanf(rest, "%d", &b); err == nil && b >= 2 && b <= handlers.MaxBuffers {
+		if _, err := fmt.Sscanf(rest, "%d", &b); err == nil && b >= 2 && b <= proto.MaxBuffers {
 			return wire.AlgoMulti, b, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("--algo %q: want auto, single, multi2, multi4 (multiB, B in 2..%d), tree or ring", s, handlers.MaxBuffers)
+	return 0, 0, fmt.Errorf("--algo %q: want auto, single, multi2, multi4 (multiB, B in 2..%d), tree or ring", s, proto.MaxBuffers)
 }
 
 // measure runs warmup + iters calls on every local rank and summarises.
@@ -546,7 +547,7 @@ func verifyPatternFrom(dt wire.DType, op wire.Op, world, it int, buf []byte, fir
 				putValue(dt, inputs[r][i*sz:], patternValue(op, r, first+lo+i, it))
 			}
 		}
-		if err := handlers.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
+		if err := elem.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
 			return fmt.Errorf("at element offset %d: %w", first+lo, err)
 		}
 	}

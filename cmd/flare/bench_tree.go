@@ -17,10 +17,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/proto"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -60,8 +61,8 @@ func parseTreeShape(s string) (treeShape, error) {
 	switch {
 	case !ok || err1 != nil || err2 != nil:
 		return treeShape{}, fmt.Errorf("--tree %q: want LEAVESxHOSTS, such as 4x4 (4 leaf switches of 4 hosts under one root)", s)
-	case leaves < 2 || leaves > handlers.MaxChildren:
-		return treeShape{}, fmt.Errorf("--tree %q: leaves must be in 2..%d (one leaf is a single switch: use --ranks)", s, handlers.MaxChildren)
+	case leaves < 2 || leaves > proto.MaxChildren:
+		return treeShape{}, fmt.Errorf("--tree %q: leaves must be in 2..%d (one leaf is a single switch: use --ranks)", s, proto.MaxChildren)
 	case hosts < 1 || leaves*hosts > 1024:
 		return treeShape{}, fmt.Errorf("--tree %q: hosts per leaf must be at least 1, and leaves × hosts at most 1024", s)
 	}
@@ -731,7 +732,7 @@ func verifySparseAll(rc arConfig, world, it int, local []int, results [][]byte) 
 		if i > 0 && bytes.Equal(results[i], results[0]) {
 			continue
 		}
-		if err := handlers.CheckSparse(rc.dtype, rc.op, all, results[i]); err != nil {
+		if err := elem.CheckSparse(rc.dtype, rc.op, all, results[i]); err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
 		}
 	}
