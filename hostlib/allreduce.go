@@ -142,9 +142,7 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		}
 		select {
 		case b := <-s.full:
-			err := s.results(b)
-			s.free <- b
-			if err != nil {
+			if err := s.take(b); err != nil {
 				return err
 			}
 		case <-s.timer.C:
@@ -171,15 +169,20 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 	return nil
 }
 
+// take handles one batch from the reader and gives it back.
+func (s *Session) take(b *rxBatch) error {
+	err := s.results(b)
+	s.free <- b
+	return err
+}
+
 // drainResults takes every batch of packets the reader has queued, without
 // waiting for more.
 func (s *Session) drainResults() error {
 	for {
 		select {
 		case b := <-s.full:
-			err := s.results(b)
-			s.free <- b
-			if err != nil {
+			if err := s.take(b); err != nil {
 				return err
 			}
 		default:
