@@ -51,14 +51,14 @@ func TestMarshalDefaultsVersion(t *testing.T) {
 
 // TestByteOrder pins the header to big-endian and the offsets to the spec.
 func TestByteOrder(t *testing.T) {
-	h := Header{Version: 1, Type: TypeData, Flags: 0x0102, Job: 0x03040506,
+	h := Header{Version: Version, Type: TypeData, Flags: 0x0102, Job: 0x03040506,
 		Token: 0x0708090a0b0c0d0e, Generation: 0x0f101112, Block: 0x13141516,
 		Child: 0x1718, DType: Float32, Op: OpSum, Count: 0x191a1b1c}
 	b := make([]byte, HeaderLen)
 	if err := h.MarshalTo(b); err != nil {
 		t.Fatal(err)
 	}
-	want := []byte{1, 4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+	want := []byte{Version, 4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 		15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 5, 1, 25, 26, 27, 28}
 	if !bytes.Equal(b, want) {
 		t.Errorf("header bytes\n got %x\nwant %x", b, want)
