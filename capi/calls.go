@@ -63,7 +63,7 @@ func flare_go_allreduce(h C.flare_session, buf unsafe.Pointer, count C.size_t, d
 
 // dense reduces n elements of T at p in place.
 func dense[T hostlib.Element](s *session, p unsafe.Pointer, n int) error {
-	return hostlib.AllReduce(context.Background(), s.s, unsafe.Slice((*T)(p), n), s.opts.Op)
+	return hostlib.AllReduce(context.Background(), s.s, unsafe.Slice((*T)(p), n))
 }
 
 // check compares a call's count, dtype and op with the job's, naming what
@@ -135,7 +135,7 @@ func flare_go_sparse_allreduce(h C.flare_session, idx *C.uint32_t, val unsafe.Po
 
 // sparse reduces n pairs and copies the result into C memory at *out.
 func sparse[T hostlib.Element](s *session, idx []uint32, val unsafe.Pointer, n int, out *C.flare_sparse_result) error {
-	ri, rv, err := hostlib.SparseAllReduce(context.Background(), s.s, idx, unsafe.Slice((*T)(val), n), s.opts.Op)
+	ri, rv, err := hostlib.SparseAllReduce(context.Background(), s.s, idx, unsafe.Slice((*T)(val), n))
 	if err != nil {
 		return err
 	}

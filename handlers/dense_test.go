@@ -295,7 +295,7 @@ func TestDenseRejects(t *testing.T) {
 	d := newTestDense(t, design{wire.AlgoSingle, 0}, wire.Int32, wire.OpSum, 2, 300, 256)
 	eg := &capture{out: make([]byte, 1200), pe: 1024, emitted: map[uint32]int{}}
 	good := func() *hpu.Packet {
-		return &hpu.Packet{Hdr: wire.Header{Version: 1, Type: wire.TypeData, Job: 1, Generation: 5, Block: 1, Child: 1,
+		return &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: 5, Block: 1, Child: 1,
 			DType: wire.Int32, Op: wire.OpSum, Count: 44}, Payload: make([]byte, 176)}
 	}
 	bad := []func(*hpu.Packet){

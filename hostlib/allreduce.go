@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -42,21 +41,18 @@ func (s *Session) AllReduceBytes(ctx context.Context, buf []byte) error {
 }
 
 // AllReduce reduces buf across every rank of the job, in place, as
-// AllReduceBytes does. T must be the Go type of the job's dtype (see
-// DTypeOf), len(buf) the job's Elements, and op the job's op, which was
-// fixed at Join: the switch sized and set up its handler for it. On a
+// AllReduceBytes does, with the job's op (Options.Op): the op is the
+// job's, fixed at Join, where the switch set up its handler for it, so a
+// call takes none. T must be the Go type of the job's dtype (see DTypeOf)
+// and len(buf) the job's Elements. On a
 // little-endian machine buf's memory is sent and overwritten as it is, with
 // no copy; elsewhere it is encoded into a buffer of the session first.
-func AllReduce[T Element](ctx context.Context, s *Session, buf []T, op wire.Op) error {
+func AllReduce[T Element](ctx context.Context, s *Session, buf []T) error {
 	if s.opts.Sparse {
 		return errors.New("hostlib: allreduce: the session joined a sparse job: use SparseAllReduce")
 	}
 	if err := checkElement[T](s.opts.DType); err != nil {
 		return err
-	}
-	if op != s.opts.Op {
-		return fmt.Errorf("hostlib: AllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
-			elem.OpName(op), elem.OpName(s.opts.Op))
 	}
 	if len(buf) != s.opts.Elements {
 		return fmt.Errorf("hostlib: AllReduce on %d elements, but the job's vector has %d", len(buf), s.opts.Elements)

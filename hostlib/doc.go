@@ -22,14 +22,16 @@
 //	defer s.Close()                // leaves the job
 //	for step := range steps {
 //		computeGradients(grads)
-//		if err := hostlib.AllReduce(ctx, s, grads, wire.OpSum); err != nil { ... }
+//		if err := hostlib.AllReduce(ctx, s, grads); err != nil { ... }
 //		// grads now holds the sum over all ranks
 //	}
 //
 // AllReduce takes a typed slice ([]float32, []int32, []elem.BFloat16,
 // []elem.Float16, ...; see Element and DTypeOf); AllReduceBytes takes the vector's
-// little-endian bytes. Every rank must make the same calls in the same
-// order, each with the same op and length.
+// little-endian bytes. Neither takes an op: the op, like the dtype and
+// the length, is the job's, fixed at Join (Options.Op), where the switch
+// set up its handler for it. Every rank must make the same calls in the
+// same order.
 //
 // # What a call does
 //

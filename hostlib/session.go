@@ -259,7 +259,8 @@ func (s *Session) join(ctx context.Context) error {
 		Buffers:       uint8(s.opts.Buffers),
 		Storage:       s.opts.Storage,
 		Elements:      uint64(s.opts.Elements),
-		PacketElems:   uint32(s.opts.PacketElems + s.opts.BlockElems), // a sparse join asks for its block size here
+		PacketElems:   uint32(s.opts.PacketElems), // dense only (Options.validate)
+		BlockElems:    uint32(s.opts.BlockElems),  // sparse only
 		TimeoutMillis: uint32(min(s.opts.Timeout.Milliseconds(), math.MaxUint32)),
 	}
 	if s.opts.Reproducible {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
@@ -69,11 +68,11 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 
 // SparseAllReduce reduces a sparse vector across every rank of a sparse job
 // (Options.Sparse) and returns the result as (index, value) pairs sorted by
-// index: for each index present on any rank, op over the values of the
-// ranks that have it. idx must be strictly increasing and below the job's
-// Elements, with val holding the value of each index; T must be the Go
-// type of the job's dtype and op the job's op. Bad input is reported
-// before anything is sent.
+// index: for each index present on any rank, the job's op (fixed at Join,
+// as for AllReduce) over the values of the ranks that have it. idx must be
+// strictly increasing and below the job's Elements, with val holding the
+// value of each index; T must be the Go type of the job's dtype. Bad input
+// is reported before anything is sent.
 //
 // The pairs travel block by block (fixed index ranges of BlockElems), each
 // block as a stream of packets, in this rank's staggered order with at
@@ -82,13 +81,9 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 // host merges both, in an order that depends on the pairs alone, so every
 // rank gets the same bits. Errors are AllReduce's: *TimeoutError with the
 // blocks missing, *SwitchError, ErrClosed.
-func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, val []T, op wire.Op) ([]uint32, []T, error) {
+func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, val []T) ([]uint32, []T, error) {
 	if err := checkElement[T](s.opts.DType); err != nil {
 		return nil, nil, err
-	}
-	if op != s.opts.Op {
-		return nil, nil, fmt.Errorf("hostlib: SparseAllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
-			elem.OpName(op), elem.OpName(s.opts.Op))
 	}
 	if len(idx) != len(val) {
 		return nil, nil, fmt.Errorf("hostlib: sparse allreduce: %d indices but %d values", len(idx), len(val))

@@ -106,7 +106,7 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 			var g errgroup.Group
 			for r, s := range ss {
 				g.Go(func() (err error) {
-					outIdx[r], outVal[r], err = hostlib.SparseAllReduce(context.Background(), s, idx[r], val[r], tc.op)
+					outIdx[r], outVal[r], err = hostlib.SparseAllReduce(context.Background(), s, idx[r], val[r])
 					return err
 				})
 			}
@@ -163,17 +163,14 @@ func TestSparseAllReduceRejectsBadInput(t *testing.T) {
 		{[]uint32{5, 100}, []int32{1, 1}, "outside the vector of 100 elements"},
 		{[]uint32{1}, []int32{1, 2}, "1 indices but 2 values"},
 	} {
-		if _, _, err := hostlib.SparseAllReduce(ctx, s, tc.idx, tc.val, wire.OpSum); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := hostlib.SparseAllReduce(ctx, s, tc.idx, tc.val); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.idx, err, tc.want)
 		}
 	}
 	if st := s.Stats(); st.Calls != 0 || st.PacketsSent > 2 {
 		t.Errorf("bad input reached the wire: %+v", st)
 	}
-	if _, _, err := hostlib.SparseAllReduce(ctx, s, []uint32{1}, []int32{1}, wire.OpMax); err == nil {
-		t.Error("an op other than the job's accepted")
-	}
-	if err := hostlib.AllReduce(ctx, s, make([]int32, 100), wire.OpSum); err == nil {
+	if err := hostlib.AllReduce(ctx, s, make([]int32, 100)); err == nil {
 		t.Error("a dense AllReduce on a sparse session accepted")
 	}
 }

@@ -2,10 +2,6 @@ package wire
 
 import "fmt"
 
-// Version is the protocol version every packet carries in its first byte.
-// A packet of another version is dropped (ErrVersion).
-const Version = 1
-
 // DefaultPort is the UDP port the switch listens on by default and on which
 // the gopacket layer is registered, so a pcap of Flare traffic decodes.
 const DefaultPort = 7470
