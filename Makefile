@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build lib python python-test testbed-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke demo figures soak clean
+.PHONY: all build lib python python-test testbed-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke bench-peers peers peers-deps demo figures soak clean
 
 all: build
 
@@ -82,6 +82,41 @@ bench: build
 
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+# The peers (peers/, docs/PERFORMANCE.md): MPI_Allreduce of Open MPI over
+# loopback TCP and Gloo's ring allreduce over its TCP transport, our own
+# small benchmarks built on Debian's packages, one process per rank, their
+# rows printed in flare bench's table beside the switch at each packet
+# size, the ring and the relays, for the same P and sizes.
+PEERS_P       ?= 8
+PEERS_BYTES   ?= 1MiB,16MiB
+PEERS_PACKETS ?= 1KiB,8KiB
+PEERS_ITERS   ?= 5
+PEERS_OUT     ?= bin/peers.jsonl
+# ob1 and tcp,self: TCP on loopback, no shared memory (vader) and no UCX.
+MPIRUN_FLAGS  := --oversubscribe --bind-to none --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
+                 $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+
+peers-deps:
+	@if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null || ! command -v g++ >/dev/null || \
+	    [ ! -e /usr/include/gloo/allreduce.h ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
+	    openmpi-bin libopenmpi-dev libgloo-dev g++; \
+	fi
+
+peers: peers-deps
+	@mkdir -p bin
+	mpicc -O2 -Wall -Wextra -o bin/peers-mpi-allreduce peers/mpi_allreduce.c
+	g++ -O2 -Wall -Wextra -std=c++17 -o bin/peers-gloo-ring peers/gloo_ring.cc -lgloo -pthread
+
+bench-peers: build peers
+	rm -f $(PEERS_OUT)
+	for b in $$(echo $(PEERS_BYTES) | tr , ' '); do \
+	  mpirun -np $(PEERS_P) $(MPIRUN_FLAGS) bin/peers-mpi-allreduce --bytes $$b --iters $(PEERS_ITERS) >> $(PEERS_OUT) && \
+	  bin/peers-gloo-ring --ranks $(PEERS_P) --bytes $$b --iters $(PEERS_ITERS) >> $(PEERS_OUT) || exit 1; \
+	done
+	bin/flare bench --ranks $(PEERS_P) --bytes $(PEERS_BYTES) --packet $(PEERS_PACKETS) --iters $(PEERS_ITERS) --peers $(PEERS_OUT)
 
 demo:
 	$(GO) run ./cmd/flare demo

@@ -11,7 +11,7 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/wire"
 )
@@ -49,9 +49,9 @@ func flare_go_allreduce(h C.flare_session, buf unsafe.Pointer, count C.size_t, d
 	case wire.Float64:
 		err = dense[float64](s, buf, n)
 	case wire.BFloat16:
-		err = dense[handlers.BFloat16](s, buf, n)
+		err = dense[elem.BFloat16](s, buf, n)
 	case wire.Float16:
-		err = dense[handlers.Float16](s, buf, n)
+		err = dense[elem.Float16](s, buf, n)
 	default: // join admits only valid dtypes: this is a dtype the switch above lacks
 		return failf("flare_allreduce: internal error: no element type for dtype %v", s.opts.DType)
 	}
@@ -63,7 +63,7 @@ func flare_go_allreduce(h C.flare_session, buf unsafe.Pointer, count C.size_t, d
 
 // dense reduces n elements of T at p in place.
 func dense[T hostlib.Element](s *session, p unsafe.Pointer, n int) error {
-	return hostlib.AllReduce(context.Background(), s.s, unsafe.Slice((*T)(p), n), s.opts.Op)
+	return hostlib.AllReduce(context.Background(), s.s, unsafe.Slice((*T)(p), n))
 }
 
 // check compares a call's count, dtype and op with the job's, naming what
@@ -75,7 +75,7 @@ func (s *session) check(fn string, count C.size_t, dtype, op C.int) C.int {
 			fn, int(dtype), int(s.opts.DType), s.opts.DType)
 	case op != C.int(s.opts.Op):
 		return failf("%s: op = %d, but the job reduces with %d (%s): the op is fixed at flare_join",
-			fn, int(op), int(s.opts.Op), handlers.OpName(s.opts.Op))
+			fn, int(op), int(s.opts.Op), elem.OpName(s.opts.Op))
 	case !s.opts.Sparse && uint64(count) != uint64(s.opts.Elements):
 		return failf("%s: count = %d, but the job's vector has %d elements", fn, uint64(count), s.opts.Elements)
 	case s.opts.Sparse && uint64(count) > uint64(s.opts.Elements):
@@ -121,9 +121,9 @@ func flare_go_sparse_allreduce(h C.flare_session, idx *C.uint32_t, val unsafe.Po
 	case wire.Float64:
 		err = sparse[float64](s, ix, val, n, out)
 	case wire.BFloat16:
-		err = sparse[handlers.BFloat16](s, ix, val, n, out)
+		err = sparse[elem.BFloat16](s, ix, val, n, out)
 	case wire.Float16:
-		err = sparse[handlers.Float16](s, ix, val, n, out)
+		err = sparse[elem.Float16](s, ix, val, n, out)
 	default: // as in flare_go_allreduce
 		return failf("flare_sparse_allreduce: internal error: no element type for dtype %v", s.opts.DType)
 	}
@@ -135,7 +135,7 @@ func flare_go_sparse_allreduce(h C.flare_session, idx *C.uint32_t, val unsafe.Po
 
 // sparse reduces n pairs and copies the result into C memory at *out.
 func sparse[T hostlib.Element](s *session, idx []uint32, val unsafe.Pointer, n int, out *C.flare_sparse_result) error {
-	ri, rv, err := hostlib.SparseAllReduce(context.Background(), s.s, idx, unsafe.Slice((*T)(val), n), s.opts.Op)
+	ri, rv, err := hostlib.SparseAllReduce(context.Background(), s.s, idx, unsafe.Slice((*T)(val), n))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -88,7 +87,7 @@ func supportedPairs() []string {
 	var out []string
 	for _, dt := range wire.DTypes {
 		for _, op := range wire.Ops {
-			if _, err := handlers.KernelFor(dt, op); err == nil {
+			if _, err := elem.KernelFor(dt, op); err == nil {
 				out = append(out, dt.String()+" "+op.String())
 			}
 		}

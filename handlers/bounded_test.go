@@ -52,7 +52,7 @@ func TestDenseBounded(t *testing.T) {
 		for i := range pe {
 			binary.LittleEndian.PutUint32(payload[i*4:], uint32(1)<<rank*uint32(i+1))
 		}
-		pkt := &hpu.Packet{Hdr: wire.Header{Version: 1, Type: wire.TypeData, Flags: flags, Job: 1, Generation: 1, Block: blk,
+		pkt := &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Flags: flags, Job: 1, Generation: 1, Block: blk,
 			Child: uint16(rank), DType: wire.Int32, Op: wire.OpSum, Count: pe}, Payload: payload, Arrival: at, Handler: d}
 		task.Restart(pkt, 0, 0, at)
 		task.Run()

@@ -7,23 +7,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
-
-// MaxChildren is the largest fan-in a block accepts. The contributor
-// bitmap is sized per job, so this is a sanity bound, not a storage limit
-// (SwitchML's 32-bit bitmap stops at 32).
-const MaxChildren = 1 << 16
-
-// MaxBuffers bounds B for the multi-buffer design.
-const MaxBuffers = 64
 
 // DenseConfig describes one job's dense aggregation at this switch.
 type DenseConfig struct {
 	Job         uint32
 	Token       uint64
-	Algo        wire.Algo // AlgoSingle, AlgoMulti or AlgoTree (resolve AlgoAuto first: Choose)
+	Algo        wire.Algo // AlgoSingle, AlgoMulti or AlgoTree (resolve AlgoAuto first: proto.Choose)
 	Buffers     int       // B, for AlgoMulti (2..MaxBuffers)
 	Children    int       // P: hosts (or child switches) aggregated here
 	DType       wire.DType
@@ -88,7 +82,7 @@ type DenseStats struct {
 // so a retransmitted packet is never aggregated twice.
 type Dense struct {
 	cfg     DenseConfig
-	kernel  Kernel
+	kernel  elem.Kernel
 	esize   int
 	nblocks int
 	pow2    int // tree: leaves padded to a power of two
@@ -158,7 +152,7 @@ func workCount(fill, nblocks int) int { return min(fill, nblocks+min(nblocks, sp
 
 // NewDense checks cfg and builds the handler with its block table.
 func NewDense(cfg DenseConfig) (*Dense, error) {
-	k, err := KernelFor(cfg.DType, cfg.Op)
+	k, err := elem.KernelFor(cfg.DType, cfg.Op)
 	if err != nil {
 		return nil, err
 	}
@@ -208,10 +202,10 @@ func (c *DenseConfig) validate() error {
 	switch {
 	case c.Algo != wire.AlgoSingle && c.Algo != wire.AlgoMulti && c.Algo != wire.AlgoTree:
 		return fmt.Errorf("dense: algorithm %s: must be single, multi or tree", c.Algo)
-	case c.Algo == wire.AlgoMulti && (c.Buffers < 2 || c.Buffers > MaxBuffers):
-		return fmt.Errorf("dense: buffers B = %d: must be in 2..%d for multi", c.Buffers, MaxBuffers)
-	case c.Children < 1 || c.Children > MaxChildren:
-		return fmt.Errorf("dense: children = %d: must be in 1..%d", c.Children, MaxChildren)
+	case c.Algo == wire.AlgoMulti && (c.Buffers < 2 || c.Buffers > proto.MaxBuffers):
+		return fmt.Errorf("dense: buffers B = %d: must be in 2..%d for multi", c.Buffers, proto.MaxBuffers)
+	case c.Children < 1 || c.Children > proto.MaxChildren:
+		return fmt.Errorf("dense: children = %d: must be in 1..%d", c.Children, proto.MaxChildren)
 	case c.Elements < 1:
 		return fmt.Errorf("dense: elements = %d: must be >= 1", c.Elements)
 	case c.PacketElems < 1:

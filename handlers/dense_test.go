@@ -2,13 +2,13 @@ package handlers
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -70,7 +70,7 @@ func randomInputs(r *rand.Rand, dt wire.DType, op wire.Op, p, n int) [][]byte {
 			default:
 				v = (r.Float64()*2 - 1) * math.Ldexp(1, r.IntN(20)-10)
 			}
-			specStoreFloat(dt, b, v)
+			elem.StoreFloat(dt, b, v)
 		}
 	}
 	return in
@@ -197,7 +197,7 @@ func TestDenseRandomArrivalOrders(t *testing.T) {
 							t.Fatalf("%s (seed %d): block %d emitted %d times", name, seed, blk, k)
 						}
 					}
-					if err := Check(dt, op, inputs, eg.out); err != nil {
+					if err := elem.Check(dt, op, inputs, eg.out); err != nil {
 						t.Fatalf("%s gen %d (seed %d): %v", name, gen, seed, err)
 					}
 				}
@@ -227,7 +227,7 @@ func treeReference(t *testing.T, dt wire.DType, op wire.Op, inputs [][]byte) []b
 			}
 			return l
 		}
-		out, err := Reference(dt, op, [][]byte{l, rr})
+		out, err := elem.Reference(dt, op, [][]byte{l, rr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,91 +260,15 @@ func TestTreeReproducible(t *testing.T) {
 				t.Fatalf("%s run %d (seed %d): result differs from the fixed-pairing reference", dt, run, seed)
 			}
 		}
-		// The same through the concurrent processing unit, where arrival
-		// order depends on goroutine scheduling as well.
-		for run := 0; run < 5; run++ {
-			res, err := RunHarness(context.Background(), HarnessConfig{Hosts: p, DType: dt, Op: wire.OpSum, Algo: wire.AlgoTree,
-				Elements: n, Window: 2, Dup: 0.1, Reorder: 0.3, Seed: uint64(run)}, inputs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for h, out := range res.Out {
-				if !bytes.Equal(out, want) {
-					t.Fatalf("%s harness run %d host %d: result differs from the fixed-pairing reference", dt, run, h)
-				}
-			}
-		}
 	}
 }
 
-// The concurrent path: real core goroutines, staggered hosts with a
-// window, duplicates and reordering, back-to-back generations.
-func TestHarnessConcurrent(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 2))
-	type tc struct {
-		dt wire.DType
-		op wire.Op
-	}
-	cases := []tc{{wire.Int32, wire.OpSum}, {wire.Int8, wire.OpXor}, {wire.Float32, wire.OpSum}, {wire.BFloat16, wire.OpMax}, {wire.Float16, wire.OpSum}, {wire.Float64, wire.OpProd}, {wire.Int64, wire.OpMin}}
-	for _, dg := range designs {
-		for _, c := range cases {
-			for _, p := range []int{1, 2, 8, 64} {
-				n := 1 + r.IntN(5000)
-				inputs := randomInputs(r, c.dt, c.op, p, n)
-				res, err := RunHarness(context.Background(), HarnessConfig{
-					Hosts: p, DType: c.dt, Op: c.op, Algo: dg.algo, Buffers: dg.b, Elements: n,
-					Window: 1 + r.IntN(8), Generations: 2, Dup: 0.1, Reorder: 0.2, Seed: seed,
-				}, inputs)
-				if err != nil {
-					t.Fatalf("%s %s %s P=%d n=%d: %v", dg, c.dt, c.op, p, n, err)
-				}
-				for h, out := range res.Out {
-					if err := Check(c.dt, c.op, inputs, out); err != nil {
-						t.Fatalf("%s %s %s P=%d n=%d host %d (seed %d): %v", dg, c.dt, c.op, p, n, h, seed, err)
-					}
-				}
-			}
-		}
-	}
-}
-
-// The single buffer contends when several cores may run one block (S = C)
-// and never waits when one core owns it (S = 1).
-func TestSingleBufferContention(t *testing.T) {
+// In virtual time the contention of the single buffer is exact: P packets
+// of one block that arrive together on different cores wait for each other.
+func TestSingleBufferContentionVirtual(t *testing.T) {
 	const p = 64
 	r := rand.New(rand.NewPCG(3, 3))
 	inputs := randomInputs(r, wire.Int32, wire.OpSum, p, 256) // one block
-	run := func(s, gens int) hpu.CoreStats {
-		res, err := RunHarness(context.Background(), HarnessConfig{
-			HPU:   hpu.Config{Clusters: 1, CoresPerCluster: 8, SubsetS: s, QueueDepth: 64},
-			Hosts: p, DType: wire.Int32, Op: wire.OpSum, Algo: wire.AlgoSingle, Elements: 256, Generations: gens,
-		}, inputs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, out := range res.Out {
-			if err := Check(wire.Int32, wire.OpSum, inputs, out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return res.HPU.Total()
-	}
-	if st := run(1, 50); st.Contended != 0 || st.LockWaitNs != 0 {
-		t.Fatalf("S=1: %d contended acquisitions, %d ns waiting; want none", st.Contended, st.LockWaitNs)
-	}
-	var st hpu.CoreStats
-	for try := 0; try < 20 && st.Contended == 0; try++ {
-		st = run(8, 50)
-	}
-	if st.Contended == 0 || st.LockWaitNs == 0 {
-		t.Fatalf("S=8: no lock contention in 20×50 one-block allreduces of 64 packets")
-	}
-	t.Logf("S=8: %d contended acquisitions, %d ns waiting", st.Contended, st.LockWaitNs)
-
-	// In virtual time the contention is exact: P packets of one block that
-	// arrive together on different cores wait for each other.
 	d := newTestDense(t, design{wire.AlgoSingle, 0}, wire.Int32, wire.OpSum, 8, 256, 256)
 	cost := hpu.PsPINCost()
 	eg := &capture{out: make([]byte, 1024), pe: 1024, emitted: map[uint32]int{}}
@@ -371,7 +295,7 @@ func TestDenseRejects(t *testing.T) {
 	d := newTestDense(t, design{wire.AlgoSingle, 0}, wire.Int32, wire.OpSum, 2, 300, 256)
 	eg := &capture{out: make([]byte, 1200), pe: 1024, emitted: map[uint32]int{}}
 	good := func() *hpu.Packet {
-		return &hpu.Packet{Hdr: wire.Header{Version: 1, Type: wire.TypeData, Job: 1, Generation: 5, Block: 1, Child: 1,
+		return &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: 5, Block: 1, Child: 1,
 			DType: wire.Int32, Op: wire.OpSum, Count: 44}, Payload: make([]byte, 176)}
 	}
 	bad := []func(*hpu.Packet){
@@ -425,7 +349,7 @@ func TestDenseUplink(t *testing.T) {
 		if eg.up != 1 {
 			t.Fatalf("%s: %d packets sent up, want 1", dg, eg.up)
 		}
-		if err := Check(wire.Int32, wire.OpSum, inputs, eg.out); err != nil {
+		if err := elem.Check(wire.Int32, wire.OpSum, inputs, eg.out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -501,46 +425,6 @@ func TestDenseZeroAlloc(t *testing.T) {
 	}
 }
 
-func TestStaggeredOrder(t *testing.T) {
-	for _, tc := range []struct{ p, n, w int }{{1, 5, 0}, {4, 8, 0}, {4, 10, 3}, {3, 7, 7}, {64, 3, 2}} {
-		seen := make([]int, tc.n)
-		for rank := 0; rank < tc.p; rank++ {
-			order := StaggeredOrder(nil, rank, tc.p, tc.n, tc.w)
-			if len(order) != tc.n {
-				t.Fatalf("%+v rank %d: %d blocks", tc, rank, len(order))
-			}
-			for _, b := range order {
-				seen[b]++
-			}
-		}
-		for b, k := range seen {
-			if k != tc.p {
-				t.Fatalf("%+v: block %d sent %d times over all ranks", tc, b, k)
-			}
-		}
-	}
-	if got := StaggeredOrder(nil, 2, 4, 8, 0); got[0] != 4 {
-		t.Fatalf("rank 2 of 4 over 8 blocks starts at %d, want 4", got[0])
-	}
-}
-
-func TestChoose(t *testing.T) {
-	for _, tc := range []struct {
-		n    int
-		repr bool
-		algo wire.Algo
-		b    int
-	}{
-		{1 << 20, false, wire.AlgoSingle, 0}, {512 << 10, false, wire.AlgoMulti, 4}, {300 << 10, false, wire.AlgoMulti, 4},
-		{256 << 10, false, wire.AlgoMulti, 2}, {129 << 10, false, wire.AlgoMulti, 2}, {128 << 10, false, wire.AlgoTree, 0},
-		{1 << 30, true, wire.AlgoTree, 0},
-	} {
-		if a, b := Choose(tc.n, tc.repr); a != tc.algo || b != tc.b {
-			t.Errorf("Choose(%d, %v) = %s/%d, want %s/%d", tc.n, tc.repr, a, b, tc.algo, tc.b)
-		}
-	}
-}
-
 // resendCapture records unicast resends.
 type resendCapture struct {
 	to    []uint16
@@ -569,7 +453,7 @@ func TestDenseResendsStoredResult(t *testing.T) {
 		d.resultGen = [2][]uint32{make([]uint32, 2), make([]uint32, 2)}
 		r := rand.New(rand.NewPCG(6, 6))
 		inputs := randomInputs(r, wire.Int32, wire.OpSum, 3, 300)
-		want, _ := Reference(wire.Int32, wire.OpSum, inputs)
+		want, _ := elem.Reference(wire.Int32, wire.OpSum, inputs)
 		eg := &resendCapture{}
 		pkts := makePackets(r, inputs, wire.Int32, wire.OpSum, 256, 7, 0)
 		virtualRun(d, eg, pkts, 2)

@@ -1,6 +1,7 @@
-// Package handlers holds Flare's packet handlers and the element kernels
-// they run: plain code over an hpu.Task that never touches a socket, so the
-// same handler runs in the real-time daemon and the virtual-time simulator.
+// Package handlers holds Flare's packet handlers: plain code over an
+// hpu.Task that never touches a socket, so the same handler runs in the
+// real-time daemon and the virtual-time simulator. The element kernels they
+// fold with are package elem's.
 //
 // Dense aggregation (Dense) implements the paper's three designs:
 //
@@ -13,7 +14,7 @@
 //     float results are bit-identical whatever the arrival order.
 //
 // A per-block contributor bitmap, sized for the job's fan-in (any P up to
-// MaxChildren), makes a retransmitted packet harmless; successive allreduce
+// proto.MaxChildren), makes a retransmitted packet harmless; successive allreduce
 // calls are told apart by the generation in the header.
 //
 // The usage loop for one job:
@@ -25,8 +26,6 @@
 //	p.Handler = d; unit.Submit(p)                    // per packet
 //	d.Close(); q.Release()                           // job end
 //
-// Kernels (KernelFor) fold one little-endian vector into another for every
-// dtype and op, and RegisterOp adds a custom operator. Reference and Check
-// are the plain specification every result is tested against. RunHarness
-// plays P hosts against a processing unit in one process.
+// internal/harness plays P hosts against a processing unit in one process;
+// the concurrent property tests run the handlers on it.
 package handlers

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -54,7 +55,7 @@ func TestFootprintMatchesHeap(t *testing.T) {
 		{Algo: wire.AlgoSingle, Op: wire.OpSum, Children: 2, DType: wire.Float32, Elements: 1 << 18, PacketElems: 256, KeepResults: true, Uplink: &Uplink{}},
 		{Algo: wire.AlgoMulti, Op: wire.OpSum, Buffers: 4, Children: 8, DType: wire.Int32, Elements: 1 << 19, PacketElems: 256, KeepResults: true},
 		{Algo: wire.AlgoTree, Op: wire.OpSum, Children: 300, DType: wire.Float32, Elements: 1 << 18, PacketElems: 256},
-		{Algo: wire.AlgoSingle, Op: wire.OpSum, Children: 70_000 % MaxChildren, DType: wire.Int16, Elements: 5000, PacketElems: 512, KeepResults: true},
+		{Algo: wire.AlgoSingle, Op: wire.OpSum, Children: 70_000 % proto.MaxChildren, DType: wire.Int16, Elements: 5000, PacketElems: 512, KeepResults: true},
 	}
 	for i, c := range dense {
 		q, err := unit.Memory().Reserve(quotaBufs)

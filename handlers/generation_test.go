@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -162,7 +164,7 @@ func (j *genJob) packet(gen uint32, child, blk int, flags wire.Flags) *hpu.Packe
 		Child: uint16(child), DType: wire.Int64, Op: wire.OpSum}
 	p := &hpu.Packet{Handler: j.handler()}
 	if j.sparse != nil {
-		pk := SparsePacker{DType: wire.Int64, BlockElems: j.sh.blockElems, PacketPairs: j.sh.packet}
+		pk := proto.SparsePacker{DType: wire.Int64, BlockElems: j.sh.blockElems, PacketPairs: j.sh.packet}
 		p.Payload = pk.Packet(nil, &h, uint32(blk), j.sh.sparseInput(j.p, child, blk, gen), 0)
 		p.Hdr = h
 		return p
@@ -213,18 +215,18 @@ type genChecker struct {
 	sparse  bool
 	sh      genShape
 	p       int
-	first   map[genKey][]byte           // dense: the result first sent
-	emitted map[genKey]bool             // dense: the result went out (not a resend)
-	asm     map[genKey]*SparseAssembler // sparse: the stream so far
-	done    map[genKey]bool             // a result (or a whole stream) is out
-	results int                         // results (streams) checked
-	partial int                         // of them, partial (bounded mode)
-	wrong   int                         // results that are not their generation's reduction
-	errs    []string                    // the first problems
+	first   map[genKey][]byte                 // dense: the result first sent
+	emitted map[genKey]bool                   // dense: the result went out (not a resend)
+	asm     map[genKey]*proto.SparseAssembler // sparse: the stream so far
+	done    map[genKey]bool                   // a result (or a whole stream) is out
+	results int                               // results (streams) checked
+	partial int                               // of them, partial (bounded mode)
+	wrong   int                               // results that are not their generation's reduction
+	errs    []string                          // the first problems
 }
 
 func newGenChecker(sparse bool, sh genShape, p int) *genChecker {
-	return &genChecker{sparse: sparse, sh: sh, p: p, first: map[genKey][]byte{}, emitted: map[genKey]bool{}, asm: map[genKey]*SparseAssembler{}, done: map[genKey]bool{}}
+	return &genChecker{sparse: sparse, sh: sh, p: p, first: map[genKey][]byte{}, emitted: map[genKey]bool{}, asm: map[genKey]*proto.SparseAssembler{}, done: map[genKey]bool{}}
 }
 
 func (c *genChecker) fail(format string, args ...any) {
@@ -297,7 +299,7 @@ func (c *genChecker) denseEmit(h *wire.Header, payload []byte) {
 	for i, r := range ranks {
 		inputs[i] = c.sh.denseInput(c.p, r, int(k.blk), k.gen)
 	}
-	want, err := Reference(wire.Int64, wire.OpSum, inputs)
+	want, err := elem.Reference(wire.Int64, wire.OpSum, inputs)
 	if err != nil {
 		panic(err)
 	}
@@ -348,7 +350,7 @@ func (c *genChecker) sparseEmit(h *wire.Header, payload []byte) {
 	}
 	a := c.asm[k]
 	if a == nil {
-		a = &SparseAssembler{DType: wire.Int64}
+		a = &proto.SparseAssembler{DType: wire.Int64}
 		c.asm[k] = a
 	}
 	complete, err := a.Add(h, payload)
@@ -370,7 +372,7 @@ func (c *genChecker) sparseEmit(h *wire.Header, payload []byte) {
 	for r := range inputs {
 		inputs[r] = c.sh.sparseInput(c.p, r, int(blk), k.gen)
 	}
-	if err := CheckSparse(wire.Int64, wire.OpSum, inputs, got); err != nil {
+	if err := elem.CheckSparse(wire.Int64, wire.OpSum, inputs, got); err != nil {
 		c.fail("generation %d block %d: %v", k.gen, k.blk, err)
 	}
 }

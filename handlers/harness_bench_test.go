@@ -1,10 +1,12 @@
-package handlers
+package handlers_test
 
 import (
 	"context"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/internal/harness"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -13,16 +15,16 @@ import (
 func BenchmarkHarness(b *testing.B) {
 	const p, n = 8, 1 << 18
 	r := rand.New(rand.NewPCG(1, 1))
-	inputs := randomInputs(r, wire.Float32, wire.OpSum, p, n)
-	for _, dg := range designs {
+	inputs := handlers.RandomInputs(r, wire.Float32, wire.OpSum, p, n)
+	for _, dg := range handlers.Designs {
 		b.Run(dg.String(), func(b *testing.B) {
-			cfg := HarnessConfig{Hosts: p, DType: wire.Float32, Op: wire.OpSum, Algo: dg.algo, Buffers: dg.b, Elements: n, Window: 64}
+			cfg := harness.Config{Hosts: p, DType: wire.Float32, Op: wire.OpSum, Algo: dg.Algo(), Buffers: dg.B(), Elements: n, Window: 64}
 			var pkts int64
 			var tau float64
 			b.SetBytes(int64(p * n * 4))
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := RunHarness(context.Background(), cfg, inputs)
+				res, err := harness.Run(context.Background(), cfg, inputs)
 				if err != nil {
 					b.Fatal(err)
 				}

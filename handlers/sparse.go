@@ -8,7 +8,9 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -72,15 +74,15 @@ type SparseConfig struct {
 func (c *SparseConfig) validate() error {
 	switch {
 	case !c.DType.Valid():
-		return fmt.Errorf("sparse: dtype %v: %w", c.DType, ErrUnsupported)
+		return fmt.Errorf("sparse: dtype %v: %w", c.DType, elem.ErrUnsupported)
 	case c.Op != wire.OpSum && c.Op != wire.OpMin && c.Op != wire.OpMax:
 		return fmt.Errorf("sparse: op %v: must be sum, min or max (an absent index is no operand)", c.Op)
 	case c.Storage != wire.StorageHash && c.Storage != wire.StorageArray:
 		return fmt.Errorf("sparse: storage %v: must be hash or array", c.Storage)
-	case c.Buffers < 1 || c.Buffers > MaxBuffers:
-		return fmt.Errorf("sparse: buffers B = %d: must be in 1..%d (1 = single buffer)", c.Buffers, MaxBuffers)
-	case c.Children < 1 || c.Children > MaxChildren:
-		return fmt.Errorf("sparse: children = %d: must be in 1..%d", c.Children, MaxChildren)
+	case c.Buffers < 1 || c.Buffers > proto.MaxBuffers:
+		return fmt.Errorf("sparse: buffers B = %d: must be in 1..%d (1 = single buffer)", c.Buffers, proto.MaxBuffers)
+	case c.Children < 1 || c.Children > proto.MaxChildren:
+		return fmt.Errorf("sparse: children = %d: must be in 1..%d", c.Children, proto.MaxChildren)
 	case c.Elements < 1:
 		return fmt.Errorf("sparse: elements = %d: must be >= 1", c.Elements)
 	case c.BlockElems < 1 || int64(c.BlockElems) > math.MaxUint32:
@@ -204,7 +206,7 @@ type SparseStats struct {
 // recognised by (child, block, sequence) and never aggregated twice.
 type Sparse struct {
 	cfg       SparseConfig
-	kernel    Kernel
+	kernel    elem.Kernel
 	hash      bool
 	esize     int
 	psize     int
@@ -282,7 +284,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	k, err := KernelFor(cfg.DType, cfg.Op)
+	k, err := elem.KernelFor(cfg.DType, cfg.Op)
 	if err != nil {
 		return nil, err
 	}

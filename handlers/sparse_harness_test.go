@@ -1,4 +1,4 @@
-package handlers
+package handlers_test
 
 import (
 	"bytes"
@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/internal/harness"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -24,26 +27,26 @@ func TestSparseHarnessConcurrent(t *testing.T) {
 	cases := []tc{{wire.Int32, wire.OpSum}, {wire.Float32, wire.OpSum}, {wire.BFloat16, wire.OpMax},
 		{wire.Int8, wire.OpMin}, {wire.Float64, wire.OpSum}, {wire.Int64, wire.OpMax}}
 	densities := []float64{0.001, 0.01, 0.1, 0.5}
-	patterns := []string{patRandom, patIdentical, patDisjoint}
-	for _, dg := range sparseDesigns {
+	patterns := []string{handlers.PatRandom, handlers.PatIdentical, handlers.PatDisjoint}
+	for _, dg := range handlers.SparseDesigns {
 		for _, c := range cases {
 			for _, p := range []int{1, 4, 16} {
-				n := 1 + r.IntN(20000/sparseTestScale)
+				n := 1 + r.IntN(20000/handlers.SparseTestScale)
 				density := densities[r.IntN(len(densities))]
-				inputs := randomSparseInputs(r, c.dt, c.op, p, n, density, patterns[r.IntN(len(patterns))])
-				cfg := SparseHarnessConfig{
-					Hosts: p, DType: c.dt, Op: c.op, Storage: dg.storage, Buffers: dg.b, Elements: n,
+				inputs := handlers.RandomSparseInputs(r, c.dt, c.op, p, n, density, patterns[r.IntN(len(patterns))])
+				cfg := harness.SparseConfig{
+					Hosts: p, DType: c.dt, Op: c.op, Storage: dg.Storage(), Buffers: dg.B(), Elements: n,
 					BlockElems: []int{256, 1000, 4096}[r.IntN(3)], PacketPairs: []int{0, 7}[r.IntN(2)],
 					Window: 1 + r.IntN(6), Generations: 2, Dup: 0.1, Reorder: 0.2, Seed: seed,
 				}
 				if r.IntN(2) == 0 {
 					cfg.HashSlots = 32 // spills
 				}
-				res, err := RunSparseHarness(context.Background(), cfg, inputs)
+				res, err := harness.RunSparse(context.Background(), cfg, inputs)
 				if err != nil {
 					t.Fatalf("%s %s %s P=%d n=%d d=%g: %v", dg, c.dt, c.op, p, n, density, err)
 				}
-				if err := CheckSparse(c.dt, c.op, inputs, res.Out[0]); err != nil {
+				if err := elem.CheckSparse(c.dt, c.op, inputs, res.Out[0]); err != nil {
 					t.Fatalf("%s %s %s P=%d n=%d d=%g (seed %d): %v", dg, c.dt, c.op, p, n, density, seed, err)
 				}
 				for h, out := range res.Out {
@@ -66,17 +69,17 @@ func TestSparseHarnessConcurrent(t *testing.T) {
 // and every block still completes exactly.
 func TestSparseHarnessSmallQuota(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 13))
-	inputs := randomSparseInputs(r, wire.Int32, wire.OpSum, 4, 3000, 0.1, patRandom)
-	cfg := SparseHarnessConfig{Hosts: 4, DType: wire.Int32, Op: wire.OpSum, Storage: wire.StorageArray,
+	inputs := handlers.RandomSparseInputs(r, wire.Int32, wire.OpSum, 4, 3000, 0.1, handlers.PatRandom)
+	cfg := harness.SparseConfig{Hosts: 4, DType: wire.Int32, Op: wire.OpSum, Storage: wire.StorageArray,
 		Elements: 3000, BlockElems: 1000, Window: 3, Dup: 0.1, Reorder: 0.2, Seed: 13}
-	probe, _ := cfg.sparseConfig(cfg.HPU.WithDefaults())
+	probe, _ := cfg.HandlerConfig(cfg.HPU.WithDefaults())
 	cfg.Quota = probe.BlockBuffers(1024)
-	res, err := RunSparseHarness(context.Background(), cfg, inputs)
+	res, err := harness.RunSparse(context.Background(), cfg, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for h, out := range res.Out {
-		if err := CheckSparse(cfg.DType, cfg.Op, inputs, out); err != nil {
+		if err := elem.CheckSparse(cfg.DType, cfg.Op, inputs, out); err != nil {
 			t.Fatalf("host %d: %v", h, err)
 		}
 	}

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -102,7 +104,7 @@ func newTestSparse(t testing.TB, cfg SparseConfig) (*Sparse, *hpu.Quota) {
 // generation, plus a second copy of a fraction dup of the packets, in a
 // random order.
 func sparsePackets(r *rand.Rand, cfg SparseConfig, inputs [][]byte, gen uint32, dup float64) []*hpu.Packet {
-	pk := SparsePacker{DType: cfg.DType, BlockElems: cfg.BlockElems, PacketPairs: cfg.PacketPairs}
+	pk := proto.SparsePacker{DType: cfg.DType, BlockElems: cfg.BlockElems, PacketPairs: cfg.PacketPairs}
 	ps := wire.PairSize(cfg.DType)
 	var pkts []*hpu.Packet
 	for rank, in := range inputs {
@@ -162,7 +164,7 @@ func hostMerge(r *rand.Rand, cfg SparseConfig, down []sparseDown, gen uint32, du
 		}
 	}
 	r.Shuffle(len(down), func(i, j int) { down[i], down[j] = down[j], down[i] })
-	asm := make([]SparseAssembler, cfg.Blocks())
+	asm := make([]proto.SparseAssembler, cfg.Blocks())
 	for b := range asm {
 		asm[b].DType = cfg.DType
 	}
@@ -237,7 +239,7 @@ func TestSparseRandomArrivalOrders(t *testing.T) {
 						if err != nil {
 							t.Fatalf("%s gen %d host %d (seed %d): %v", name, gen, h, seed, err)
 						}
-						if err := CheckSparse(dt, op, inputs, got); err != nil {
+						if err := elem.CheckSparse(dt, op, inputs, got); err != nil {
 							t.Fatalf("%s gen %d host %d (seed %d, cfg %+v): %v", name, gen, h, seed, cfg, err)
 						}
 						if h == 1 && !bytes.Equal(got, first) {
@@ -273,7 +275,7 @@ func TestSparseFanIn(t *testing.T) {
 			inputs := randomSparseInputs(r, cfg.DType, cfg.Op, p, cfg.Elements, 0.05, patRandom)
 			got, err := hostMerge(r, cfg, runSparseVirtual(s, sparsePackets(r, cfg, inputs, 0, 0.3)), 0, 0.3)
 			if err == nil {
-				err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+				err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 			}
 			if err != nil {
 				t.Fatalf("%s P=%d: %v", dg, p, err)
@@ -301,7 +303,7 @@ func TestSparseZeroValueSurvives(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := CheckSparse(cfg.DType, op, inputs, got); err != nil {
+			if err := elem.CheckSparse(cfg.DType, op, inputs, got); err != nil {
 				t.Fatalf("%s %s: %v", dg, op, err)
 			}
 			p, _ := wire.PairsOf(got, cfg.DType)
@@ -387,7 +389,7 @@ func TestSparseSpill(t *testing.T) {
 		}
 		got, err := hostMerge(r, cfg, down, 3, 0.2)
 		if err == nil {
-			err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+			err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 		}
 		if err != nil {
 			t.Fatalf("B=%d: %v", b, err)
@@ -458,7 +460,7 @@ func TestSparseNoBufferLeavesNoTrace(t *testing.T) {
 	down = append(down, runSparseVirtual(s, pkts)...) // the hosts retransmit everything
 	got, err := hostMerge(r, cfg, down, 0, 0)
 	if err == nil {
-		err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+		err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +483,7 @@ func TestSparseGenerations(t *testing.T) {
 		down := runSparseVirtual(s, pkts)
 		got, err := hostMerge(r, cfg, down, 5, 0)
 		if err == nil {
-			err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+			err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", dg, err)
@@ -506,7 +508,7 @@ func TestSparseDuplicatesAggregatedOnce(t *testing.T) {
 		r.Shuffle(len(pkts), func(i, j int) { pkts[i], pkts[j] = pkts[j], pkts[i] })
 		got, err := hostMerge(r, cfg, runSparseVirtual(s, pkts), 0, 0)
 		if err == nil {
-			err = CheckSparse(cfg.DType, cfg.Op, inputs, got)
+			err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", dg, err)
@@ -664,7 +666,7 @@ func TestSparseConfigValidate(t *testing.T) {
 		{"xor", func(c *SparseConfig) { c.DType, c.Op = wire.Int32, wire.OpXor }},
 		{"dense storage", func(c *SparseConfig) { c.Storage = wire.StorageDense }},
 		{"no buffers", func(c *SparseConfig) { c.Buffers = 0 }},
-		{"too many buffers", func(c *SparseConfig) { c.Buffers = MaxBuffers + 1 }},
+		{"too many buffers", func(c *SparseConfig) { c.Buffers = proto.MaxBuffers + 1 }},
 		{"no children", func(c *SparseConfig) { c.Children = 0 }},
 		{"no elements", func(c *SparseConfig) { c.Elements = 0 }},
 		{"no block", func(c *SparseConfig) { c.BlockElems = 0 }},

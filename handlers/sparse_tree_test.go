@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
@@ -158,7 +159,7 @@ func TestSparseTreeRandom(t *testing.T) {
 				if local > 0 {
 					got, err := hostMerge(r, tr.root.Config(), rc.down, gen, 0.2)
 					if err == nil {
-						err = CheckSparse(dt, op, all, got)
+						err = elem.CheckSparse(dt, op, all, got)
 					}
 					if err != nil {
 						t.Fatalf("%s gen %d a root's host (seed %d): %v", name, gen, seed, err)
@@ -170,7 +171,7 @@ func TestSparseTreeRandom(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s gen %d leaf %d (seed %d): %v", name, gen, i, seed, err)
 					}
-					if err := CheckSparse(dt, op, all, got); err != nil {
+					if err := elem.CheckSparse(dt, op, all, got); err != nil {
 						t.Fatalf("%s gen %d leaf %d (seed %d, cfg %+v): %v", name, gen, i, seed, cfg, err)
 					}
 				}
@@ -277,7 +278,7 @@ func TestSparseTreeLoss(t *testing.T) {
 		if err != nil {
 			t.Fatalf("leaf %d after recovery: %v", i, err)
 		}
-		if err := CheckSparse(cfg.DType, cfg.Op, all, got); err != nil {
+		if err := elem.CheckSparse(cfg.DType, cfg.Op, all, got); err != nil {
 			t.Fatalf("leaf %d after recovery: %v", i, err)
 		}
 	}

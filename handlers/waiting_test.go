@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -87,7 +88,7 @@ func TestWaitingNamesSparseBlock(t *testing.T) {
 	c := &waitingCapture{}
 	cost := hpu.PsPINCost()
 	task := hpu.NewVirtualTask(&cost, c, nil, 0, 0, 0)
-	pk := SparsePacker{DType: wire.Int32, BlockElems: 8, PacketPairs: 4}
+	pk := proto.SparsePacker{DType: wire.Int32, BlockElems: 8, PacketPairs: 4}
 	pairs, err := wire.AppendPairs(nil, wire.Int32, []uint32{41}, make([]byte, 4))
 	if err != nil {
 		t.Fatal(err)

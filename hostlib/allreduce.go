@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -42,21 +41,18 @@ func (s *Session) AllReduceBytes(ctx context.Context, buf []byte) error {
 }
 
 // AllReduce reduces buf across every rank of the job, in place, as
-// AllReduceBytes does. T must be the Go type of the job's dtype (see
-// DTypeOf), len(buf) the job's Elements, and op the job's op, which was
-// fixed at Join: the switch sized and set up its handler for it. On a
+// AllReduceBytes does, with the job's op (Options.Op): the op is the
+// job's, fixed at Join, where the switch set up its handler for it, so a
+// call takes none. T must be the Go type of the job's dtype (see DTypeOf)
+// and len(buf) the job's Elements. On a
 // little-endian machine buf's memory is sent and overwritten as it is, with
 // no copy; elsewhere it is encoded into a buffer of the session first.
-func AllReduce[T Element](ctx context.Context, s *Session, buf []T, op wire.Op) error {
+func AllReduce[T Element](ctx context.Context, s *Session, buf []T) error {
 	if s.opts.Sparse {
 		return errors.New("hostlib: allreduce: the session joined a sparse job: use SparseAllReduce")
 	}
 	if err := checkElement[T](s.opts.DType); err != nil {
 		return err
-	}
-	if op != s.opts.Op {
-		return fmt.Errorf("hostlib: AllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
-			handlers.OpName(op), handlers.OpName(s.opts.Op))
 	}
 	if len(buf) != s.opts.Elements {
 		return fmt.Errorf("hostlib: AllReduce on %d elements, but the job's vector has %d", len(buf), s.opts.Elements)
@@ -142,13 +138,17 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		}
 		select {
 		case b := <-s.full:
-			err := s.results(b)
-			s.free <- b
-			if err != nil {
+			if err := s.take(b); err != nil {
 				return err
 			}
 		case <-s.timer.C:
 			s.wakeAt = never
+			// Results that arrived while this goroutine was not running
+			// are taken first: select picks among ready cases at random,
+			// and a process that was descheduled wakes with both ready.
+			if err := s.drainResults(); err != nil {
+				return err
+			}
 			if err := s.retransmit(time.Since(start)); err != nil {
 				return err
 			}
@@ -163,6 +163,28 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		}
 	}
 	return nil
+}
+
+// take handles one batch from the reader and gives it back.
+func (s *Session) take(b *rxBatch) error {
+	err := s.results(b)
+	s.free <- b
+	return err
+}
+
+// drainResults takes every batch of packets the reader has queued, without
+// waiting for more.
+func (s *Session) drainResults() error {
+	for {
+		select {
+		case b := <-s.full:
+			if err := s.take(b); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
 }
 
 // arm makes the timer fire at at (since the call started; now is the

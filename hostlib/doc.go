@@ -8,7 +8,7 @@
 // communicator or an NCCL communicator: it has a rank and a world size, and
 // its collective calls reduce a caller's buffer in place. The job's element
 // type (a dtype) and operator (an op: sum, min, max, prod, and, or, xor, or
-// a custom code registered on the switch with handlers.RegisterOp) and the
+// a custom code registered on the switch with elem.RegisterOp) and the
 // vector's length in elements are fixed when the job is joined, because the
 // switch reserves aggregation memory and sets up its handler for them. The
 // usage loop:
@@ -22,14 +22,16 @@
 //	defer s.Close()                // leaves the job
 //	for step := range steps {
 //		computeGradients(grads)
-//		if err := hostlib.AllReduce(ctx, s, grads, wire.OpSum); err != nil { ... }
+//		if err := hostlib.AllReduce(ctx, s, grads); err != nil { ... }
 //		// grads now holds the sum over all ranks
 //	}
 //
-// AllReduce takes a typed slice ([]float32, []int32, []handlers.BFloat16,
-// []handlers.Float16, ...; see Element and DTypeOf); AllReduceBytes takes the vector's
-// little-endian bytes. Every rank must make the same calls in the same
-// order, each with the same op and length.
+// AllReduce takes a typed slice ([]float32, []int32, []elem.BFloat16,
+// []elem.Float16, ...; see Element and DTypeOf); AllReduceBytes takes the vector's
+// little-endian bytes. Neither takes an op: the op, like the dtype and
+// the length, is the job's, fixed at Join (Options.Op), where the switch
+// set up its handler for it. Every rank must make the same calls in the
+// same order.
 //
 // # What a call does
 //
@@ -39,7 +41,7 @@
 // Little's law from the buffers it reserved), the aggregation design, the
 // elements per packet and the number of blocks. An AllReduce call then cuts
 // the vector into those blocks and streams them to the switch, each rank
-// starting at a different block (staggered, handlers.StaggeredOrder) so that
+// starting at a different block (staggered, proto.StaggeredOrder) so that
 // the switch's cores rarely contend, keeping W in flight. The switch
 // aggregates each block as its packets arrive and multicasts the result
 // when every rank has contributed; the host copies it into place and sends

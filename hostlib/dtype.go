@@ -6,27 +6,27 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
 // Element is the set of Go element types AllReduce accepts, one per wire
-// dtype: the signed integers, the IEEE floats, handlers.BFloat16 and
-// handlers.Float16 (a bfloat16 and a binary16, each held in a uint16).
+// dtype: the signed integers, the IEEE floats, elem.BFloat16 and
+// elem.Float16 (a bfloat16 and a binary16, each held in a uint16).
 // Named types over the integers and floats (type Grad float32) are accepted
 // too; the two 16-bit float types are accepted only as themselves, since
 // their common uint16 cannot say which one a named type means.
 type Element interface {
-	~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64 | handlers.BFloat16 | handlers.Float16
+	~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64 | elem.BFloat16 | elem.Float16
 }
 
 // DTypeOf returns the wire dtype of the Go element type T: wire.Int32 for
-// int32, wire.BFloat16 for handlers.BFloat16, wire.Float16 for
-// handlers.Float16, and so on.
+// int32, wire.BFloat16 for elem.BFloat16, wire.Float16 for
+// elem.Float16, and so on.
 func DTypeOf[T Element]() wire.DType {
 	// The kind, not the type, decides, so named types map like their
-	// underlying type; the uint16s in Element are exactly handlers.BFloat16
-	// and handlers.Float16, told apart by type.
+	// underlying type; the uint16s in Element are exactly elem.BFloat16
+	// and elem.Float16, told apart by type.
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Int8:
 		return wire.Int8
@@ -41,7 +41,7 @@ func DTypeOf[T Element]() wire.DType {
 	case reflect.Float64:
 		return wire.Float64
 	case reflect.Uint16:
-		if reflect.TypeFor[T]() == reflect.TypeFor[handlers.Float16]() {
+		if reflect.TypeFor[T]() == reflect.TypeFor[elem.Float16]() {
 			return wire.Float16
 		}
 		return wire.BFloat16

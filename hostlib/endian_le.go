@@ -1,5 +1,5 @@
 // The list of little-endian architectures is encoding/binary's, as in
-// handlers/kernel_le.go; endian_be.go covers every other one.
+// elem/kernel_le.go; endian_be.go covers every other one.
 
 //go:build 386 || amd64 || amd64p32 || alpha || arm || arm64 || loong64 || mipsle || mips64le || mips64p32le || nios2 || ppc64le || riscv || riscv64 || sh || wasm
 

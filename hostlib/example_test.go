@@ -43,7 +43,7 @@ func Example() {
 		for i := range grads {
 			grads[i] = float32(step) // this rank's contribution
 		}
-		if err := hostlib.AllReduce(ctx, s, grads, wire.OpSum); err != nil {
+		if err := hostlib.AllReduce(ctx, s, grads); err != nil {
 			log.Fatal(err) // a *hostlib.TimeoutError says which blocks are missing
 		}
 		// grads now holds the sum over the four ranks.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -51,7 +51,7 @@ type fakeJob struct {
 	elements int
 	pe       int
 	blocks   int
-	fold     handlers.Kernel
+	fold     elem.Kernel
 	members  []netip.AddrPort // by rank; zero until joined
 	joined   int
 	acked    bool
@@ -194,7 +194,7 @@ func (f *fakeSwitch) newJob(h *wire.Header, body *wire.JoinBody) *fakeJob {
 	if pe == 0 {
 		pe = f.cfg.packetElems
 	}
-	fold, err := handlers.KernelFor(h.DType, h.Op)
+	fold, err := elem.KernelFor(h.DType, h.Op)
 	if err != nil {
 		panic(err) // the tests only join valid jobs
 	}

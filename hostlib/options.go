@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -73,7 +73,7 @@ type Options struct {
 	DType wire.DType
 	// Op is the reduction: a built-in operator defined on DType, or a
 	// custom code (from wire.OpCustomBase) registered on the switch with
-	// handlers.RegisterOp.
+	// elem.RegisterOp.
 	Op wire.Op
 
 	// Elements is the vector's length in elements (not bytes), at least 1.
@@ -205,7 +205,7 @@ func (o *Options) validate() error {
 	if o.Op.Builtin() {
 		// Custom codes are checked by the switch, where they must be
 		// registered; a built-in must at least be defined on the dtype.
-		if _, err := handlers.KernelFor(o.DType, o.Op); err != nil {
+		if _, err := elem.KernelFor(o.DType, o.Op); err != nil {
 			return fmt.Errorf("Op = %v: not defined on %v", o.Op, o.DType)
 		}
 	}

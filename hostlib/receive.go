@@ -226,6 +226,9 @@ func (s *Session) failure(h *wire.Header, payload []byte) error {
 	case wire.CodeWaiting:
 		if h.Generation == s.gen {
 			s.noteWaiting(e.Text)
+			if !s.opts.Sparse {
+				s.trk.heldUp(h.Block, time.Since(s.start))
+			}
 			return nil
 		}
 	case wire.CodeTimeout, wire.CodeUnknownJob, wire.CodeInternal:

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -292,7 +292,7 @@ func TestSessionDropsCraftedPackets(t *testing.T) {
 		}
 	}
 	for r, out := range outs {
-		if err := handlers.Check(wire.Float32, wire.OpSum, inputs, out); err != nil {
+		if err := elem.Check(wire.Float32, wire.OpSum, inputs, out); err != nil {
 			t.Errorf("rank %d: %v", r, err)
 		}
 	}

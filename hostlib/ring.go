@@ -52,7 +52,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -453,7 +453,7 @@ func ringFingerprint(order []int) uint64 {
 // cancelled just as a call completes, the call returns nil (buf holds the
 // result) but the ring is closed.
 func (r *Ring) AllReduce(ctx context.Context, buf []byte, dt wire.DType, op wire.Op) error {
-	fold, err := handlers.KernelFor(dt, op)
+	fold, err := elem.KernelFor(dt, op)
 	if err != nil {
 		return fmt.Errorf("hostlib: ring allreduce: %w", err)
 	}
@@ -493,7 +493,7 @@ func (r *Ring) AllReduce(ctx context.Context, buf []byte, dt wire.DType, op wire
 // run performs the 2(P−1) steps of one call. Chunk i is elements
 // [i·n/P, (i+1)·n/P), so chunk sizes differ by at most one element and some
 // are empty when n < P.
-func (r *Ring) run(buf []byte, dt wire.DType, op wire.Op, fold handlers.Kernel) error {
+func (r *Ring) run(buf []byte, dt wire.DType, op wire.Op, fold elem.Kernel) error {
 	r.gen++
 	p, size := r.world, dt.Size()
 	n := len(buf) / size
@@ -524,7 +524,7 @@ func (r *Ring) run(buf []byte, dt wire.DType, op wire.Op, fold handlers.Kernel) 
 // its own goroutine: were both sides to write a large chunk before reading,
 // each would block once the socket buffers filled, and the ring would
 // deadlock.
-func (r *Ring) step(s int, dt wire.DType, op wire.Op, out, in []byte, fold handlers.Kernel) error {
+func (r *Ring) step(s int, dt wire.DType, op wire.Op, out, in []byte, fold elem.Kernel) error {
 	return r.exchange(s, dt, op, out, func() error { return r.receive(s, dt, op, in, fold) })
 }
 
@@ -556,7 +556,7 @@ func (r *Ring) exchange(s int, dt wire.DType, op wire.Op, out []byte, receive fu
 }
 
 // receive reads step s's frame from the predecessor into in.
-func (r *Ring) receive(s int, dt wire.DType, op wire.Op, in []byte, fold handlers.Kernel) error {
+func (r *Ring) receive(s int, dt wire.DType, op wire.Op, in []byte, fold elem.Kernel) error {
 	h := r.recvHdr[:]
 	if _, err := io.ReadFull(r.in, h); err != nil {
 		return r.stepErr(s, "receiving from", r.prev, err)
@@ -679,7 +679,7 @@ func RunLocalRing(ctx context.Context, bufs [][]byte, dt wire.DType, op wire.Op,
 			return fmt.Errorf("hostlib: RunLocalRing: bufs[%d] has %d bytes, bufs[0] %d; every rank needs the same length", i, len(b), len(bufs[0]))
 		}
 	}
-	if _, err := handlers.KernelFor(dt, op); err != nil {
+	if _, err := elem.KernelFor(dt, op); err != nil {
 		return fmt.Errorf("hostlib: RunLocalRing: %w", err)
 	}
 	rings, err := NewLocalRings(ctx, len(bufs), order)

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -54,7 +54,7 @@ func (r *Ring) SparseAllReduce(ctx context.Context, pairs []byte, dt wire.DType,
 		all = append(all, next...)
 		cur = next
 	}
-	out, err := handlers.MergeSparse(nil, dt, op, nil, all)
+	out, err := proto.MergeSparse(nil, dt, op, nil, all)
 	if err != nil {
 		r.failed.Add(1)
 		return nil, fmt.Errorf("hostlib: ring rank %d: sparse merge: %w", r.rank, err)

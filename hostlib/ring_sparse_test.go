@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -33,7 +33,7 @@ func TestRingSparseAllReduce(t *testing.T) {
 			t.Fatalf("P=%d: %v", p, err)
 		}
 		for r := range res {
-			if err := handlers.CheckSparse(wire.Int32, wire.OpSum, lists, res[r]); err != nil {
+			if err := elem.CheckSparse(wire.Int32, wire.OpSum, lists, res[r]); err != nil {
 				t.Fatalf("P=%d rank %d: %v", p, r, err)
 			}
 			if !bytes.Equal(res[r], res[0]) {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -404,7 +404,7 @@ func allReduceAll(t *testing.T, rings []*Ring, inputs [][]byte, dt wire.DType, o
 func checkRingResult(t *testing.T, name string, dt wire.DType, op wire.Op, inputs, got [][]byte) {
 	t.Helper()
 	for i, g := range got {
-		if err := handlers.Check(dt, op, inputs, g); err != nil {
+		if err := elem.Check(dt, op, inputs, g); err != nil {
 			t.Errorf("%s: rank %d: %v", name, i, err)
 		}
 		if !bytes.Equal(g, got[0]) {
@@ -479,9 +479,9 @@ func ringTestVector(rng *rand.Rand, dt wire.DType, op wire.Op, n int) []byte {
 		case wire.Float64:
 			binary.LittleEndian.PutUint64(b[i:], math.Float64bits(f))
 		case wire.BFloat16:
-			binary.LittleEndian.PutUint16(b[i:], uint16(handlers.BFloat16From(float32(f))))
+			binary.LittleEndian.PutUint16(b[i:], uint16(elem.BFloat16From(float32(f))))
 		case wire.Float16:
-			binary.LittleEndian.PutUint16(b[i:], uint16(handlers.Float16From(float32(f))))
+			binary.LittleEndian.PutUint16(b[i:], uint16(elem.Float16From(float32(f))))
 		default:
 			panic("ringTestVector: no float encoding for " + dt.String())
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -259,7 +259,8 @@ func (s *Session) join(ctx context.Context) error {
 		Buffers:       uint8(s.opts.Buffers),
 		Storage:       s.opts.Storage,
 		Elements:      uint64(s.opts.Elements),
-		PacketElems:   uint32(s.opts.PacketElems + s.opts.BlockElems), // a sparse join asks for its block size here
+		PacketElems:   uint32(s.opts.PacketElems), // dense only (Options.validate)
+		BlockElems:    uint32(s.opts.BlockElems),  // sparse only
 		TimeoutMillis: uint32(min(s.opts.Timeout.Milliseconds(), math.MaxUint32)),
 	}
 	if s.opts.Reproducible {
@@ -364,7 +365,7 @@ func (s *Session) admit(a *wire.JoinAckBody) error {
 	s.window = int(min(a.Window, math.MaxInt32))
 	s.algo, s.buffers, s.pe, s.blocks = a.Algo, int(a.Buffers), pe, int(a.Blocks)
 	s.limit = min(s.window, s.blocks)
-	s.order = handlers.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
+	s.order = proto.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
 	s.trk.init(s.blocks, s.limit)
 	if s.opts.BlockDeadline > 0 {
 		s.contrib = make([]uint16, s.blocks)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -55,7 +55,7 @@ func joinAll(t *testing.T, f *fakeSwitch, world int, dt wire.DType, elements int
 func reduceTyped[T Element](ctx context.Context, s *Session, in []byte) ([]byte, error) {
 	buf := make([]T, len(in)/DTypeOf[T]().Size())
 	decodeLE(buf, in)
-	if err := AllReduce(ctx, s, buf, s.opts.Op); err != nil {
+	if err := AllReduce(ctx, s, buf); err != nil {
 		return nil, err
 	}
 	out := make([]byte, len(in))
@@ -134,7 +134,7 @@ func allReduceRounds(t *testing.T, ss []*Session, calls int, seed uint64) {
 	}
 	for c := range calls {
 		for r := range ss {
-			if err := handlers.Check(dt, op, inputs[c], got[r][c]); err != nil {
+			if err := elem.Check(dt, op, inputs[c], got[r][c]); err != nil {
 				t.Errorf("call %d, rank %d: %v", c+1, r, err)
 			}
 			if !bytes.Equal(got[r][c], got[0][c]) {
@@ -253,7 +253,7 @@ func TestSessionAllReduceTimeout(t *testing.T) {
 	s := ss[0]
 	s.opts.Timeout = 300 * time.Millisecond
 	buf := make([]float32, 5000)
-	err := AllReduce(t.Context(), s, buf, wire.OpSum)
+	err := AllReduce(t.Context(), s, buf)
 	var te *TimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("AllReduce: %v; want a *TimeoutError", err)
@@ -278,7 +278,7 @@ func TestSessionAllReduceTimeout(t *testing.T) {
 	s.opts.Timeout = time.Minute
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	if err := AllReduce(ctx, s, buf, wire.OpSum); !errors.As(err, &te) || te.Generation != 2 {
+	if err := AllReduce(ctx, s, buf); !errors.As(err, &te) || te.Generation != 2 {
 		t.Errorf("AllReduce with a context deadline: %v; want a *TimeoutError for generation 2", err)
 	}
 }
@@ -302,7 +302,7 @@ func TestSessionClose(t *testing.T) {
 
 	// Close interrupts a call that is waiting for rank 1.
 	done := make(chan error)
-	go func() { done <- AllReduce(t.Context(), s, make([]int32, 100), wire.OpSum) }()
+	go func() { done <- AllReduce(t.Context(), s, make([]int32, 100)) }()
 	time.Sleep(50 * time.Millisecond)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -339,15 +339,13 @@ func TestSessionWrongArguments(t *testing.T) {
 		call func() error
 		want []string
 	}{
-		{"int32 on float32", func() error { return AllReduce(ctx, s, make([]int32, 10), wire.OpSum) },
+		{"int32 on float32", func() error { return AllReduce(ctx, s, make([]int32, 10)) },
 			[]string{"[]int32", "float32"}},
-		{"bfloat16 on float32", func() error { return AllReduce(ctx, s, make([]handlers.BFloat16, 10), wire.OpSum) },
-			[]string{"handlers.BFloat16", "float32"}},
-		{"float16 on float32", func() error { return AllReduce(ctx, s, make([]handlers.Float16, 10), wire.OpSum) },
-			[]string{"handlers.Float16", "float16", "float32"}},
-		{"other op", func() error { return AllReduce(ctx, s, make([]float32, 10), wire.OpMax) },
-			[]string{"max", "sum"}},
-		{"short slice", func() error { return AllReduce(ctx, s, make([]float32, 9), wire.OpSum) },
+		{"bfloat16 on float32", func() error { return AllReduce(ctx, s, make([]elem.BFloat16, 10)) },
+			[]string{"elem.BFloat16", "float32"}},
+		{"float16 on float32", func() error { return AllReduce(ctx, s, make([]elem.Float16, 10)) },
+			[]string{"elem.Float16", "float16", "float32"}},
+		{"short slice", func() error { return AllReduce(ctx, s, make([]float32, 9)) },
 			[]string{"9 elements", "10"}},
 		{"short bytes", func() error { return s.AllReduceBytes(ctx, make([]byte, 39)) },
 			[]string{"39 bytes", "want 40"}},
@@ -369,7 +367,7 @@ func TestSessionWrongArguments(t *testing.T) {
 	}
 	// A named type over the right kind is fine.
 	type grad float32
-	if err := AllReduce(ctx, s, make([]grad, 10), wire.OpSum); err != nil {
+	if err := AllReduce(ctx, s, make([]grad, 10)); err != nil {
 		t.Errorf("AllReduce on []grad: %v", err)
 	}
 }
@@ -416,7 +414,7 @@ func TestSessionZeroAlloc(t *testing.T) {
 	buf := make([]float32, n)
 	ctx := t.Context()
 	allocs := testing.AllocsPerRun(5, func() {
-		if err := AllReduce(ctx, s, buf, wire.OpSum); err != nil {
+		if err := AllReduce(ctx, s, buf); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -439,13 +437,13 @@ func TestEncodeDecodeLE(t *testing.T) {
 	if !slices.Equal(back, v) {
 		t.Errorf("decodeLE: %v; want %v", back, v)
 	}
-	h := []handlers.BFloat16{handlers.BFloat16From(1.5)}
+	h := []elem.BFloat16{elem.BFloat16From(1.5)}
 	hb := make([]byte, 2)
 	encodeLE(hb, h)
 	if hb[0] != 0xc0 || hb[1] != 0x3f {
 		t.Errorf("bfloat16 1.5 encodes as % x; want c0 3f", hb)
 	}
-	encodeLE(hb, []handlers.Float16{handlers.Float16From(1.5)})
+	encodeLE(hb, []elem.Float16{elem.Float16From(1.5)})
 	if hb[0] != 0x00 || hb[1] != 0x3e {
 		t.Errorf("float16 1.5 encodes as % x; want 00 3e", hb)
 	}
@@ -463,8 +461,8 @@ func TestDTypeOf(t *testing.T) {
 		{DTypeOf[int64](), wire.Int64},
 		{DTypeOf[float32](), wire.Float32},
 		{DTypeOf[grad](), wire.Float64},
-		{DTypeOf[handlers.BFloat16](), wire.BFloat16},
-		{DTypeOf[handlers.Float16](), wire.Float16},
+		{DTypeOf[elem.BFloat16](), wire.BFloat16},
+		{DTypeOf[elem.Float16](), wire.Float16},
 	}
 	for i, tt := range tests {
 		if tt.got != tt.want {
@@ -504,7 +502,7 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 				buf := make([]float32, n)
 				wg.Go(func() {
 					for range calls {
-						if err := AllReduce(b.Context(), s, buf, wire.OpSum); err != nil {
+						if err := AllReduce(b.Context(), s, buf); err != nil {
 							b.Error(err)
 							return
 						}
@@ -518,7 +516,7 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 				for range world - 1 {
 					calls <- struct{}{}
 				}
-				if err := AllReduce(b.Context(), ss[0], buf, wire.OpSum); err != nil {
+				if err := AllReduce(b.Context(), ss[0], buf); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
 // sparseCall is a sparse session's state: fixed at admission (the packer)
 // and per call (each block's pairs and the switch's stream for it).
 type sparseCall struct {
-	packer handlers.SparsePacker
+	packer proto.SparsePacker
 	pairs  []byte   // this call's pairs, global indices, sorted
 	blocks [][]byte // sub-slices of pairs, by block
-	asm    []handlers.SparseAssembler
+	asm    []proto.SparseAssembler
 	// Packets of the next generation that arrived during this call: other
 	// hosts may start it (and the switch spill their pairs) while this one
 	// still waits for its last results. Replayed when that call starts.
@@ -47,12 +47,12 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 	s.window = int(min(a.Window, math.MaxInt32))
 	s.algo, s.buffers, s.pe, s.blocks = a.Algo, int(a.Buffers), be, blocks
 	s.limit = min(s.window, s.blocks)
-	s.order = handlers.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
+	s.order = proto.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
 	s.trk.init(s.blocks, s.limit)
 	s.trk.floor = rtoSparse
-	s.sp.packer = handlers.SparsePacker{DType: s.opts.DType, BlockElems: be, PacketPairs: pairs}
+	s.sp.packer = proto.SparsePacker{DType: s.opts.DType, BlockElems: be, PacketPairs: pairs}
 	s.sp.blocks = make([][]byte, blocks)
-	s.sp.asm = make([]handlers.SparseAssembler, blocks)
+	s.sp.asm = make([]proto.SparseAssembler, blocks)
 	for i := range s.sp.asm {
 		s.sp.asm[i].DType = s.opts.DType
 	}
@@ -68,11 +68,11 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 
 // SparseAllReduce reduces a sparse vector across every rank of a sparse job
 // (Options.Sparse) and returns the result as (index, value) pairs sorted by
-// index: for each index present on any rank, op over the values of the
-// ranks that have it. idx must be strictly increasing and below the job's
-// Elements, with val holding the value of each index; T must be the Go
-// type of the job's dtype and op the job's op. Bad input is reported
-// before anything is sent.
+// index: for each index present on any rank, the job's op (fixed at Join,
+// as for AllReduce) over the values of the ranks that have it. idx must be
+// strictly increasing and below the job's Elements, with val holding the
+// value of each index; T must be the Go type of the job's dtype. Bad input
+// is reported before anything is sent.
 //
 // The pairs travel block by block (fixed index ranges of BlockElems), each
 // block as a stream of packets, in this rank's staggered order with at
@@ -81,13 +81,9 @@ func (s *Session) admitSparse(a *wire.JoinAckBody) error {
 // host merges both, in an order that depends on the pairs alone, so every
 // rank gets the same bits. Errors are AllReduce's: *TimeoutError with the
 // blocks missing, *SwitchError, ErrClosed.
-func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, val []T, op wire.Op) ([]uint32, []T, error) {
+func SparseAllReduce[T Element](ctx context.Context, s *Session, idx []uint32, val []T) ([]uint32, []T, error) {
 	if err := checkElement[T](s.opts.DType); err != nil {
 		return nil, nil, err
-	}
-	if op != s.opts.Op {
-		return nil, nil, fmt.Errorf("hostlib: SparseAllReduce with op %s, but the job reduces with %s: the op is fixed at Join",
-			handlers.OpName(op), handlers.OpName(s.opts.Op))
 	}
 	if len(idx) != len(val) {
 		return nil, nil, fmt.Errorf("hostlib: sparse allreduce: %d indices but %d values", len(idx), len(val))

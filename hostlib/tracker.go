@@ -92,6 +92,21 @@ func (t *tracker) sample(r time.Duration) {
 	t.srtt = (7*t.srtt + r) / 8
 }
 
+// heldUp takes the switch's waiting report on block b at now: the switch had
+// this rank's packet and waits for other ranks', so the retransmission that
+// drew the answer was spurious, and the block's round trip is at least
+// now − sent. That lower bound is sampled. Karn's rule keeps retransmitted
+// blocks out of the estimate, so without it the estimate follows only the
+// blocks that never waited, and on a loaded machine, where a block waits
+// for the slowest rank, keeps firing too early (TCP corrects its spurious
+// timeouts the same way, RFC 4015).
+func (t *tracker) heldUp(b uint32, now time.Duration) {
+	if int(b) >= len(t.pos) || t.pos[b] < 0 {
+		return // done meanwhile, or not this call's
+	}
+	t.sample(now - t.flights[t.pos[b]].sent)
+}
+
 // backoff records a retransmission of f at now: the timeout doubles, up to
 // rtoMax, as TCP's does, so a congested switch is not flooded.
 func (f *flight) backoff(now time.Duration) {

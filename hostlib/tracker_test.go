@@ -50,4 +50,19 @@ func TestTrackerRTO(t *testing.T) {
 	if tr.complete(21, now) {
 		t.Error("a block completed twice")
 	}
+	// A waiting report says a retransmission was spurious: the block has
+	// waited 300 ms so far for other ranks, and the timeout follows.
+	tr.launch(90, now)
+	tr.flights[len(tr.flights)-1].backoff(now + rtoInitial)
+	for range 8 {
+		tr.heldUp(90, now+300*ms)
+	}
+	if got := tr.rto(); got < 250*ms {
+		t.Errorf("rto %v after reports that block 90 waited 300 ms for other ranks, want at least 250 ms", got)
+	}
+	tr.heldUp(21, now+time.Hour) // done: no sample
+	tr.heldUp(5000, now)         // not a block of this call
+	if got := tr.rto(); got > rtoMax {
+		t.Errorf("rto %v past rtoMax", got)
+	}
 }

@@ -21,13 +21,14 @@
 //
 // The usage loop:
 //
-//	u, err := hpu.New(cfg, egress)     // egress receives what handlers Emit
-//	go u.Run(ctx)                      // starts the core goroutines
-//	p.Handler = jobHandler             // the daemon's match rule picks it
-//	err = u.Submit(p)                  // or SubmitWait(ctx, p) for back-pressure
-//	stats := u.Stats()                 // per-core and per-cluster counters
+//	u, err := hpu.New(cfg, egress, done) // egress receives what handlers Emit; done gets each packet back
+//	go u.Run(ctx)                        // starts the core goroutines
+//	p.Handler = jobHandler               // the daemon's match rule picks it
+//	err = u.Submit(p)                    // or SubmitWait(ctx, p) for back-pressure
+//	stats := u.Stats()                   // per-core and per-cluster counters
 //
 // A Handler is plain code over a Task: it never touches a socket, and the same
-// handler runs under the goroutine-per-core runner here and under a
-// virtual-time runner that only advances a cycle clock.
+// handler runs under the goroutine-per-core runner here and under the
+// virtual-time runner (NewVirtual, a VirtualUnit) that only advances a cycle
+// clock.
 package hpu

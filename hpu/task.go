@@ -8,13 +8,14 @@ import (
 )
 
 // Packet is one Flare packet handed to the processing unit. Its memory is
-// owned by whoever submitted it until the HPU calls Config's Done hook.
+// owned by whoever submitted it until the unit hands it back through the
+// done function given to New (or NewVirtual).
 type Packet struct {
 	Hdr     wire.Header // decoded header
 	Payload []byte      // the payload, a view into the submitter's buffer
 	Handler Handler     // the job's handler, chosen by the daemon's match rule
 	Arrival int64       // arrival time: ns (real time) or cycles (virtual time)
-	Ref     any         // the submitter's token for the buffer, given back in Done
+	Ref     any         // the submitter's token for the buffer, given back with the packet to done
 }
 
 // Handler processes the packets of one job. Payload runs for every packet

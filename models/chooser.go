@@ -3,7 +3,7 @@ package models
 import (
 	"math"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -12,20 +12,13 @@ import (
 // with 4 buffers if larger than 256KiB, with 2 buffers if larger than
 // 128KiB, and tree aggregation otherwise. When reproducibility of
 // floating-point summation is required, Flare always uses tree
-// aggregation." It uses the thresholds the switch uses (handlers.Choose),
-// so the model and the daemon agree.
+// aggregation." It is the switch's own rule (proto.Choose), so the model
+// and the daemon agree.
 func ChoosePaper(bytes int64, reproducible bool) Design {
-	switch {
-	case reproducible:
-		return Tree
-	case bytes > handlers.SingleAbove:
-		return Single
-	case bytes > handlers.Multi4Above:
-		return Multi4
-	case bytes > handlers.Multi2Above:
-		return Multi2
-	}
-	return Tree
+	// Every threshold is far below 2³¹, so clamping keeps the choice on
+	// machines with a 32-bit int.
+	algo, b := proto.Choose(int(min(bytes, math.MaxInt32)), reproducible)
+	return Design{Algo: algo, Buffers: b}
 }
 
 // ChooseModel evaluates the four designs (Designs) at p with Z = bytes and

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -33,7 +33,7 @@ func TestChoosePaper(t *testing.T) {
 	}
 	// The switch's rule and the model's are the same.
 	for z := int64(1); z <= 2<<20; z = z*3/2 + 1 {
-		algo, b := handlers.Choose(int(z), false)
+		algo, b := proto.Choose(int(z), false)
 		if got := ChoosePaper(z, false); got.Algo != algo || got.Buffers != b {
 			t.Errorf("%d bytes: model %s, switch %v/%d", z, got, algo, b)
 		}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -60,10 +60,10 @@ func ParseDesign(s string) (Design, error) {
 	}
 	if rest, ok := strings.CutPrefix(s, "multi"); ok {
 		b, err := strconv.Atoi(rest)
-		if err == nil && b >= 2 && b <= handlers.MaxBuffers {
+		if err == nil && b >= 2 && b <= proto.MaxBuffers {
 			return Design{Algo: wire.AlgoMulti, Buffers: b}, nil
 		}
-		return Design{}, fmt.Errorf("models: design %q: the buffer count must be in 2..%d (multi2, multi4, ...)", s, handlers.MaxBuffers)
+		return Design{}, fmt.Errorf("models: design %q: the buffer count must be in 2..%d (multi2, multi4, ...)", s, proto.MaxBuffers)
 	}
 	return Design{}, fmt.Errorf("models: unknown design %q (allowed: single, multi2, multi4, multi<B>, tree, auto)", s)
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -94,7 +94,7 @@ type Params struct {
 	// Staggered is staggered sending (§5): host i starts at block i·G/P of
 	// its group so packets of a block arrive spread in time.
 	Staggered bool
-	// Window is the hosts' stagger group in blocks (handlers.StaggeredOrder:
+	// Window is the hosts' stagger group in blocks (proto.StaggeredOrder:
 	// the in-flight window W). 0 staggers over the whole vector, as the
 	// paper's model does.
 	Window int
@@ -142,7 +142,7 @@ const (
 	MaxCoresPerCluster = hpu.MaxCoresPerCluster
 	MinPacketBytes     = 64
 	MaxPacketBytes     = 64 << 10
-	MaxHosts           = handlers.MaxChildren
+	MaxHosts           = proto.MaxChildren
 	MaxBytes           = int64(1) << 40
 	MaxClockHz         = 1e12
 	MaxQueueDepth      = hpu.MaxQueueDepth
@@ -291,8 +291,8 @@ func (p Params) Validate() error {
 		return bad("SameBlockInterArrival", p.SameBlockInterArrival, ">= 0 cycles (0 derives δc)")
 	case p.Window < 0:
 		return bad("Window", p.Window, ">= 0 blocks (0 = the whole vector)")
-	case p.Buffers < 2 || p.Buffers > handlers.MaxBuffers:
-		return bad("Buffers", p.Buffers, fmt.Sprintf("in 2..%d", handlers.MaxBuffers))
+	case p.Buffers < 2 || p.Buffers > proto.MaxBuffers:
+		return bad("Buffers", p.Buffers, fmt.Sprintf("in 2..%d", proto.MaxBuffers))
 	case p.QueueDepth < p.CoresPerCluster || p.QueueDepth > MaxQueueDepth:
 		return bad("QueueDepth", p.QueueDepth, fmt.Sprintf("in %d (CoresPerCluster)..%d", p.CoresPerCluster, MaxQueueDepth))
 	case p.L1Bytes < p.PacketBytes || p.L1Bytes > hpu.MaxL1Bytes:

@@ -89,7 +89,7 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 	if fromSwitch {
 		rank, who = uint16(h.Block), fmt.Sprintf("child switch %d", h.Child)
 	}
-	m := *h // memberIndex rewrites Child
+	member, isMember := s.memberIndex(h)
 	s.jobs.mu.Lock()
 	j := s.jobs.get(h.Job)
 	var members []netip.AddrPort
@@ -101,7 +101,7 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.jobs.mu.Unlock()
 		s.drops.add(dropUnknownJob)
 		return
-	case !s.memberIndex(&m) || int(m.Child) >= len(members):
+	case !isMember || int(member) >= len(members):
 		s.jobs.mu.Unlock()
 		s.drops.add(dropNotMember)
 		return
@@ -109,7 +109,7 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.jobs.mu.Unlock()
 		s.drops.add(dropToken)
 		return
-	case members[m.Child] != from:
+	case members[member] != from:
 		s.jobs.mu.Unlock()
 		s.drops.add(dropNotMember)
 		return
@@ -122,7 +122,7 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 	s.jobs.mu.Unlock()
 	s.log.Warn("job aborted by a member", "job", h.Job, "by", who, "from", from, "generation", h.Generation,
 		"cause", body.Code, "reason", string(body.Text))
-	s.notifyAborted(j, members, int(m.Child), h.Generation, rank, text)
+	s.notifyAborted(j, members, int(member), h.Generation, rank, text)
 }
 
 // parentAborted passes a parent's CodeAborted Error down: the job ends

@@ -129,7 +129,7 @@ func startCalls(ss []*hostlib.Session, ranks []int, ctxs map[int]context.Context
 			ctx = context.Background()
 		}
 		go func() {
-			err := hostlib.AllReduce(ctx, ss[r], make([]float32, abortElements), wire.OpSum)
+			err := hostlib.AllReduce(ctx, ss[r], make([]float32, abortElements))
 			ch <- callResult{err, time.Now()}
 		}()
 	}
@@ -186,7 +186,7 @@ func TestAbortCancelledCall(t *testing.T) {
 	}
 	// Rank 0 was not in the call: its next one fails at once too.
 	start := time.Now()
-	err := hostlib.AllReduce(context.Background(), ss[0], make([]float32, abortElements), wire.OpSum)
+	err := hostlib.AllReduce(context.Background(), ss[0], make([]float32, abortElements))
 	checkAborted(t, 0, err, 1, "cancelled")
 	t.Logf("rank 0's next call failed after %v", time.Since(start).Round(10*time.Microsecond))
 	if st := ss[1].Stats(); st.Aborts != 1 {
@@ -312,7 +312,7 @@ func TestAbortTree(t *testing.T) {
 			ctx = ctx2
 		}
 		wg.Go(func() {
-			err := hostlib.AllReduce(ctx, ss[r], make([]float32, 1<<14), wire.OpSum)
+			err := hostlib.AllReduce(ctx, ss[r], make([]float32, 1<<14))
 			mu.Lock()
 			errs[r] = err
 			mu.Unlock()
@@ -331,7 +331,7 @@ func TestAbortTree(t *testing.T) {
 		checkTreeAborted(t, r, errs[r])
 	}
 	// Host 3, at the leaf of the host that aborted, hears it directly.
-	err = hostlib.AllReduce(context.Background(), ss[3], make([]float32, 1<<14), wire.OpSum)
+	err = hostlib.AllReduce(context.Background(), ss[3], make([]float32, 1<<14))
 	var ae *hostlib.AbortedError
 	if !errors.As(err, &ae) || ae.Rank != 0 || !strings.HasPrefix(ae.Reason, "rank 0: allreduce generation 1 cancelled") {
 		t.Errorf("host 3: %v; want an *AbortedError by rank 0 of its leaf", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -86,7 +87,7 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 	}
 	algo, b := j.spec.Algo, int(j.spec.Buffers)
 	if algo == wire.AlgoAuto {
-		algo, b = handlers.Choose(elements*esize, j.spec.Options&wire.OptReproducible != 0)
+		algo, b = proto.Choose(elements*esize, j.spec.Options&wire.OptReproducible != 0)
 	}
 	bounded := j.spec.Options&wire.OptBounded != 0
 	if bounded {

@@ -92,14 +92,15 @@ func sizeText(n int64) string {
 
 // Refusal reasons beyond the wire codes' names (joinError.reason).
 const (
-	refusalHostMemory = "host-memory"    // the memory budget (--max-memory)
-	refusalJoinRate   = "join-rate"      // the join token bucket (--join-rate)
-	refusalOverflow   = "field-overflow" // a count the protocol's fields cannot carry
+	refusalHostMemory = "host-memory"      // the memory budget (--max-memory)
+	refusalJoinRate   = "join-rate"        // the join token bucket (--join-rate)
+	refusalOverflow   = "field-overflow"   // a count the protocol's fields cannot carry
+	refusalVersion    = "protocol-version" // a join of an earlier protocol version (refuseOldJoin)
 )
 
 // refusalReasons is the label set of flare_join_refusals_total.
 var refusalReasons = func() []string {
-	r := []string{refusalHostMemory, refusalJoinRate, refusalOverflow}
+	r := []string{refusalHostMemory, refusalJoinRate, refusalOverflow, refusalVersion}
 	for c := wire.CodeRefusedMemory; c.Valid(); c++ {
 		r = append(r, c.String())
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -209,17 +209,17 @@ func (c Config) validateTree() error {
 		}
 	}
 	switch {
-	case c.ChildIndex < 0 || c.ChildIndex >= handlers.MaxChildren:
-		return fmt.Errorf("Config.ChildIndex = %d: must be in 0..%d", c.ChildIndex, handlers.MaxChildren-1)
+	case c.ChildIndex < 0 || c.ChildIndex >= proto.MaxChildren:
+		return fmt.Errorf("Config.ChildIndex = %d: must be in 0..%d", c.ChildIndex, proto.MaxChildren-1)
 	case c.ChildIndex > 0 && c.Parent == "":
 		return fmt.Errorf("Config.ChildIndex = %d without Config.Parent: the index is this switch's place at its parent", c.ChildIndex)
-	case c.Children < 0 || c.Children > handlers.MaxChildren:
-		return fmt.Errorf("Config.Children = %d: must be in 0..%d (0: this switch's members are hosts)", c.Children, handlers.MaxChildren)
+	case c.Children < 0 || c.Children > proto.MaxChildren:
+		return fmt.Errorf("Config.Children = %d: must be in 0..%d (0: this switch's members are hosts)", c.Children, proto.MaxChildren)
 	case c.LocalHosts != 0 && c.Children == 0:
 		return fmt.Errorf("Config.LocalHosts = %d without Config.Children: a switch without child switches takes any number of hosts", c.LocalHosts)
-	case c.LocalHosts < 0 || c.Children+c.LocalHosts > handlers.MaxChildren:
+	case c.LocalHosts < 0 || c.Children+c.LocalHosts > proto.MaxChildren:
 		return fmt.Errorf("Config.LocalHosts = %d: must be in 0..%d (with Config.Children = %d, at most %d members)", c.LocalHosts,
-			handlers.MaxChildren-c.Children, c.Children, handlers.MaxChildren)
+			proto.MaxChildren-c.Children, c.Children, proto.MaxChildren)
 	}
 	return nil
 }
@@ -244,7 +244,7 @@ func hpuFieldError(err error, h hpu.Config) error {
 }
 
 // maxChildren re-exports the handler's fan-in bound for join validation.
-const maxChildren = handlers.MaxChildren
+const maxChildren = proto.MaxChildren
 
 // defaultMaxMemory is DefaultMaxMemory, capped at a quarter of what the
 // machine (or the cgroup the daemon runs in) has.

@@ -162,7 +162,7 @@ func fixtureJoin(v fuzzVariant, rank int, token uint64) []byte {
 	h := wire.Header{Job: fzJob, Token: token, Child: uint16(rank), DType: wire.Float32, Op: wire.OpSum}
 	body := wire.JoinBody{World: 2, Algo: v.algo, Buffers: v.buffers, Elements: fzElements, PacketElems: fzPacketElems}
 	if v.sparse {
-		body = wire.JoinBody{World: 2, Options: wire.OptSparse, Storage: v.storage, Elements: fzSparseElems, PacketElems: fzSparseBlock}
+		body = wire.JoinBody{World: 2, Options: wire.OptSparse, Storage: v.storage, Elements: fzSparseElems, BlockElems: fzSparseBlock}
 	}
 	return wire.AppendJoin(nil, &h, &body)
 }

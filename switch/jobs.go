@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -23,7 +25,7 @@ import (
 type job struct {
 	id    uint32
 	token uint64
-	spec  wire.JoinBody // what every member must agree on (World, Algo, Buffers, Options, Elements, PacketElems)
+	spec  wire.JoinBody // what every member must agree on (jobSpec of a join)
 	dtype wire.DType
 	op    wire.Op
 
@@ -37,7 +39,7 @@ type job struct {
 
 	members []netip.AddrPort // by rank, from when every rank joined; zero once left
 	subtree []int            // hosts under each member: 1 for a host, a child switch's join World
-	streams []int            // sparse: the longest stream of a block each child switch sends (its join's TimeoutMillis)
+	streams []int            // sparse: the longest stream of a block each child switch sends (its join's StreamPackets)
 	joined  int
 	left    int
 	hosts   int // hosts under this switch in the job
@@ -190,9 +192,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		s.drops.add(dropToken)
 		return nil, nil // a wrong token gets no answer: it may be a probe
 	}
-	spec := *body
-	spec.TimeoutMillis = 0
-	if spec != j.spec || h.DType != j.dtype || h.Op != j.op {
+	if spec := jobSpec(body); spec != j.spec || h.DType != j.dtype || h.Op != j.op {
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined with %s/%s, %d elements, world %d; the job has %s/%s, %d elements, world %d",
 			h.Job, h.Child, h.DType, h.Op, body.Elements, body.World, j.dtype, j.op, j.spec.Elements, j.spec.World)
 	}
@@ -211,6 +211,15 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 	return j, nil
 }
 
+// jobSpec is what of a join every member of the job must agree on: all of
+// it but what each member says of itself, its timeout and (a child
+// switch) its stream bound.
+func jobSpec(body *wire.JoinBody) wire.JoinBody {
+	spec := *body
+	spec.TimeoutMillis, spec.StreamPackets = 0, 0
+	return spec
+}
+
 // resolveShape fills in what the join left to the switch and rounds what
 // it asked the way admission will, so that joins agree when they cut the
 // same blocks: a host asking for the default and a child switch sending
@@ -219,7 +228,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 // checked.
 func (s *Switch) resolveShape(dt wire.DType, b *wire.JoinBody) {
 	if b.Options&wire.OptSparse != 0 {
-		b.PacketElems = uint32(sparseBlockElems(int(b.Elements), int(b.PacketElems)))
+		b.BlockElems = uint32(sparseBlockElems(int(b.Elements), int(b.BlockElems)))
 	} else if b.PacketElems == 0 {
 		b.PacketElems = uint32(s.cfg.PacketBytes / dt.Size())
 	}
@@ -243,18 +252,37 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: bounded time works with the dense single-buffer design only (not sparse, tree, multi or reproducible)", h.Job)
 	case b.Options&wire.OptSparse != 0 && b.Algo == wire.AlgoTree:
 		return refuse(wire.CodeBadRequest, "job %d: sparse jobs use single or multi buffers, not tree", h.Job)
-	case b.Algo == wire.AlgoMulti && (b.Buffers < 2 || b.Buffers > handlers.MaxBuffers):
-		return refuse(wire.CodeBadRequest, "job %d: multi with %d buffers: must be in 2..%d", h.Job, b.Buffers, handlers.MaxBuffers)
+	case b.Algo == wire.AlgoMulti && (b.Buffers < 2 || b.Buffers > proto.MaxBuffers):
+		return refuse(wire.CodeBadRequest, "job %d: multi with %d buffers: must be in 2..%d", h.Job, b.Buffers, proto.MaxBuffers)
+	}
+	if err := checkShapeFields(h, b); err != nil {
+		return err
 	}
 	if pe := int(b.PacketElems); b.Options&wire.OptSparse == 0 && pe*h.DType.Size() > s.cfg.PacketBytes {
 		return refuse(wire.CodeBadRequest, "job %d: %d elements per packet of %s = %d bytes: the switch's packets carry at most %d",
 			h.Job, pe, h.DType, pe*h.DType.Size(), s.cfg.PacketBytes)
 	}
-	if _, err := handlers.KernelFor(h.DType, h.Op); err != nil {
+	if _, err := elem.KernelFor(h.DType, h.Op); err != nil {
 		return refuse(wire.CodeBadRequest, "job %d: %v", h.Job, err)
 	}
 	if !s.joinLimit.allow(time.Now()) {
 		return refuseFor(refusalJoinRate, wire.CodeTooManyJobs, "job %d: too many joins per second (--join-rate %d); retry later", h.Job, s.cfg.JoinRate)
+	}
+	return nil
+}
+
+// checkShapeFields refuses a join that puts a value in a field that is not
+// its kind's: each of PacketElems (dense), BlockElems (sparse) and
+// StreamPackets (a child switch's sparse join) carries one thing only.
+func checkShapeFields(h *wire.Header, b *wire.JoinBody) *joinError {
+	sparse := b.Options&wire.OptSparse != 0
+	switch {
+	case sparse && b.PacketElems != 0:
+		return refuse(wire.CodeBadRequest, "job %d: packet elems %d in a sparse join: must be 0 (the switch sets the pairs per packet; ask for indices per block in block elems)", h.Job, b.PacketElems)
+	case !sparse && b.BlockElems != 0:
+		return refuse(wire.CodeBadRequest, "job %d: block elems %d in a dense join: must be 0 (a dense block is one packet; ask for its size in packet elems)", h.Job, b.BlockElems)
+	case b.StreamPackets != 0 && (!sparse || h.Flags&wire.FlagFromSwitch == 0):
+		return refuse(wire.CodeBadRequest, "job %d: stream packets %d: must be 0 but in a child switch's (flag from-switch) sparse join", h.Job, b.StreamPackets)
 	}
 	return nil
 }
@@ -264,24 +292,25 @@ func (s *Switch) leave(from netip.AddrPort, h *wire.Header) {
 	s.jobs.mu.Lock()
 	defer s.jobs.mu.Unlock()
 	j := s.jobs.get(h.Job)
+	member, isMember := s.memberIndex(h)
 	switch {
 	case j == nil: // a stray, or the second copy of the leave that ended the job
 		s.drops.add(dropUnknownJob)
 		return
-	case !s.memberIndex(h):
+	case !isMember:
 		s.drops.add(dropNotMember)
 		return
 	case h.Token != j.token:
 		s.drops.add(dropToken)
 		return
 	case j.pend != nil:
-		s.leavePending(j, int(h.Child), from)
+		s.leavePending(j, int(member), from)
 		return
-	case int(h.Child) >= len(j.members) || j.members[h.Child] != from:
+	case int(member) >= len(j.members) || j.members[member] != from:
 		s.drops.add(dropNotMember)
 		return
 	}
-	j.members[h.Child] = netip.AddrPort{}
+	j.members[member] = netip.AddrPort{}
 	j.left++
 	if j.left == j.joined {
 		s.endLocked(j, "left")

@@ -84,9 +84,8 @@ func (s *Switch) newPending(from netip.AddrPort, h *wire.Header, body *wire.Join
 		return nil, s.refuseMemory(h.Job, "a pending job", pendingJobBytes)
 	}
 	now := time.Now().UnixNano()
-	j := &job{id: h.Job, token: h.Token, spec: *body, dtype: h.DType, op: h.Op, pend: map[int]pendingMember{},
+	j := &job{id: h.Job, token: h.Token, spec: jobSpec(body), dtype: h.DType, op: h.Op, pend: map[int]pendingMember{},
 		source: src, created: now, charge: pendingJobBytes}
-	j.spec.TimeoutMillis = 0
 	j.lastActive.Store(now)
 	j.pendEl = p.order.PushBack(j)
 	if p.bySource == nil {

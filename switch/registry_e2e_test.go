@@ -90,7 +90,7 @@ func TestAdmissionRegisteredE2E(t *testing.T) {
 	if err != nil || !del.Ended {
 		t.Fatalf("delete: %+v, %v; want the running job ended", del, err)
 	}
-	err = hostlib.AllReduce(ctx, ss[0], bufs[0], wire.OpSum)
+	err = hostlib.AllReduce(ctx, ss[0], bufs[0])
 	var se *hostlib.SwitchError
 	// The switch queued the members' Error before DELETE answered, so it
 	// reaches the host ahead of any answer to the call's data.

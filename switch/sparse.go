@@ -35,7 +35,7 @@ const (
 )
 
 // planSparse sizes a sparse job: blocks of BlockElems indices (the hosts'
-// request in the join's PacketElems, or DefaultSparseBlockElems, at most
+// request in the join's BlockElems, or DefaultSparseBlockElems, at most
 // 65,536 blocks), pairs per packet from the switch's packet size, a hash
 // table of a few packets' worth of pairs, and a quota of 2W blocks as for
 // dense jobs. The ack carries pairs per packet in PacketElems and the block
@@ -45,7 +45,7 @@ const (
 // as they grow (SparseConfig.Reserve).
 func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 	elements := int(j.spec.Elements)
-	be := sparseBlockElems(elements, int(j.spec.PacketElems))
+	be := sparseBlockElems(elements, int(j.spec.BlockElems))
 	nblocks := (elements + be - 1) / be
 	algo, b := j.spec.Algo, int(j.spec.Buffers)
 	if algo != wire.AlgoMulti {
@@ -68,7 +68,7 @@ func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 		streams := j.streams[:s.cfg.Children] // the child switches; hosts follow
 		cfg.SwitchChildren, cfg.ChildStream = s.cfg.Children, slices.Max(streams)
 		if slices.Min(streams) < 1 {
-			return nil, refuse(wire.CodeBadRequest, "job %d: a child switch's sparse join says nothing of its stream length (a switch of another version?)", j.id)
+			return nil, refuse(wire.CodeBadRequest, "job %d: a child switch's sparse join has stream packets 0: it must say its longest stream of a block, in packets (1 or more)", j.id)
 		}
 	}
 	bb := s.cfg.PacketBytes

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
@@ -100,7 +100,7 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 			var g errgroup.Group
 			for r, s := range ss {
 				g.Go(func() (err error) {
-					outIdx[r], outVal[r], err = hostlib.SparseAllReduce(context.Background(), s, idx[r], val[r], tc.op)
+					outIdx[r], outVal[r], err = hostlib.SparseAllReduce(context.Background(), s, idx[r], val[r])
 					return err
 				})
 			}
@@ -114,7 +114,7 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 					binary.LittleEndian.PutUint32(v[:], math.Float32bits(outVal[r][i]))
 					got = wire.AppendPair(got, outIdx[r][i], v[:])
 				}
-				if err := handlers.CheckSparse(wire.Float32, tc.op, inputs, got); err != nil {
+				if err := elem.CheckSparse(wire.Float32, tc.op, inputs, got); err != nil {
 					t.Fatalf("%+v call %d rank %d: %v", tc, call, r, err)
 				}
 			}
@@ -153,17 +153,14 @@ func TestSparseAllReduceRejectsBadInput(t *testing.T) {
 		{[]uint32{5, 100}, []int32{1, 1}, "outside the vector of 100 elements"},
 		{[]uint32{1}, []int32{1, 2}, "1 indices but 2 values"},
 	} {
-		if _, _, err := hostlib.SparseAllReduce(ctx, s, tc.idx, tc.val, wire.OpSum); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := hostlib.SparseAllReduce(ctx, s, tc.idx, tc.val); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.idx, err, tc.want)
 		}
 	}
 	if st := s.Stats(); st.Calls != 0 || st.PacketsSent > 2 {
 		t.Errorf("bad input reached the wire: %+v", st)
 	}
-	if _, _, err := hostlib.SparseAllReduce(ctx, s, []uint32{1}, []int32{1}, wire.OpMax); err == nil {
-		t.Error("an op other than the job's accepted")
-	}
-	if err := hostlib.AllReduce(ctx, s, make([]int32, 100), wire.OpSum); err == nil {
+	if err := hostlib.AllReduce(ctx, s, make([]int32, 100)); err == nil {
 		t.Error("a dense AllReduce on a sparse session accepted")
 	}
 }

@@ -344,6 +344,9 @@ func (s *Switch) handle(d *conn.Datagram, ip *inPacket, now int64) bool {
 	payload, err := p.Hdr.Unmarshal(d.Buf[:d.N])
 	if err != nil {
 		s.drops.addWire(err)
+		if err == wire.ErrVersion {
+			s.refuseOldJoin(d.Addr, d.Buf[:d.N])
+		}
 		return false
 	}
 	fromParent := s.hasParent() && d.Addr == s.parent
@@ -389,9 +392,13 @@ func (s *Switch) handle(d *conn.Datagram, ip *inPacket, now int64) bool {
 // for the processing unit.
 func (s *Switch) accept(j *job, d *conn.Datagram, ip *inPacket, payload []byte, fromParent bool, now int64) bool {
 	p := &ip.pkt
-	if !fromParent && !s.memberIndex(&p.Hdr) {
-		s.drops.add(dropNotMember)
-		return false
+	if !fromParent {
+		member, ok := s.memberIndex(&p.Hdr)
+		if !ok {
+			s.drops.add(dropNotMember)
+			return false
+		}
+		p.Hdr.Child = member // from here on the member index: the handlers' bitmaps count members
 	}
 	live := j.live.Load()
 	switch {
@@ -453,6 +460,33 @@ func (s *Switch) answerUnknown(to netip.AddrPort, h *wire.Header) {
 	})
 }
 
+// refuseOldJoin answers a join of an earlier protocol version, which the
+// decoder dropped (counted under version), with a bad-request Error in the
+// joiner's own version, whose Error layout and codes are this one's: a
+// host or child switch that was not upgraded fails at once, told both
+// versions, instead of at its join timeout. Other packets of an old
+// version get no answer. The answer is rate-limited with the other
+// refusals.
+func (s *Switch) refuseOldJoin(from netip.AddrPort, pkt []byte) {
+	var h wire.Header
+	if h.UnmarshalOldJoin(pkt) != nil {
+		return
+	}
+	s.refusals.add(refusalVersion)
+	if !s.refusalLimit.allow(time.Now()) {
+		return
+	}
+	who := fmt.Sprintf("rank %d", h.Child)
+	if h.Flags&wire.FlagFromSwitch != 0 {
+		who = fmt.Sprintf("child switch %d", h.Child)
+	}
+	msg := fmt.Sprintf("job %d: %s joined with protocol version %d, but this switch speaks version %d, whose join body differs: run the same flare release on hosts and switches",
+		h.Job, who, h.Version, wire.Version)
+	s.log.Warn("join refused", "job", h.Job, "rank", h.Child, "from", from, "error", msg)
+	reply := wire.Header{Version: h.Version, Type: wire.TypeError, Job: h.Job, Token: h.Token, Child: h.Child}
+	s.send(from, func(b []byte) []byte { return wire.AppendError(b, &reply, wire.CodeBadRequest, msg) })
+}
+
 // done is the HPU's hook after a packet's handler: the buffer goes back.
 func (s *Switch) done(p *hpu.Packet) {
 	ip := p.Ref.(*inPacket)
@@ -487,7 +521,7 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		member, body.World = s.cfg.Children+member, uint16(s.cfg.Children+s.cfg.LocalHosts)
 	case fromSwitch:
 		hosts, body.World = int(body.World), uint16(s.cfg.Children+s.cfg.LocalHosts)
-		stream = int(body.TimeoutMillis) // a sparse job's stream bound, see joinParent
+		stream = int(body.StreamPackets) // a sparse job's, see joinParent
 	}
 	var j *job
 	if jerr == nil {

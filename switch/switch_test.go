@@ -81,7 +81,7 @@ func allreduceAll(t *testing.T, ss []*hostlib.Session, bufs [][]float32) {
 	t.Helper()
 	var g errgroup.Group
 	for i, s := range ss {
-		g.Go(func() error { return hostlib.AllReduce(context.Background(), s, bufs[i], wire.OpSum) })
+		g.Go(func() error { return hostlib.AllReduce(context.Background(), s, bufs[i]) })
 	}
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)

@@ -44,14 +44,14 @@ func (s *Switch) hasParent() bool { return s.parent.IsValid() }
 func (s *Switch) joinParent(j *job) {
 	body := j.spec
 	body.World = uint16(min(j.hosts, 1<<16-1))
-	body.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks
 	body.TimeoutMillis = 0
 	if j.upBlockElems > 0 {
-		// A sparse join asks for indices per block, and carries in place of
-		// the timeout the longest stream of a block this switch sends up,
-		// which sizes the parent's view of it.
-		body.PacketElems = uint32(j.upBlockElems)
-		body.TimeoutMillis = uint32(j.upStream)
+		// A sparse join asks for the indices per block resolved here, and
+		// says the longest stream of a block this switch sends up, which
+		// sizes the parent's view of it.
+		body.BlockElems, body.StreamPackets = uint32(j.upBlockElems), uint32(j.upStream)
+	} else {
+		body.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks
 	}
 	h := wire.Header{Version: wire.Version, Type: wire.TypeJoin, Flags: wire.FlagFromSwitch, Job: j.id, Token: j.token,
 		Child: uint16(s.cfg.ChildIndex), DType: j.dtype, Op: j.op}
@@ -169,19 +169,19 @@ func (s *Switch) parentError(h *wire.Header, code wire.ErrorCode, text string) {
 	}
 }
 
-// memberIndex turns the child field of a packet from a member into the
-// member's index here: at a switch with --local-hosts, a host's rank r
-// (not from-switch) is member Children+r. It reports false for a host
-// rank beyond LocalHosts.
-func (s *Switch) memberIndex(h *wire.Header) bool {
+// memberIndex is the member index here of the sender of a packet with
+// header h: its child field, except at a switch with --local-hosts, where
+// a host's rank r (not from-switch) is member Children+r. ok is false for
+// a host rank beyond LocalHosts. It only looks: a caller that wants the
+// header to carry the index sets h.Child itself.
+func (s *Switch) memberIndex(h *wire.Header) (index uint16, ok bool) {
 	if s.cfg.LocalHosts == 0 || h.Flags&wire.FlagFromSwitch != 0 {
-		return true
+		return h.Child, true
 	}
 	if int(h.Child) >= s.cfg.LocalHosts {
-		return false
+		return 0, false
 	}
-	h.Child += uint16(s.cfg.Children)
-	return true
+	return h.Child + uint16(s.cfg.Children), true
 }
 
 // ackMember sends the job's ack to one member, a host with its own rank.

@@ -71,7 +71,7 @@ func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducib
 		g, gctx := errgroup.WithContext(ctx)
 		for r, s := range ss {
 			bufs[r] = slices.Clone(in[r])
-			g.Go(func() error { return hostlib.AllReduce(gctx, s, bufs[r], wire.OpSum) })
+			g.Go(func() error { return hostlib.AllReduce(gctx, s, bufs[r]) })
 		}
 		if err := g.Wait(); err != nil {
 			t.Fatal(err)

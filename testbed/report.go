@@ -65,6 +65,9 @@ type Row struct {
 	// "not measured").
 	OfRelay  float64 `json:"of_relay"`
 	OfFanout float64 `json:"of_fanout"`
+	// OverBestPeer is bench's ratio over the --peers rows; the testbed
+	// reads no peers, so it is always 0.
+	OverBestPeer float64 `json:"over_best_peer"`
 	// Bytes per call on one host's link, the mean over the hosts, up and
 	// down: frames the link's tbf sent (Ethernet header included).
 	HostUpBytes   float64 `json:"host_link_up_bytes"`

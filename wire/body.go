@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// JoinBodyLen is the size of a JoinBody, the whole payload of a Join.
-const JoinBodyLen = 24
+// JoinBodyLen is the size of a JoinBody, the whole payload of a Join
+// (JoinBodyLenV1 in protocol version 1, see version.go).
+const JoinBodyLen = 32
 
 // Byte offsets within a JoinBody (big-endian, like the header).
 const (
@@ -19,6 +20,8 @@ const (
 	joinOffElements = 8  // 8 bytes
 	joinOffPacket   = 16 // 4 bytes
 	joinOffTimeout  = 20 // 4 bytes
+	joinOffBlock    = 24 // 4 bytes (version 2)
+	joinOffStream   = 28 // 4 bytes (version 2)
 )
 
 // JoinBody is the payload of a Join: what a host asks of the switch. The
@@ -40,6 +43,15 @@ const (
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                         TimeoutMillis                         |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                           BlockElems                          |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                         StreamPackets                         |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Each field carries one thing: PacketElems is a dense job's packet size
+// only, BlockElems a sparse job's block size only, StreamPackets only a
+// child switch's sparse join (protocol version 1 carried the last two in
+// PacketElems and TimeoutMillis; see version.go).
 //
 // Unmarshal checks the encoding only (known codes, and DeadlineMillis zero
 // unless OptBounded is set).
@@ -56,8 +68,14 @@ type JoinBody struct {
 	// packet the switch releases its partial aggregate (1..65535 ms).
 	DeadlineMillis uint16
 	Elements       uint64 // vector length in elements
-	PacketElems    uint32 // elements per packet the host wants; 0 = switch default
-	TimeoutMillis  uint32 // per-allreduce timeout in ms; 0 = switch default (a child switch's sparse join: its stream bound, docs/PROTOCOL.md)
+	PacketElems    uint32 // dense: elements per packet the host wants; 0 = switch default. Sparse: 0
+	TimeoutMillis  uint32 // per-allreduce timeout in ms; 0 = switch default (a child switch sends 0)
+	BlockElems     uint32 // sparse: indices per block the host wants; 0 = switch default. Dense: 0
+	// StreamPackets is, in a child switch's join (FlagFromSwitch) of a
+	// sparse job, the longest stream of one block it sends up, in packets
+	// (at least 1), from which the parent sizes its view of that child's
+	// streams; 0 in every other join.
+	StreamPackets uint32
 }
 
 // Unmarshal decodes a JoinBody from b, which must be exactly JoinBodyLen
@@ -77,6 +95,8 @@ func (j *JoinBody) Unmarshal(b []byte) error {
 	j.Elements = binary.BigEndian.Uint64(b[joinOffElements:])
 	j.PacketElems = binary.BigEndian.Uint32(b[joinOffPacket:])
 	j.TimeoutMillis = binary.BigEndian.Uint32(b[joinOffTimeout:])
+	j.BlockElems = binary.BigEndian.Uint32(b[joinOffBlock:])
+	j.StreamPackets = binary.BigEndian.Uint32(b[joinOffStream:])
 	if !j.Algo.Valid() || !j.Options.Known() || !j.Storage.Valid() ||
 		(j.DeadlineMillis != 0) != (j.Options&OptBounded != 0) {
 		return ErrBody
@@ -100,6 +120,8 @@ func (j *JoinBody) MarshalTo(b []byte) error {
 	binary.BigEndian.PutUint64(b[joinOffElements:], j.Elements)
 	binary.BigEndian.PutUint32(b[joinOffPacket:], j.PacketElems)
 	binary.BigEndian.PutUint32(b[joinOffTimeout:], j.TimeoutMillis)
+	binary.BigEndian.PutUint32(b[joinOffBlock:], j.BlockElems)
+	binary.BigEndian.PutUint32(b[joinOffStream:], j.StreamPackets)
 	return nil
 }
 

@@ -2,10 +2,6 @@ package wire
 
 import "fmt"
 
-// Version is the protocol version every packet carries in its first byte.
-// A packet of another version is dropped (ErrVersion).
-const Version = 1
-
 // DefaultPort is the UDP port the switch listens on by default and on which
 // the gopacket layer is registered, so a pcap of Flare traffic decodes.
 const DefaultPort = 7470
@@ -104,7 +100,7 @@ func ParseDType(s string) (DType, error) {
 type Op uint8
 
 // Built-in operators. Codes from OpCustomBase up are free for operators
-// registered at run time (handlers.RegisterOp).
+// registered at run time (elem.RegisterOp).
 const (
 	OpSum  Op = 1
 	OpMin  Op = 2

@@ -29,7 +29,7 @@ func FuzzJoinBody(f *testing.F) {
 		}
 		var want error
 		switch {
-		case len(b) != 24:
+		case len(b) != 32:
 			want = ErrLength
 		case !Algo(b[2]).Valid() || !JoinOptions(b[4]).Known() || !Storage(b[5]).Valid():
 			want = ErrBody
@@ -44,7 +44,8 @@ func FuzzJoinBody(f *testing.F) {
 			return
 		}
 		if j.World != binary.BigEndian.Uint16(b[0:]) || j.DeadlineMillis != binary.BigEndian.Uint16(b[6:]) || j.Elements != binary.BigEndian.Uint64(b[8:]) ||
-			j.PacketElems != binary.BigEndian.Uint32(b[16:]) || j.TimeoutMillis != binary.BigEndian.Uint32(b[20:]) {
+			j.PacketElems != binary.BigEndian.Uint32(b[16:]) || j.TimeoutMillis != binary.BigEndian.Uint32(b[20:]) ||
+			j.BlockElems != binary.BigEndian.Uint32(b[24:]) || j.StreamPackets != binary.BigEndian.Uint32(b[28:]) {
 			t.Fatalf("decoded %+v from %x", j, b)
 		}
 		if out := j.Append(nil); !bytes.Equal(out, b) {

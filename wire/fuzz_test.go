@@ -46,6 +46,7 @@ func checkDecode(t *testing.T, data []byte) {
 	if ferr := fl.DecodeFromBytes(data, gopacket.NilDecodeFeedback); ferr != err {
 		t.Fatalf("DecodeFromBytes err = %v, Unmarshal err = %v", ferr, err)
 	}
+	checkOldJoin(t, data, err)
 	if !bytes.Equal(data, orig) {
 		t.Fatal("decoding modified its input")
 	}
@@ -71,6 +72,33 @@ func checkDecode(t *testing.T, data []byte) {
 		t.Fatalf("re-encoded\n%x\nwant\n%x", out, data)
 	}
 	checkBody(t, &h, payload, data)
+}
+
+// checkOldJoin checks UnmarshalOldJoin on the same datagram: it accepts
+// exactly a version-1 Join with a version-1 body, whose header Unmarshal
+// would accept at Version with a body of this version, and it returns
+// only sentinels.
+func checkOldJoin(t *testing.T, data []byte, uerr error) {
+	var old Header
+	err := old.UnmarshalOldJoin(data)
+	if err != nil {
+		if !slices.Contains(sentinels, err) {
+			t.Fatalf("UnmarshalOldJoin: error %v is not a sentinel", err)
+		}
+		if uerr == nil && err != ErrVersion {
+			t.Fatalf("UnmarshalOldJoin of a current packet = %v, want %v", err, ErrVersion)
+		}
+		return
+	}
+	if uerr != ErrVersion || data[OffVersion] != 1 || Type(data[OffType]) != TypeJoin || len(data) != HeaderLen+24 || old.Version != 1 {
+		t.Fatalf("UnmarshalOldJoin accepted %x (Unmarshal: %v)", data, uerr)
+	}
+	now := append(bytes.Clone(data), make([]byte, JoinBodyLen-JoinBodyLenV1)...)
+	now[OffVersion] = Version
+	var h Header
+	if _, err := h.Unmarshal(now); err != nil && err != ErrBody {
+		t.Fatalf("UnmarshalOldJoin accepted a header that Unmarshal refuses at version %d: %v", Version, err)
+	}
 }
 
 // checkBody decodes the body of control packets and checks that it, and the
@@ -151,6 +179,8 @@ func fuzzSeeds() []seedFile {
 	bounded := JoinBody{World: 4, Algo: AlgoSingle, Options: OptBounded, DeadlineMillis: 5, Elements: 1000}
 	add("FuzzJoinBody", "bounded", bounded.Append(nil))
 	add("FuzzJoinBody", "short", join[:JoinBodyLen-1])
+	add("FuzzJoinBody", "version-1-length", join[:JoinBodyLenV1])
+	add("FuzzDecode", "join-version-1", v1Join())
 	add("FuzzErrorBody", "not-utf8", appendErrorBody(nil, CodeInternal, "a\xffb"))
 	add("FuzzErrorBody", "code-0", appendErrorBody(nil, 0, "x"))
 	add("FuzzErrorBody", "text-too-long", append([]byte{0, 8, 4, 1}, make([]byte, MaxErrorText+1)...))

@@ -86,7 +86,24 @@ func (h *Header) Unmarshal(b []byte) (payload []byte, err error) {
 	if len(b) < HeaderLen {
 		return nil, ErrShort
 	}
-	hdr := b[:HeaderLen]
+	h.decodeFields(b[:HeaderLen])
+	if h.Version != Version {
+		return nil, ErrVersion
+	}
+	if err := h.checkCodes(); err != nil {
+		return nil, err
+	}
+	payload = b[HeaderLen:len(b):len(b)]
+	if err := h.checkPayload(payload); err != nil {
+		return nil, err
+	}
+	return payload, nil
+}
+
+// decodeFields reads the 32 header bytes of hdr into h, checking nothing.
+// The layout is the same in every protocol version.
+func (h *Header) decodeFields(hdr []byte) {
+	hdr = hdr[:HeaderLen]
 	h.Version = hdr[OffVersion]
 	h.Type = Type(hdr[OffType])
 	h.Flags = Flags(binary.BigEndian.Uint16(hdr[OffFlags:]))
@@ -98,21 +115,11 @@ func (h *Header) Unmarshal(b []byte) (payload []byte, err error) {
 	h.DType = DType(hdr[OffDType])
 	h.Op = Op(hdr[OffOp])
 	h.Count = binary.BigEndian.Uint32(hdr[OffCount:])
-	if err := h.checkCodes(); err != nil {
-		return nil, err
-	}
-	payload = b[HeaderLen:len(b):len(b)]
-	if err := h.checkPayload(payload); err != nil {
-		return nil, err
-	}
-	return payload, nil
 }
 
-// checkCodes validates the one-byte and flag fields, in header order.
+// checkCodes validates the one-byte and flag fields after the version, in
+// header order.
 func (h *Header) checkCodes() error {
-	if h.Version != Version {
-		return ErrVersion
-	}
 	if !h.Type.Valid() {
 		return ErrType
 	}

@@ -51,14 +51,14 @@ func TestMarshalDefaultsVersion(t *testing.T) {
 
 // TestByteOrder pins the header to big-endian and the offsets to the spec.
 func TestByteOrder(t *testing.T) {
-	h := Header{Version: 1, Type: TypeData, Flags: 0x0102, Job: 0x03040506,
+	h := Header{Version: Version, Type: TypeData, Flags: 0x0102, Job: 0x03040506,
 		Token: 0x0708090a0b0c0d0e, Generation: 0x0f101112, Block: 0x13141516,
 		Child: 0x1718, DType: Float32, Op: OpSum, Count: 0x191a1b1c}
 	b := make([]byte, HeaderLen)
 	if err := h.MarshalTo(b); err != nil {
 		t.Fatal(err)
 	}
-	want := []byte{1, 4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+	want := []byte{Version, 4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 		15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 5, 1, 25, 26, 27, 28}
 	if !bytes.Equal(b, want) {
 		t.Errorf("header bytes\n got %x\nwant %x", b, want)
@@ -92,7 +92,8 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"empty", nil, ErrShort},
 		{"31 bytes", data[:HeaderLen-1], ErrShort},
 		{"version 0", set(data, OffVersion, 0), ErrVersion},
-		{"version 2", set(data, OffVersion, 2), ErrVersion},
+		{"version 1", set(data, OffVersion, 1), ErrVersion},
+		{"version 3", set(data, OffVersion, 3), ErrVersion},
 		{"type 0", set(data, OffType, 0), ErrType},
 		{"type 10", set(data, OffType, 10), ErrType},
 		{"type 255", set(data, OffType, 255), ErrType},
@@ -115,6 +116,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"sparse count 0 with pairs", hdr(TypeSparse, Float64, OpSum, 0, make([]byte, 12)), ErrLength},
 		{"join count 1", set(seeds["join"], OffCount, 0, 0, 0, 1), ErrLength},
 		{"join body short", seeds["join"][:HeaderLen+JoinBodyLen-1], ErrLength},
+		{"join with a version-1 body", seeds["join"][:HeaderLen+JoinBodyLenV1], ErrLength},
 		{"join-ack body long", append(bytes.Clone(seeds["join-ack"]), 0), ErrLength},
 		{"leave with payload", append(bytes.Clone(seeds["leave"]), 0), ErrLength},
 		{"error body under 4 bytes", seeds["error"][:HeaderLen+3], ErrLength},

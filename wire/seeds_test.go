@@ -67,8 +67,12 @@ func seedPackets() []seed {
 	join := JoinBody{World: 8, Algo: AlgoMulti, Buffers: 4, Options: OptReproducible,
 		Elements: 1 << 20, PacketElems: 256, TimeoutMillis: 5000}
 	add("join", testHeader(TypeJoin, Float32, OpSum, 0), join.Append(nil))
-	sparseJoin := JoinBody{World: 2, Algo: AlgoAuto, Options: OptSparse, Storage: StorageHash, Elements: 1000}
+	sparseJoin := JoinBody{World: 2, Algo: AlgoAuto, Options: OptSparse, Storage: StorageHash, Elements: 1000, BlockElems: 250}
 	add("join-sparse", testHeader(TypeJoin, Float32, OpSum, 0), sparseJoin.Append(nil))
+	upJoin := JoinBody{World: 4, Algo: AlgoMulti, Buffers: 2, Options: OptSparse, Storage: StorageArray, Elements: 1 << 16, BlockElems: 4096, StreamPackets: 33}
+	up := testHeader(TypeJoin, Float64, OpMax, 0)
+	up.Flags = FlagFromSwitch
+	add("join-sparse-from-switch", up, upJoin.Append(nil))
 	ack := JoinAckBody{Window: 16, Algo: AlgoTree, PacketElems: 256, Blocks: 4096, QuotaBuffers: 128}
 	add("join-ack", testHeader(TypeJoinAck, Float32, OpSum, 0), ack.Append(nil))
 	e := ErrorBody{Code: CodeRefusedMemory, Text: []byte("need 128 buffers, 64 free")}

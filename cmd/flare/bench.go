@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,6 +26,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"  flare bench --ranks 2,8 --bytes 64KiB,1MiB --json\n"+
 			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n"+
 			"  flare bench --paths switch,fanout --procs=false  # the switch against its own pattern's ceiling\n"+
+			"  flare bench --packet 1KiB,8KiB --peers bin/peers.jsonl  # beside Open MPI and Gloo (make bench-peers)\n"+
 			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n", stdout)
 	var s bench.Suite
 	b := addBenchFlags(fs, &s)
@@ -34,7 +36,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := b.resolve(fs, &s, stderr); err != nil {
 		return err
 	}
-	return withFlags(s.Run(ctx, stdout), suiteFlags, benchConfigFlags)
+	if err := withFlags(s.Run(ctx, stdout), suiteFlags, benchConfigFlags); err != nil {
+		return err
+	}
+	if n := s.Peers.Unused(); n > 0 {
+		fmt.Fprintf(stderr, "flare bench: %d rows of --peers %s are for a P, size, dtype or op this run did not measure; left out\n", n, *b.peers)
+	}
+	return nil
 }
 
 // benchFlags are the flags of `flare bench` that are not a bench.Suite
@@ -44,6 +52,8 @@ type benchFlags struct {
 	dtype, op *string
 	procs     *bool
 	tree      *string
+	packets   *[]string
+	peers     *string
 }
 
 // addBenchFlags registers the flags, the Suite's fields in s.
@@ -52,6 +62,9 @@ func addBenchFlags(fs *pflag.FlagSet, s *bench.Suite) *benchFlags {
 	fs.IntSliceVar(&s.Ranks, "ranks", []int{8}, "world sizes P, comma-separated (1..1024)")
 	b.sizes = fs.StringSlice("bytes", []string{"1MiB", "16MiB"}, "vector sizes per rank, comma-separated")
 	fs.StringSliceVar(&s.Paths, "paths", []string{"switch", "ring", "relay", "fanout"}, "what to measure: switch, ring, relay (echo), fanout")
+	b.packets = fs.StringSlice("packet", []string{"1KiB"}, "payload bytes per packet, comma-separated (8..8KiB): the switch and the relays run once per size")
+	b.peers = fs.String("peers", "", "a file of --json rows from host-based libraries measured apart (make bench-peers: mpi-tcp,\n"+
+		"gloo-ring) to print in the same table, with ratios, beside the rows of the same P and size")
 	fs.StringVar(&s.Switch, "switch", "", "a running switch daemon HOST:PORT (default: one embedded in this process)")
 	b.dtype = fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64, bfloat16 or float16")
 	b.op = fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
@@ -95,12 +108,23 @@ func (b *benchFlags) resolve(fs *pflag.FlagSet, s *bench.Suite, stderr io.Writer
 		if s.Tree, err = parseTreeShape(*b.tree); err != nil {
 			return err
 		}
-		for _, f := range []string{"ranks", "switch", "paths", "procs"} {
+		for _, f := range []string{"ranks", "switch", "paths", "procs", "packet", "peers"} {
 			if fs.Changed(f) && (f != "procs" || *b.procs) {
 				return fmt.Errorf("--tree with --%s: the tree runs its own switches and ranks, in this process", f)
 			}
 		}
 		return nil
+	}
+	if s.Packets, err = parsePackets(*b.packets); err != nil {
+		return err
+	}
+	if s.Switch != "" && fs.Changed("packet") && slices.Contains(s.Paths, bench.PathSwitch) {
+		return fmt.Errorf("--switch with --packet: the daemon's own --packet sets its size (--packet sizes the relays alone with --paths relay,fanout)")
+	}
+	if *b.peers != "" {
+		if s.Peers, err = bench.ReadPeers(*b.peers); err != nil {
+			return flagError("--peers", err)
+		}
 	}
 	if *b.procs {
 		exe, err := os.Executable()
@@ -110,4 +134,27 @@ func (b *benchFlags) resolve(fs *pflag.FlagSet, s *bench.Suite, stderr io.Writer
 		s.Procs = &bench.Procs{Exe: exe, Args: allreduceArgs, Stderr: stderr}
 	}
 	return nil
+}
+
+// parsePackets reads --packet: payload sizes per packet, each one the
+// switch accepts (a multiple of 8 in 8..8192 bytes), none twice.
+func parsePackets(list []string) ([]int, error) {
+	var packets []int
+	for _, s := range list {
+		n, err := parseSize(s)
+		if err != nil {
+			return nil, flagError("--packet", err)
+		}
+		if n < 8 || n > 8192 || n%8 != 0 {
+			return nil, fmt.Errorf("--packet %s: must be a multiple of 8 in 8..8KiB bytes", s)
+		}
+		if slices.Contains(packets, int(n)) {
+			return nil, fmt.Errorf("--packet %s: given twice", s)
+		}
+		packets = append(packets, int(n))
+	}
+	if len(packets) == 0 {
+		return nil, fmt.Errorf("--packet: give at least one size")
+	}
+	return packets, nil
 }

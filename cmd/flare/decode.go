@@ -42,7 +42,7 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "time\tdir\tsrc\tdst\ttype\tjob\tgen\tblock\tchild\tcount\tflags")
 	var first int64
-	n, skipped := 0, 0
+	n, skipped, oldJoins := 0, 0, 0
 	for {
 		data, ci, err := r.ReadPacketData()
 		if errors.Is(err, io.EOF) {
@@ -63,6 +63,9 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if !ok {
 			fl = &wire.Flare{}
 			if err := fl.DecodeFromBytes(udp.Payload, gopacket.NilDecodeFeedback); err != nil {
+				if fl.UnmarshalOldJoin(udp.Payload) == nil {
+					oldJoins++
+				}
 				skipped++
 				continue
 			}
@@ -83,7 +86,10 @@ func runDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if skipped > 0 {
-		fmt.Fprintf(stderr, "flare decode: %d packets are not Flare packets and were skipped\n", skipped)
+		fmt.Fprintf(stderr, "flare decode: %d packets are not Flare packets of protocol version %d and were skipped\n", skipped, wire.Version)
+	}
+	if oldJoins > 0 {
+		fmt.Fprintf(stderr, "flare decode: %d of them are joins of protocol version %d, which a version-%d switch refuses\n", oldJoins, wire.Version1, wire.Version)
 	}
 	return nil
 }

@@ -288,7 +288,7 @@ func TestE2EMetricsRefusalAndShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Write([]byte("not a flare packet"))
-	h := wire.Header{Version: 1, Type: wire.TypeData, Job: 4242, DType: wire.Int32, Op: wire.OpSum, Count: 1}
+	h := wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 4242, DType: wire.Int32, Op: wire.OpSum, Count: 1}
 	c.Write(wire.AppendPacket(nil, &h, make([]byte, 4)))
 	c.Close()
 	deadline := time.Now().Add(5 * time.Second)

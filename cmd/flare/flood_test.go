@@ -192,7 +192,7 @@ func allreduceLoop(ss []*hostlib.Session, elems int, flooding <-chan struct{}, c
 		}
 		var g errgroup.Group
 		for r, s := range ss {
-			g.Go(func() error { return hostlib.AllReduce(context.Background(), s, bufs[r], wire.OpSum) })
+			g.Go(func() error { return hostlib.AllReduce(context.Background(), s, bufs[r]) })
 		}
 		if err := g.Wait(); err != nil {
 			return fmt.Errorf("call %d: %w", call, err)

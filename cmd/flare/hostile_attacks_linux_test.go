@@ -249,7 +249,7 @@ func nonMemberData(t *testing.T, d *daemon) attackOutcome {
 	for i := range buf {
 		buf[i] = floodValue(0, i, 0)
 	}
-	go func() { errc <- hostlib.AllReduce(context.Background(), v.ss[0], buf, wire.OpSum) }()
+	go func() { errc <- hostlib.AllReduce(context.Background(), v.ss[0], buf) }()
 	waitUntil(5*time.Second, func() bool { return v.ss[0].Stats().PacketsSent >= sent0+uint64(v.blocks) })
 	n := 0
 	for _, p := range peers {
@@ -265,7 +265,7 @@ func nonMemberData(t *testing.T, d *daemon) attackOutcome {
 	for i := range buf1 {
 		buf1[i] = floodValue(1, i, 0)
 	}
-	err1 := hostlib.AllReduce(context.Background(), v.ss[1], buf1, wire.OpSum)
+	err1 := hostlib.AllReduce(context.Background(), v.ss[1], buf1)
 	err0 := <-errc
 	out := attackOutcome{answered: tally(peers...)}
 	if err0 != nil || err1 != nil {

@@ -289,7 +289,7 @@ func callAsync(s *hostlib.Session, buf []float32) chan hostCall {
 			c.panicked = recover()
 			res <- c
 		}()
-		c.err = hostlib.AllReduce(context.Background(), s, buf, wire.OpSum)
+		c.err = hostlib.AllReduce(context.Background(), s, buf)
 	}()
 	return res
 }

@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/sim"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -60,9 +60,9 @@ func runSim(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	o := simOptions{seed: *seed, rounds: *rounds, overflow: *overflow}
 	switch *arrivals {
 	case "switch":
-		o.arrivals = handlers.ArrivalsSwitch
+		o.arrivals = sim.ArrivalsSwitch
 	case "hosts":
-		o.arrivals = handlers.ArrivalsHosts
+		o.arrivals = sim.ArrivalsHosts
 	default:
 		return flagError("--arrivals", fmt.Errorf("%q: must be switch or hosts", *arrivals))
 	}
@@ -87,19 +87,19 @@ const maxSimBytes = 64 << 20
 // job that models.Params describes.
 type simOptions struct {
 	seed     uint64
-	arrivals handlers.Arrivals
-	rounds   int  // 0: handlers.SteadyRounds
+	arrivals sim.Arrivals
+	rounds   int  // 0: sim.SteadyRounds
 	overflow bool // hpu.Config.Overflow
 }
 
 // simConfig is one simulated run on the switch p describes, so that the
 // run and models.Evaluate(p, d) see the same switch and arrivals.
-func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) handlers.SimConfig {
+func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) sim.Config {
 	rounds := o.rounds
 	if rounds == 0 {
-		rounds = handlers.SteadyRounds(p.Cores(), int(bytes), p.PacketBytes)
+		rounds = sim.SteadyRounds(p.Cores(), int(bytes), p.PacketBytes)
 	}
-	return handlers.SimConfig{
+	return sim.Config{
 		HPU: hpu.Config{
 			Clusters: p.Clusters, CoresPerCluster: p.CoresPerCluster, SubsetS: p.SubsetS,
 			QueueDepth: p.QueueDepth, L1Bytes: p.L1Bytes, BufferBytes: p.PacketBytes, Overflow: o.overflow,
@@ -114,8 +114,8 @@ func simConfig(p models.Params, d models.Design, bytes int64, o simOptions) hand
 
 // simSweep simulates every design at every size, GOMAXPROCS runs at a
 // time, and returns the results size by size in the order of ds.
-func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, o simOptions) ([]handlers.SimResult, error) {
-	out := make([]handlers.SimResult, len(sizes)*len(ds))
+func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []int64, o simOptions) ([]sim.Result, error) {
+	out := make([]sim.Result, len(sizes)*len(ds))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, z := range sizes {
@@ -127,7 +127,7 @@ func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				r, err := handlers.Simulate(simConfig(p, d, z, o))
+				r, err := sim.Run(simConfig(p, d, z, o))
 				if err != nil {
 					return err
 				}
@@ -141,7 +141,7 @@ func simSweep(ctx context.Context, p models.Params, ds []models.Design, sizes []
 
 // writeSimRows prints simulated runs as a table, CSV (columns named by
 // the JSON fields) or JSON lines.
-func writeSimRows(w io.Writer, p models.Params, rows []handlers.SimResult, format string) error {
+func writeSimRows(w io.Writer, p models.Params, rows []sim.Result, format string) error {
 	switch format {
 	case "json":
 		return writeJSONLines(w, rows)

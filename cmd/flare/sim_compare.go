@@ -8,25 +8,25 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/sim"
 )
 
 // compareRow is one design at one size: the analytic model next to the
 // simulated run, joined on algo, bytes and hosts.
 type compareRow struct {
-	Algo         string             `json:"algo"`
-	Bytes        int64              `json:"bytes"`
-	Hosts        int                `json:"hosts"`
-	Model        models.Row         `json:"model"`
-	Sim          handlers.SimResult `json:"sim"`
-	BandwidthErr float64            `json:"bandwidth_rel_err"` // (sim − model) / model
-	MemoryErr    float64            `json:"memory_rel_err"`
-	TauErr       float64            `json:"tau_rel_err"`
-	LatencyErr   float64            `json:"latency_rel_err"`
-	RankModel    int                `json:"rank_model"` // 1: the highest bandwidth at this size
-	RankSim      int                `json:"rank_sim"`
-	RankMatch    bool               `json:"rank_match"` // the size's ranking agrees (rankingsAgree)
+	Algo         string     `json:"algo"`
+	Bytes        int64      `json:"bytes"`
+	Hosts        int        `json:"hosts"`
+	Model        models.Row `json:"model"`
+	Sim          sim.Result `json:"sim"`
+	BandwidthErr float64    `json:"bandwidth_rel_err"` // (sim − model) / model
+	MemoryErr    float64    `json:"memory_rel_err"`
+	TauErr       float64    `json:"tau_rel_err"`
+	LatencyErr   float64    `json:"latency_rel_err"`
+	RankModel    int        `json:"rank_model"` // 1: the highest bandwidth at this size
+	RankSim      int        `json:"rank_sim"`
+	RankMatch    bool       `json:"rank_match"` // the size's ranking agrees (rankingsAgree)
 }
 
 // rankTol is how far apart two bandwidths must be to count as ordered:
@@ -38,7 +38,7 @@ const rankTol = 0.02
 // compareRows evaluates the model for each simulated run. The model sees
 // the run's stagger group (the simulator shrinks its window when a window
 // of blocks does not fit L1), so both stagger over the same blocks.
-func compareRows(p models.Params, runs []handlers.SimResult) []compareRow {
+func compareRows(p models.Params, runs []sim.Result) []compareRow {
 	rows := make([]compareRow, len(runs))
 	for i, r := range runs {
 		q := p

@@ -63,7 +63,7 @@ func TestE2ESparse(t *testing.T) {
 	}
 	defer c.Close()
 	before := d.metric(t, `flare_dropped_packets_total{reason="length"}`)
-	h := wire.Header{Version: 1, Type: wire.TypeSparse, Job: 301, DType: wire.Float32, Op: wire.OpSum, Count: 100}
+	h := wire.Header{Version: wire.Version, Type: wire.TypeSparse, Job: 301, DType: wire.Float32, Op: wire.OpSum, Count: 100}
 	c.Write(wire.AppendPacket(nil, &h, make([]byte, 2*wire.PairSize(wire.Float32))))
 	deadline := time.Now().Add(5 * time.Second)
 	for d.metric(t, `flare_dropped_packets_total{reason="length"}`) <= before {

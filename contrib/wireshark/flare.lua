@@ -49,6 +49,8 @@ f.deadline   = ProtoField.uint16("flare.join.deadline_ms", "Block deadline (ms)"
 f.elements   = ProtoField.uint64("flare.join.elements", "Elements")
 f.pelems     = ProtoField.uint32("flare.join.packet_elems", "Packet elements")
 f.timeout    = ProtoField.uint32("flare.join.timeout_ms", "Timeout (ms)")
+f.belems     = ProtoField.uint32("flare.join.block_elems", "Block elements (sparse)")
+f.stream     = ProtoField.uint32("flare.join.stream_packets", "Stream packets (child switch, sparse)")
 -- JoinAck
 f.window     = ProtoField.uint32("flare.ack.window", "Window")
 f.ack_algo   = ProtoField.uint8("flare.ack.algo", "Algo", base.DEC, algos)
@@ -61,11 +63,14 @@ f.err_code   = ProtoField.uint16("flare.error.code", "Code", base.DEC, codes)
 f.err_text   = ProtoField.string("flare.error.text", "Text")
 
 local HEADER_LEN = 32
+-- Protocol version 2 (wire.Version); version 1 differs only in its
+-- 24-byte join body, decoded too so that an old host's join shows.
+local VERSION = 2
 
 local function looks_like_flare(tvb)
   if tvb:len() < HEADER_LEN then return false end
-  local t = tvb(1, 1):uint()
-  return tvb(0, 1):uint() == 1 and t >= 1 and t <= 9
+  local v, t = tvb(0, 1):uint(), tvb(1, 1):uint()
+  return (v == VERSION or v == 1) and t >= 1 and t <= 9
 end
 
 function flare.dissector(tvb, pinfo, tree)
@@ -96,11 +101,15 @@ function flare.dissector(tvb, pinfo, tree)
   local rest = tvb:len() - HEADER_LEN
   if rest <= 0 then return tvb:len() end
   local p = tvb(HEADER_LEN, rest)
+  local v = tvb(0, 1):uint()
   if t == 1 and rest >= 24 then
-    local b = root:add(flare, p, "Join")
+    local b = root:add(flare, p, v == 1 and "Join (version 1: refused by a version-2 switch)" or "Join")
     b:add(f.world, p(0, 2)); b:add(f.algo, p(2, 1)); b:add(f.buffers, p(3, 1))
     b:add(f.options, p(4, 1)); b:add(f.storage, p(5, 1)); b:add(f.deadline, p(6, 2)); b:add(f.elements, p(8, 8))
     b:add(f.pelems, p(16, 4)); b:add(f.timeout, p(20, 4))
+    if v == VERSION and rest >= 32 then
+      b:add(f.belems, p(24, 4)); b:add(f.stream, p(28, 4))
+    end
   elseif t == 2 and rest >= 20 then
     local b = root:add(flare, p, "Join ack")
     b:add(f.window, p(0, 4)); b:add(f.ack_algo, p(4, 1)); b:add(f.ack_bufs, p(5, 1))

@@ -13,15 +13,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/internal/harness"
 	"github.com/flare-net/flare/internal/units"
+	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/wire"
 )
 
 // Calibration is what `flare model calibrate` measured and predicted.
 //
-// The in-process harness (handlers.RunHarness) is CPU-bound: P host
+// The in-process harness (harness.Run) is CPU-bound: P host
 // goroutines build and submit packets and K core goroutines run the
 // handlers, all on the same G = GOMAXPROCS CPUs. So its packets/s follow
 // from what a packet costs (the utilization law, X = U/D):
@@ -76,7 +77,7 @@ type Calibration struct {
 // CalibrateConfig is one calibration: the harness run (hosts, design,
 // vector), the rounds, and the wall time of one measured run.
 type CalibrateConfig struct {
-	Harness handlers.HarnessConfig
+	Harness harness.Config
 	Runs    int
 	RunTime time.Duration
 }
@@ -113,14 +114,14 @@ func Calibrate(ctx context.Context, c CalibrateConfig) (Calibration, error) {
 	}
 	// A first run warms up, a second sizes the runs to c.RunTime.
 	h.Generations = 1
-	var res *handlers.HarnessResult
+	var res *harness.Result
 	for range 2 {
 		var err error
-		if res, err = handlers.RunHarness(ctx, h, inputs); err != nil {
+		if res, err = harness.Run(ctx, h, inputs); err != nil {
 			return cal, err
 		}
 	}
-	cal.Algo = handlers.DesignName(res.Algo, res.Buffers)
+	cal.Algo = models.Design{Algo: res.Algo, Buffers: res.Buffers}.String()
 	h.Generations = max(1, int(math.Ceil(c.RunTime.Seconds()/res.Elapsed.Seconds())))
 	cal.Generations = h.Generations
 
@@ -174,13 +175,13 @@ type calRound struct {
 
 // calibrationRound measures A, then τ and h₁ on one CPU, then D on g
 // CPUs, then the packets/s on g CPUs, each run a separate harness run.
-func calibrationRound(ctx context.Context, h handlers.HarnessConfig, inputs [][]byte, g int) (calRound, error) {
+func calibrationRound(ctx context.Context, h harness.Config, inputs [][]byte, g int) (calRound, error) {
 	var r calRound
 	r.cpus = availableCPUs(g, 30*time.Millisecond)
 	// On one CPU nothing runs in parallel and the CPU never idles (the
 	// harness is CPU-bound), so the wall time per packet is τ + h₁.
 	prev := runtime.GOMAXPROCS(1)
-	res, err := handlers.RunHarness(ctx, h, inputs)
+	res, err := harness.Run(ctx, h, inputs)
 	runtime.GOMAXPROCS(prev)
 	if err != nil {
 		return r, err
@@ -189,14 +190,14 @@ func calibrationRound(ctx context.Context, h handlers.HarnessConfig, inputs [][]
 	r.hostNs1 = float64(res.Elapsed.Nanoseconds())/float64(res.Packets) - r.tauNs
 
 	cpu0, ok := ProcessCPU()
-	if res, err = handlers.RunHarness(ctx, h, inputs); err != nil {
+	if res, err = harness.Run(ctx, h, inputs); err != nil {
 		return r, err
 	}
 	if cpu1, ok1 := ProcessCPU(); ok && ok1 {
 		r.costNs = float64((cpu1 - cpu0).Nanoseconds()) / float64(res.Packets)
 	}
 
-	if res, err = handlers.RunHarness(ctx, h, inputs); err != nil {
+	if res, err = harness.Run(ctx, h, inputs); err != nil {
 		return r, err
 	}
 	r.pps = float64(res.Packets) / res.Elapsed.Seconds()

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -105,7 +106,7 @@ func (c Config) Validate() error {
 	case c.BlockElems < 0 || c.BlockElems > math.MaxUint32:
 		return fmt.Errorf("Config.BlockElems = %d: must be in 0..%d (0 = the switch's choice)", c.BlockElems, uint32(math.MaxUint32))
 	}
-	if _, err := handlers.KernelFor(c.DType, c.Op); err != nil {
+	if _, err := elem.KernelFor(c.DType, c.Op); err != nil {
 		return fmt.Errorf("Config.Op: %w", err)
 	}
 	if c.Sparse {
@@ -187,11 +188,11 @@ func parseAlgo(s string) (wire.Algo, int, error) {
 	}
 	if rest, ok := strings.CutPrefix(s, "multi"); ok {
 		var b int
-		if _, err := fmt.Sscanf(rest, "%d", &b); err == nil && b >= 2 && b <= handlers.MaxBuffers {
+		if _, err := fmt.Sscanf(rest, "%d", &b); err == nil && b >= 2 && b <= proto.MaxBuffers {
 			return wire.AlgoMulti, b, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("Config.Algo = %q: want auto, single, multi2, multi4 (multiB, B in 2..%d), tree or ring", s, handlers.MaxBuffers)
+	return 0, 0, fmt.Errorf("Config.Algo = %q: want auto, single, multi2, multi4 (multiB, B in 2..%d), tree or ring", s, proto.MaxBuffers)
 }
 
 // algoName is a design as Config.Algo writes it.

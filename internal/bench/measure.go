@@ -145,6 +145,9 @@ func (m *measurement) result() *Result {
 	res := &Result{Ranks: world, Bytes: int64(c.Count * c.DType.Size()), DType: c.DType.String(), Op: c.Op.String(),
 		Algo: m.ranks.algo(), Iters: c.Iters, Verified: c.Verify, TailRatio: c.TailRatio,
 		Retransmits: int64(sum(m.after).retransmits)}
+	if !c.Sparse {
+		res.PacketBytes = m.ranks.packetBytes(c.DType)
+	}
 	if c.Sparse {
 		res.Density, res.Storage = c.Density, c.Storage.String()
 		if c.Algo == "ring" {

@@ -47,6 +47,7 @@ func (f *referenceRanks) traffic() []traffic {
 }
 
 func (f *referenceRanks) contributors(int) ([]uint16, int) { return nil, 0 }
+func (f *referenceRanks) packetBytes(wire.DType) int       { return 0 }
 func (f *referenceRanks) blocks() int                      { return 1 }
 func (f *referenceRanks) algo() string                     { return "reference" }
 func (f *referenceRanks) close()                           {}

@@ -7,7 +7,7 @@ import (
 	mrand "math/rand/v2"
 	"slices"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -27,9 +27,9 @@ func putValue(dt wire.DType, b []byte, v int64) {
 	case wire.Float64:
 		binary.LittleEndian.PutUint64(b, math.Float64bits(float64(v)))
 	case wire.BFloat16:
-		binary.LittleEndian.PutUint16(b, uint16(handlers.BFloat16From(float32(v))))
+		binary.LittleEndian.PutUint16(b, uint16(elem.BFloat16From(float32(v))))
 	case wire.Float16:
-		binary.LittleEndian.PutUint16(b, uint16(handlers.Float16From(float32(v))))
+		binary.LittleEndian.PutUint16(b, uint16(elem.Float16From(float32(v))))
 	default:
 		// Config.Validate admits only wire.DTypes: one missing here would
 		// leave zeros that a verification could not catch.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -77,7 +77,7 @@ func (p *payload) check(it int, contrib func(i int) (counts []uint16, pe int)) (
 		for r := range all {
 			all[r] = sparsePattern(c.DType, r, it, c.Count, c.Density, c.Overlap)
 		}
-		got, check = p.results, func(b []byte) error { return handlers.CheckSparse(c.DType, c.Op, all, b) }
+		got, check = p.results, func(b []byte) error { return elem.CheckSparse(c.DType, c.Op, all, b) }
 	}
 	for i, r := range p.local {
 		if i > 0 && bytes.Equal(got[i], got[0]) {
@@ -135,7 +135,7 @@ func verifyPattern(dt wire.DType, op wire.Op, world, it int, buf []byte, first i
 				putValue(dt, inputs[r][i*sz:], patternValue(op, r, first+lo+i, it))
 			}
 		}
-		if err := handlers.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
+		if err := elem.Check(dt, op, inputs, buf[lo*sz:(lo+n)*sz]); err != nil {
 			return fmt.Errorf("at element offset %d: %w", first+lo, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/wire"
 )
 
 // ranks is how the local ranks of a measurement reach each other: sessions
@@ -19,6 +20,9 @@ type ranks interface {
 	// contributors is rank i's contributor count of every block of the
 	// last call and its elements per block (bounded time; nil for the ring).
 	contributors(i int) (counts []uint16, pe int)
+	// packetBytes is the payload per packet the switch granted (0 for
+	// the ring).
+	packetBytes(dt wire.DType) int
 	// blocks is the blocks of one call.
 	blocks() int
 	algo() string
@@ -106,8 +110,9 @@ func (ss sessions) traffic() []traffic {
 func (ss sessions) contributors(i int) ([]uint16, int) {
 	return ss[i].Contributors(), ss[i].PacketElems()
 }
-func (ss sessions) blocks() int  { return ss[0].Blocks() }
-func (ss sessions) algo() string { return algoName(ss[0].Algo(), ss[0].Buffers()) }
+func (ss sessions) blocks() int                   { return ss[0].Blocks() }
+func (ss sessions) packetBytes(dt wire.DType) int { return ss[0].PacketElems() * dt.Size() }
+func (ss sessions) algo() string                  { return algoName(ss[0].Algo(), ss[0].Buffers()) }
 
 func (ss sessions) close() {
 	for _, s := range ss {
@@ -151,6 +156,7 @@ func (rs rings) traffic() []traffic {
 
 func (rings) contributors(int) ([]uint16, int) { return nil, 0 }
 func (rings) blocks() int                      { return 1 }
+func (rings) packetBytes(wire.DType) int       { return 0 }
 func (rings) algo() string                     { return "ring" }
 
 func (rs rings) close() {

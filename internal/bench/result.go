@@ -23,6 +23,10 @@ type Result struct {
 	BusbwGBps   float64 `json:"busbw_GBps"`
 	Verified    bool    `json:"verified"`
 	Retransmits int64   `json:"retransmits"` // over every call, warmup included, over the local ranks
+	// PacketBytes is the payload per packet the switch (or relay) granted
+	// the hosts of a dense in-network call: 0 for the ring, sparse calls
+	// and the peers, which send no dense switch packets.
+	PacketBytes int `json:"packet_bytes"`
 	// Bounded time (Config.Deadline) and injected tails (Config.TailRatio).
 	DeadlineMS      float64 `json:"deadline_ms"`
 	TailRatio       float64 `json:"tail_ratio"`

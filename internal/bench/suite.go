@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/internal/inproc"
 	"github.com/flare-net/flare/internal/units"
-	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -52,6 +50,15 @@ type Suite struct {
 	// process instead, Tree.Hosts ranks per leaf (Switch, Ranks, Paths and
 	// Procs unused).
 	Tree TreeShape
+	// Packets are the payload bytes per packet the switch and the relays
+	// run at, each a multiple of 8 in 8..8192: every (P, size) group
+	// measures them once per size. Empty: the switch's default
+	// (swtch.DefaultPacketBytes). The sparse table takes the first.
+	Packets []int
+	// Peers, when set, are host-based libraries' rows (ReadPeers), printed
+	// in the dense table after the rows of their P, size, dtype and op,
+	// with every row's time over the faster peer's (Row.OverBestPeer).
+	Peers *Peers
 	// Procs runs each rank as a process of its own; nil: every rank in
 	// this process.
 	Procs *Procs
@@ -72,6 +79,9 @@ func (s Suite) Validate() error {
 		if p < 1 || p > MaxRanks {
 			return fmt.Errorf("Suite.Ranks %d: must be in 1..%d", p, MaxRanks)
 		}
+	}
+	if err := s.validatePackets(); err != nil {
+		return err
 	}
 	if s.Tree != (TreeShape{}) {
 		return s.Tree.Validate()
@@ -98,7 +108,7 @@ func (s Suite) validateData() error {
 		return fmt.Errorf("Suite.Algo = ring: the ring is measured as its own path; Suite.Algo picks the switch's design")
 	}
 	if _, _, err := parseAlgo(s.Algo); err != nil {
-		return fmt.Errorf("Suite.Algo = %q: want auto, single, multi2, multi4 (multiB, B in 2..%d) or tree", s.Algo, handlers.MaxBuffers)
+		return fmt.Errorf("Suite.Algo = %q: want auto, single, multi2, multi4 (multiB, B in 2..%d) or tree", s.Algo, proto.MaxBuffers)
 	}
 	switch {
 	case s.Iters < 1 || s.Warmup < 0:
@@ -135,35 +145,27 @@ func (s Suite) Run(ctx context.Context, w io.Writer) error {
 	return env.runDense(ctx, w)
 }
 
-// suiteRun is a suite with what it started: the relays and the switch.
+// suiteRun is a suite with what it started: the relays and the switch
+// of every packet size.
 type suiteRun struct {
 	Suite
-	relays   map[string]string // path: the relay's address
-	embedded *swtch.Switch     // the switch run in this process, nil with Suite.Switch
-	job      uint32            // the last job id used
+	servers map[int]*servers // by packet size
+	job     uint32           // the last job id used
 }
 
-// start starts the relays the paths ask for and, without Suite.Switch,
-// the switch, in g.
+// start starts, in g, the relays the paths ask for and, without
+// Suite.Switch, the switch, at every packet size. Suite.Switch becomes
+// the first size's switch: the one the sparse table measures.
 func (s Suite) start(g *inproc.Group) (*suiteRun, error) {
-	env := &suiteRun{Suite: s, relays: map[string]string{}}
-	for _, path := range []string{PathRelay, PathFanout} {
-		if !slices.Contains(s.Paths, path) {
-			continue
-		}
-		r, err := g.Relay(path == PathFanout, swtch.Config{Listen: "127.0.0.1:0"})
+	env := &suiteRun{Suite: s, servers: map[int]*servers{}}
+	for _, pk := range s.packets() {
+		srv, err := s.startServers(g, pk)
 		if err != nil {
 			return nil, err
 		}
-		env.relays[path] = r.Addr().String()
+		env.servers[pk] = srv
 	}
-	if slices.Contains(s.Paths, PathSwitch) && s.Switch == "" {
-		sw, err := g.Switch(swtch.Config{})
-		if err != nil {
-			return nil, err
-		}
-		env.Switch, env.embedded = sw.Addr().String(), sw
-	}
+	env.Switch = env.servers[s.packets()[0]].sw
 	return env, nil
 }
 

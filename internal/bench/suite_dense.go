@@ -4,17 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 
 	"github.com/flare-net/flare/internal/units"
+	swtch "github.com/flare-net/flare/switch"
 )
 
 // Row is one line of `flare bench`: an allreduce result, the path it
 // took, and its ratios against the other paths of the same P and size.
 type Row struct {
-	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay)
+	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay); a peer's own (Suite.Peers)
 	Result
+	// OverBestPeer is this row's median time over the faster peer's (the
+	// Suite.Peers rows of the same P and size): below 1, faster than the
+	// best host-based library measured. 0 without peers.
+	OverBestPeer float64 `json:"over_best_peer"`
 	// VsRing is the ring's median time over this row's: above 1, faster
 	// than the host ring baseline.
 	VsRing float64 `json:"vs_ring"`
@@ -37,7 +41,8 @@ type Row struct {
 	LinkBytesFrom string  `json:"link_bytes_from"`
 }
 
-// runDense measures every path at every P and size and writes the rows.
+// runDense measures every path at every P and size and writes the rows,
+// each group's peers after it.
 func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 	var tw *tabwriter.Writer
 	if !s.JSON {
@@ -48,7 +53,7 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
 			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n\n", s.DType, s.Op, layout)
-		fmt.Fprintln(tw, "P\tsize\tpath\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\thost↑\thost↓\tretransmits\tverified\t")
+		fmt.Fprintln(tw, denseHeader)
 	}
 	s.job = 7000
 	for _, p := range s.Ranks {
@@ -57,8 +62,8 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			for _, row := range rows {
-				if err := s.writeDense(w, tw, row); err != nil {
+			for _, row := range groupRows(rows, s.Peers.at(p, size, s.DType.String(), s.Op.String()), s.packets()) {
+				if err := s.writeDense(tw, w, row); err != nil {
 					return err
 				}
 			}
@@ -67,58 +72,44 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 	if tw != nil {
 		tw.Flush()
 		fmt.Fprintln(w, "\nvs ring: ring time / this time (above 1 is faster). of relay, of fanout: that relay's time / this time (the\n"+
-			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling).\n"+
+			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling); the ring and the\n"+
+			"peers are compared with the relays of the first packet size. ÷ best peer: this time / the faster peer row's time\n"+
+			"(below 1 is faster than the best host-based library).\n"+
 			"host↑/↓: bytes per call on one host's link (mean over the ranks), up and down; switch: the switch's link counters\n"+
 			"(join ack and leave spread over the calls), ring: the ranks' ring counters (frame headers included).")
 	}
 	return nil
 }
 
-// measureRows measures every path of one P and size (the relays first)
-// and returns their rows, switch, ring, relay, fanout, with the ratios.
-func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) ([]Row, error) {
-	rows := map[string]*Row{}
-	for _, path := range []string{PathRelay, PathFanout, PathSwitch, PathRing} {
-		if !slices.Contains(s.Paths, path) {
-			continue
-		}
-		row, err := s.measurePath(ctx, path, s.config(p, size))
+// measureRows measures every leg of one P and size (measureLegs' order).
+func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]*Row, error) {
+	rows := map[leg]*Row{}
+	for _, l := range s.measureLegs() {
+		row, err := s.measurePath(ctx, l, s.config(p, size))
 		if err != nil {
-			return nil, fmt.Errorf("P=%d %s %s: %w", p, units.FormatSize(size), path, err)
+			return nil, fmt.Errorf("P=%d %s %s: %w", p, units.FormatSize(size), l, err)
 		}
-		rows[path] = row
+		rows[l] = row
 	}
-	var out []Row
-	for _, path := range []string{PathSwitch, PathRing, PathRelay, PathFanout} {
-		row := rows[path]
-		if row == nil {
-			continue
-		}
-		if r := rows[PathRing]; r != nil {
-			row.VsRing = r.MedianS / row.MedianS
-		}
-		if r := rows[PathRelay]; r != nil {
-			row.OfRelay = r.MedianS / row.MedianS
-		}
-		if r := rows[PathFanout]; r != nil {
-			row.OfFanout = r.MedianS / row.MedianS
-		}
-		out = append(out, *row)
-	}
-	return out, nil
+	return rows, nil
 }
 
-// measurePath measures one path of c and its bytes per host link.
-func (s *suiteRun) measurePath(ctx context.Context, path string, c Config) (*Row, error) {
-	switch path {
+// measurePath measures one leg of c, checks it ran at its packet size,
+// and takes its bytes per host link.
+func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, error) {
+	srv := s.servers[l.packet]
+	var embedded *swtch.Switch
+	switch l.path {
 	case PathRelay, PathFanout:
-		c.Switch, c.Verify, c.Algo = s.relays[path], false, "single"
+		c.Switch, c.Verify, c.Algo = srv.relays[l.path], false, "single"
+	case PathSwitch:
+		c.Switch, embedded = srv.sw, srv.embedded
 	case PathRing:
 		c.Algo = PathRing
 	}
 	var watch *hostLinkWatch
-	if path == PathSwitch && s.embedded != nil {
-		watch = watchHostLinks(s.embedded)
+	if embedded != nil {
+		watch = watchHostLinks(embedded)
 	}
 	res, err := s.measure(ctx, c)
 	var up, down int64
@@ -126,17 +117,20 @@ func (s *suiteRun) measurePath(ctx context.Context, path string, c Config) (*Row
 	if watch != nil {
 		up, down, links = watch.finish()
 	}
+	if err == nil {
+		err = l.checkPacket(res, embedded != nil)
+	}
 	if err != nil {
 		return nil, err
 	}
-	switch path {
+	switch l.path {
 	case PathRelay:
 		res.Algo = "echo"
 	case PathFanout:
 		res.Algo = "fan-out"
 	}
-	row := &Row{Path: path, Result: *res}
-	s.hostLinkBytes(row, c, up, down, links)
+	row := &Row{Path: l.path, Result: *res}
+	hostLinkBytes(row, c, embedded != nil, up, down, links)
 	return row, nil
 }
 
@@ -145,11 +139,11 @@ func (s *suiteRun) measurePath(ctx context.Context, path string, c Config) (*Row
 // switch path reads the embedded switch's link counters (up, down over
 // links host links, for warmup + iters calls); with Suite.Switch, the
 // hosts' own. The ring path takes the ranks' ring counters.
-func (s *suiteRun) hostLinkBytes(row *Row, c Config, up, down int64, links int) {
+func hostLinkBytes(row *Row, c Config, embedded bool, up, down int64, links int) {
 	p := float64(row.Ranks)
 	calls := float64(c.Warmup + c.Iters)
 	switch {
-	case row.Path == PathSwitch && s.embedded != nil:
+	case row.Path == PathSwitch && embedded:
 		if links != row.Ranks {
 			return // the watch missed a link: no number rather than a wrong one
 		}
@@ -161,13 +155,20 @@ func (s *suiteRun) hostLinkBytes(row *Row, c Config, up, down int64, links int) 
 	}
 }
 
-// writeDense writes one row, to the table or as JSON.
-func (s *suiteRun) writeDense(w io.Writer, tw *tabwriter.Writer, r Row) error {
+const denseHeader = "P\tsize\tpath\tpacket\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\t÷ best peer\thost↑\thost↓\tretransmits\tverified\t"
+
+// writeDense writes one row, to the table under denseHeader or as JSON.
+func (s *suiteRun) writeDense(tw *tabwriter.Writer, w io.Writer, r Row) error {
 	if s.JSON {
 		return writeJSON(w, r)
 	}
-	_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Ranks, units.FormatSize(r.Bytes), r.Path, r.Algo,
-		r.MedianS*1e3, r.P99S*1e3, r.AlgbwGBps, units.Ratio(r.VsRing), units.Ratio(r.OfRelay), units.Ratio(r.OfFanout),
+	packet := "-"
+	if r.PacketBytes > 0 {
+		packet = units.FormatSize(int64(r.PacketBytes))
+	}
+	_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
+		r.Ranks, units.FormatSize(r.Bytes), r.Path, packet, r.Algo, r.MedianS*1e3, r.P99S*1e3, r.AlgbwGBps,
+		units.Ratio(r.VsRing), units.Ratio(r.OfRelay), units.Ratio(r.OfFanout), units.Ratio(r.OverBestPeer),
 		linkCell(r.HostUpBytes, r.LinkBytesFrom), linkCell(r.HostDownBytes, r.LinkBytesFrom), r.Retransmits, yesNo(r.Verified, r.Path))
 	return err
 }

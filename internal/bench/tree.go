@@ -6,11 +6,11 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/internal/inproc"
 	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/proto"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -42,12 +42,12 @@ type TreeShape struct{ Leaves, Hosts int }
 
 func (t TreeShape) String() string { return fmt.Sprintf("%dx%d", t.Leaves, t.Hosts) }
 
-// Validate names a shape out of range: 2..handlers.MaxChildren leaves (one
+// Validate names a shape out of range: 2..proto.MaxChildren leaves (one
 // leaf is a single switch), at least one host each, MaxRanks in all.
 func (t TreeShape) Validate() error {
 	switch {
-	case t.Leaves < 2 || t.Leaves > handlers.MaxChildren:
-		return fmt.Errorf("TreeShape.Leaves = %d: must be in 2..%d (one leaf is a single switch)", t.Leaves, handlers.MaxChildren)
+	case t.Leaves < 2 || t.Leaves > proto.MaxChildren:
+		return fmt.Errorf("TreeShape.Leaves = %d: must be in 2..%d (one leaf is a single switch)", t.Leaves, proto.MaxChildren)
 	case t.Hosts < 1 || t.Leaves*t.Hosts > MaxRanks:
 		return fmt.Errorf("TreeShape.Hosts = %d: must be at least 1, and leaves × hosts at most %d", t.Hosts, MaxRanks)
 	}

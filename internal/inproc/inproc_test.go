@@ -123,7 +123,7 @@ func TestTree(t *testing.T) {
 		for i := range bufs[r] {
 			bufs[r][i] = float32(r + 1)
 		}
-		go func() { errs <- hostlib.AllReduce(ctx, ss[r], bufs[r], wire.OpSum) }()
+		go func() { errs <- hostlib.AllReduce(ctx, ss[r], bufs[r]) }()
 	}
 	for range world {
 		if err := <-errs; err != nil {

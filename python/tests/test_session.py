@@ -40,7 +40,7 @@ def expected(op):
 
 def test_pairs_cover_the_switch():
     # The switch defines every op on the integers and sum, min, max, prod
-    # on the floats (examples/c's Go test checks this against handlers).
+    # on the floats (capi's Go test checks this against elem.KernelFor).
     assert len(PAIRS) == 4 * 7 + 4 * 4
     assert flare.DTYPES["float16"] == 8 and flare.dtypes.dtype_code(np.float16) == 8
 

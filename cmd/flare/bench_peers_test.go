@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flare-net/flare/internal/bench"
+)
+
+// benchRow is the row flare bench --json prints.
+type benchRow = bench.Row
+
+// benchRows runs flare bench in this process and returns its --json rows,
+// each decoded strictly (no field outside benchRow) and the keys of each.
+func benchRows(t *testing.T, args ...string) ([]benchRow, []map[string]any) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), append([]string{"bench", "--json"}, args...), &out, &errs); err != nil {
+		t.Fatalf("flare bench %s: %v\n%s", strings.Join(args, " "), err, errs.String())
+	}
+	var rows []benchRow
+	var raw []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		rows = append(rows, strictRow(t, line))
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		raw = append(raw, m)
+	}
+	return rows, raw
+}
+
+func strictRow(t *testing.T, line string) benchRow {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	var r benchRow
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("line %q is not a bench row: %v", line, err)
+	}
+	return r
+}
+
+// --packet runs the switch and both relays once per size, each row says
+// which in packet_bytes (the ring's 0), and a row's ratios are taken
+// against the relays of its own packet size.
+func TestBenchPacketSizes(t *testing.T) {
+	rows, raw := benchRows(t, "--ranks", "2", "--bytes", "16KiB", "--packet", "512,2KiB", "--procs=false", "--iters", "1", "--warmup", "0")
+	type key struct {
+		path   string
+		packet int
+	}
+	want := []key{{"switch", 512}, {"switch", 2048}, {"ring", 0}, {"relay", 512}, {"relay", 2048}, {"fanout", 512}, {"fanout", 2048}}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d (%v): %+v", len(rows), len(want), want, rows)
+	}
+	at := map[key]benchRow{}
+	for i, r := range rows {
+		if got := (key{r.Path, r.PacketBytes}); got != want[i] {
+			t.Errorf("row %d is %v, want %v", i, got, want[i])
+		}
+		if _, ok := raw[i]["packet_bytes"]; !ok {
+			t.Errorf("row %d (%s) has no packet_bytes field", i, r.Path)
+		}
+		at[key{r.Path, r.PacketBytes}] = r
+	}
+	for _, pk := range []int{512, 2048} {
+		sw, relay, fan := at[key{"switch", pk}], at[key{"relay", pk}], at[key{"fanout", pk}]
+		if !sw.Verified || sw.OfRelay != relay.MedianS/sw.MedianS || sw.OfFanout != fan.MedianS/sw.MedianS {
+			t.Errorf("switch at %d-byte packets: verified %v, of_relay %v of_fanout %v, want %v and %v (its own packet size's relays)",
+				pk, sw.Verified, sw.OfRelay, sw.OfFanout, relay.MedianS/sw.MedianS, fan.MedianS/sw.MedianS)
+		}
+	}
+	if ring := at[key{"ring", 0}]; ring.OfRelay != at[key{"relay", 512}].MedianS/ring.MedianS {
+		t.Errorf("ring of_relay %v: want it against the first packet size's relay", ring.OfRelay)
+	}
+}
+
+func TestParsePackets(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		err  string
+	}{
+		{"1KiB", []int{1024}, ""},
+		{"1KiB,8KiB", []int{1024, 8192}, ""},
+		{"8,4096", []int{8, 4096}, ""},
+		{"0", nil, "--packet 0: must be a multiple of 8 in 8..8KiB"},
+		{"12", nil, "--packet 12: must be a multiple of 8"},
+		{"16KiB", nil, "--packet 16KiB: must be a multiple of 8 in 8..8KiB"},
+		{"1KiB,1024", nil, "--packet 1024: given twice"},
+		{"lots", nil, "--packet: size \"lots\""},
+	} {
+		got, err := parsePackets(strings.Split(tc.in, ","))
+		switch {
+		case tc.err == "" && (err != nil || !slices.Equal(got, tc.want)):
+			t.Errorf("parsePackets(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("parsePackets(%q): error %v, want %q", tc.in, err, tc.err)
+		}
+	}
+	for _, args := range [][]string{
+		{"bench", "--packet", "9"},
+		{"bench", "--switch", "127.0.0.1:7470", "--packet", "8KiB"},
+		{"bench", "--tree", "2x2", "--packet", "8KiB"},
+		{"bench", "--sparse", "--packet", "1KiB,8KiB"},
+	} {
+		if err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--packet") {
+			t.Errorf("flare %s: %v, want an error naming --packet", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// The peers' own benchmarks (make peers: peers/mpi_allreduce.c under
+// mpirun, peers/gloo_ring.cc) at P = 2 print rows of the bench schema,
+// with every field a flare bench row has, and verified sums; flare bench
+// --peers prints them beside the ring with their ratios.
+func TestPeersBenchmarks(t *testing.T) {
+	for _, tool := range []string{"mpicc", "mpirun", "g++"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found: install openmpi-bin libopenmpi-dev libgloo-dev g++ (make peers-deps) to run the peers", tool)
+		}
+	}
+	if _, err := os.Stat("/usr/include/gloo/allreduce.h"); err != nil {
+		t.Skipf("Gloo's headers not found (%v): install libgloo-dev (make peers-deps) to run the peers", err)
+	}
+	dir := t.TempDir()
+	mpiBin, glooBin := filepath.Join(dir, "mpi"), filepath.Join(dir, "gloo")
+	for _, build := range [][]string{
+		{"mpicc", "-O2", "-o", mpiBin, repoFile("peers/mpi_allreduce.c")},
+		{"g++", "-O2", "-std=c++17", "-o", glooBin, repoFile("peers/gloo_ring.cc"), "-lgloo", "-pthread"},
+	} {
+		if out, err := exec.Command(build[0], build[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(build, " "), err, out)
+		}
+	}
+	size := []string{"--bytes", "64KiB", "--iters", "3", "--warmup", "1"}
+	mpirun := []string{"-np", "2", "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+		"--mca", "btl_tcp_if_include", "lo"}
+	if os.Getuid() == 0 {
+		mpirun = append(mpirun, "--allow-run-as-root")
+	}
+	var file bytes.Buffer
+	for _, c := range []struct {
+		path string
+		cmd  []string
+	}{
+		{"mpi-tcp", append(append(append([]string{"mpirun"}, mpirun...), mpiBin), size...)},
+		{"gloo-ring", append([]string{glooBin, "--ranks", "2"}, size...)},
+	} {
+		var out, errs bytes.Buffer
+		cmd := exec.Command(c.cmd[0], c.cmd[1:]...)
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c.cmd, " "), err, errs.String())
+		}
+		line := strings.TrimSpace(out.String())
+		row := strictRow(t, line)
+		if row.Path != c.path || row.Ranks != 2 || row.Bytes != 64<<10 || row.Iters != 3 || row.DType != "float32" || row.Op != "sum" ||
+			!row.Verified || !(row.MedianS > 0) || row.P99S < row.MedianS || row.PacketBytes != 0 {
+			t.Errorf("%s row %+v: want path %s, 2 ranks, 64KiB float32 sum, 3 iters, verified, times", c.path, row, c.path)
+		}
+		if err := bench.CheckPeerRow(&row); err != nil {
+			t.Errorf("%s row: %v", c.path, err)
+		}
+		var got, flare map[string]any
+		flareLine, _ := json.Marshal(benchRow{})
+		if json.Unmarshal([]byte(line), &got) != nil || json.Unmarshal(flareLine, &flare) != nil ||
+			!slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(flare))) {
+			t.Errorf("%s row's fields %v, want a flare bench row's %v", c.path, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(flare)))
+		}
+		file.WriteString(line + "\n")
+	}
+	peers := filepath.Join(dir, "peers.jsonl")
+	if err := os.WriteFile(peers, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := benchRows(t, "--ranks", "2", "--bytes", "64KiB", "--paths", "ring", "--procs=false", "--iters", "1", "--warmup", "0", "--peers", peers)
+	if len(rows) != 3 || rows[0].Path != "ring" || rows[1].Path != "mpi-tcp" || rows[2].Path != "gloo-ring" {
+		t.Fatalf("flare bench --peers: %+v, want the ring, mpi-tcp and gloo-ring rows", rows)
+	}
+	best := min(rows[1].MedianS, rows[2].MedianS)
+	for _, r := range rows {
+		if r.OverBestPeer != r.MedianS/best || r.VsRing != rows[0].MedianS/r.MedianS {
+			t.Errorf("%s: over_best_peer %v vs_ring %v, want %v and %v", r.Path, r.OverBestPeer, r.VsRing, r.MedianS/best, rows[0].MedianS/r.MedianS)
+		}
+	}
+}

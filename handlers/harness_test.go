@@ -1,0 +1,109 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/handlers"
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/internal/harness"
+	"github.com/flare-net/flare/wire"
+)
+
+// Tree float sums through the concurrent processing unit, where arrival
+// order depends on goroutine scheduling as well, equal the same pairing
+// computed plainly (TestTreeReproducible checks 100 virtual-time orders).
+func TestTreeReproducibleHarness(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	for _, dt := range []wire.DType{wire.Float32, wire.Float64, wire.BFloat16, wire.Float16} {
+		const p = 13
+		pe := 1024 / dt.Size()
+		n := 2*pe + 17
+		inputs := handlers.RandomInputs(r, dt, wire.OpSum, p, n)
+		want := handlers.TreeReference(t, dt, wire.OpSum, inputs)
+		for run := 0; run < 5; run++ {
+			res, err := harness.Run(context.Background(), harness.Config{Hosts: p, DType: dt, Op: wire.OpSum, Algo: wire.AlgoTree,
+				Elements: n, Window: 2, Dup: 0.1, Reorder: 0.3, Seed: uint64(run)}, inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for h, out := range res.Out {
+				if !bytes.Equal(out, want) {
+					t.Fatalf("%s harness run %d host %d: result differs from the fixed-pairing reference", dt, run, h)
+				}
+			}
+		}
+	}
+}
+
+// The concurrent path: real core goroutines, staggered hosts with a
+// window, duplicates and reordering, back-to-back generations.
+func TestHarnessConcurrent(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	type tc struct {
+		dt wire.DType
+		op wire.Op
+	}
+	cases := []tc{{wire.Int32, wire.OpSum}, {wire.Int8, wire.OpXor}, {wire.Float32, wire.OpSum}, {wire.BFloat16, wire.OpMax}, {wire.Float16, wire.OpSum}, {wire.Float64, wire.OpProd}, {wire.Int64, wire.OpMin}}
+	for _, dg := range handlers.Designs {
+		for _, c := range cases {
+			for _, p := range []int{1, 2, 8, 64} {
+				n := 1 + r.IntN(5000)
+				inputs := handlers.RandomInputs(r, c.dt, c.op, p, n)
+				res, err := harness.Run(context.Background(), harness.Config{
+					Hosts: p, DType: c.dt, Op: c.op, Algo: dg.Algo(), Buffers: dg.B(), Elements: n,
+					Window: 1 + r.IntN(8), Generations: 2, Dup: 0.1, Reorder: 0.2, Seed: seed,
+				}, inputs)
+				if err != nil {
+					t.Fatalf("%s %s %s P=%d n=%d: %v", dg, c.dt, c.op, p, n, err)
+				}
+				for h, out := range res.Out {
+					if err := elem.Check(c.dt, c.op, inputs, out); err != nil {
+						t.Fatalf("%s %s %s P=%d n=%d host %d (seed %d): %v", dg, c.dt, c.op, p, n, h, seed, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The single buffer contends when several cores may run one block (S = C)
+// and never waits when one core owns it (S = 1).
+func TestSingleBufferContention(t *testing.T) {
+	const p = 64
+	r := rand.New(rand.NewPCG(3, 3))
+	inputs := handlers.RandomInputs(r, wire.Int32, wire.OpSum, p, 256) // one block
+	run := func(s, gens int) hpu.CoreStats {
+		res, err := harness.Run(context.Background(), harness.Config{
+			HPU:   hpu.Config{Clusters: 1, CoresPerCluster: 8, SubsetS: s, QueueDepth: 64},
+			Hosts: p, DType: wire.Int32, Op: wire.OpSum, Algo: wire.AlgoSingle, Elements: 256, Generations: gens,
+		}, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range res.Out {
+			if err := elem.Check(wire.Int32, wire.OpSum, inputs, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res.HPU.Total()
+	}
+	if st := run(1, 50); st.Contended != 0 || st.LockWaitNs != 0 {
+		t.Fatalf("S=1: %d contended acquisitions, %d ns waiting; want none", st.Contended, st.LockWaitNs)
+	}
+	var st hpu.CoreStats
+	for try := 0; try < 20 && st.Contended == 0; try++ {
+		st = run(8, 50)
+	}
+	if st.Contended == 0 || st.LockWaitNs == 0 {
+		t.Fatalf("S=8: no lock contention in 20×50 one-block allreduces of 64 packets")
+	}
+	t.Logf("S=8: %d contended acquisitions, %d ns waiting", st.Contended, st.LockWaitNs)
+}

@@ -1,0 +1,56 @@
+/* mpi_allreduce: MPI_Allreduce in place (float32 sum) measured as
+ * `flare bench` measures a path, one process per rank:
+ *
+ *   mpirun -np 8 --oversubscribe --mca pml ob1 --mca btl tcp,self bin/peers-mpi-allreduce --bytes 16MiB
+ *
+ * Every call is timed on its own, after the buffer is filled with flare's
+ * pattern, and checked element by element afterwards; rank 0 prints one
+ * `flare bench --json` row (path mpi-tcp) with the slowest rank's median
+ * and p99. It exits 1 when a sum is wrong.
+ */
+#include <mpi.h>
+
+#include "row.h"
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, world;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  struct bench_args a;
+  if (parse_args(argc, argv, &a) != 0 || a.ranks != 0) {
+    if (a.ranks != 0 && rank == 0) fprintf(stderr, "%s: --ranks: mpirun -np sets the world\n", argv[0]);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  size_t n = a.bytes / sizeof(float);
+  float *buf = malloc(a.bytes);
+  double *times = malloc(a.iters * sizeof *times);
+  if (buf == NULL || times == NULL) {
+    fprintf(stderr, "rank %d: cannot allocate %lld bytes\n", rank, a.bytes);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  int ok = 1;
+  for (int it = 0; it < a.warmup + a.iters; it++) {
+    fill_pattern(buf, n, rank, it);
+    double start = now_s();
+    MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double el = now_s() - start;
+    if (it >= a.warmup) times[it - a.warmup] = el;
+    long bad = check_sum(buf, n, world, it);
+    if (bad >= 0) {
+      fprintf(stderr, "rank %d, call %d: element %ld is %g, want the sum over %d ranks\n", rank, it, bad,
+              buf[bad], world);
+      ok = 0;
+    }
+  }
+  /* The row's time is the slowest rank's, as flare bench takes it. */
+  double mine[3], row[3];
+  summarise(times, a.iters, &mine[0], &mine[1]);
+  mine[2] = ok ? 0 : 1;
+  MPI_Reduce(mine, row, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0) print_row("mpi-tcp", "tuned", world, a.bytes, a.iters, row[0], row[1], row[2] == 0);
+  free(buf);
+  free(times);
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}
