@@ -50,127 +50,155 @@ import (
 // blocks of one core wait for each other, with S = 8 and small G a block's
 // own P packets wait for the subset's 8 cores.
 func treeBufferCycles(p Params, g, deltaE float64) float64 {
-	P, K := p.Hosts, p.Cores()
-	S := p.SubsetS
-	L, D := p.CyclesPerPacket, copyCycles(p)
 	G := max(1, int(g))
-	pow2, hasLeaves := heapTree(P)
 	if p.SameBlockInterArrival > 0 {
 		deltaE = p.SameBlockInterArrival / float64(G) // δc = G·δe
 	}
-	type arrival struct {
-		t     float64
-		block int // index among the subset's blocks
-		host  int
-	}
-	subsets := max(1, K/S)
+	r := &treeReplay{P: p.Hosts, S: p.SubsetS, L: p.CyclesPerPacket, D: copyCycles(p), G: G, deltaE: deltaE}
+	r.pow2, r.hasLeaves = heapTree(r.P)
+	subsets := max(1, p.Cores()/r.S)
 	// The switch keeps receiving such allreduces (rounds of G blocks, each
 	// staggered alike, numbered on): replay enough rounds that every subset
 	// serves a few blocks, and count the blocks of all but the first and
 	// the last round, which have no neighbours before or after them.
-	rounds := 1
+	r.rounds = 1
 	if G < treeSubsetBlocks*subsets {
-		rounds = (treeSubsetBlocks*subsets+G-1)/G + 2
+		r.rounds = (treeSubsetBlocks*subsets+G-1)/G + 2
 	}
-	nblk := rounds * G
+	nblk := r.rounds * G
 	m := (nblk + subsets - 1) / subsets
 	subsets = min(subsets, nblk)
 	nc := min(subsets, max(1, treeSampleBlocks/m))
-	var arr []arrival
-	var stored []float64
-	var counted []bool
-	var perBlock []float64
-	q := &treeSteps{}
-	var node []int
-	var alloc []float64
 	var total float64
 	var blocks int
 	for j := range nc {
-		c := (2*j + 1) * subsets / (2 * nc)
-		arr = arr[:0]
-		nb := 0
-		counted = counted[:0]
-		for b := c; b < nblk; b += subsets {
-			r, jb := b/G, b%G
-			for i := range P {
-				k := r*G + ((jb-i*G/P)%G+G)%G
-				t := float64(k*P+i) * deltaE
-				arr = append(arr, arrival{t: t, block: nb, host: i})
-			}
-			counted = append(counted, rounds == 1 || (r > 0 && r < rounds-1))
-			nb++
-		}
-		slices.SortStableFunc(arr, func(x, y arrival) int { return cmp.Compare(x.t, y.t) })
-		n := len(arr)
-		stored = slices.Grow(stored[:0], nb*2*pow2)[:nb*2*pow2]
-		for i := range stored {
-			stored[i] = -1
-		}
-		q.t = slices.Grow(q.t[:0], n)[:n]
-		q.idx = q.idx[:0]
-		node = slices.Grow(node[:0], n)[:n]
-		alloc = slices.Grow(alloc[:0], n)[:n]
-		perBlock = slices.Grow(perBlock[:0], nb)[:nb]
-		clear(perBlock)
-		free := S
-		var waiting []int
-		start := func(h int, t float64) {
-			free--
-			alloc[h], node[h], q.t[h] = t, pow2+arr[h].host, t+D
-			heap.Push(q, h)
-		}
-		end := func(t float64) {
-			free++
-			if len(waiting) > 0 {
-				h := waiting[0]
-				waiting = waiting[1:]
-				start(h, t)
-			}
-		}
-		for next := 0; next < n || q.Len() > 0; {
-			if next < n && (q.Len() == 0 || arr[next].t <= q.t[q.idx[0]]) {
-				if free > 0 {
-					start(next, arr[next].t)
-				} else {
-					waiting = append(waiting, next)
-				}
-				next++
-				continue
-			}
-			h := q.idx[0]
-			t := q.t[h]
-			st := stored[arr[h].block*2*pow2 : (arr[h].block+1)*2*pow2]
-			nd := node[h]
-			switch {
-			case nd == 0: // the result is out: the core is free
-				heap.Pop(q)
-				end(t)
-				continue
-			case nd == 1: // the root: copy the result out and free it
-				perBlock[arr[h].block] += t + 2*D - alloc[h]
-				q.t[h] += 2 * D
-			case !hasLeaves(nd ^ 1):
-			case st[nd^1] >= 0: // fold the sibling's partial, free one
-				perBlock[arr[h].block] += t + L - st[nd^1]
-				st[nd^1] = -1
-				q.t[h] += L
-			default: // store the partial and end
-				st[nd] = alloc[h]
-				heap.Pop(q)
-				end(t)
-				continue
-			}
-			node[h] = nd >> 1
-			heap.Fix(q, 0)
-		}
-		for b, ok := range counted {
+		r.arrivals((2*j+1)*subsets/(2*nc), subsets, nblk)
+		r.serve()
+		for b, ok := range r.counted {
 			if ok {
-				total += perBlock[b]
+				total += r.perBlock[b]
 				blocks++
 			}
 		}
 	}
 	return total / float64(max(1, blocks))
+}
+
+// treeReplay is treeBufferCycles's replay of one core subset at a time,
+// with its scratch space reused from subset to subset.
+type treeReplay struct {
+	P, S, G, rounds int
+	L, D, deltaE    float64
+	pow2            int
+	hasLeaves       func(n int) bool
+
+	arr      []treeArrival // the subset's packets, by arrival
+	nb       int           // the subset's blocks
+	counted  []bool        // block → counted (not of the first or last round)
+	perBlock []float64     // block → buffer-cycles
+	stored   []float64     // block × heap node → when its stored partial was allocated, or −1
+	q        treeSteps
+	node     []int     // handler → the heap node it is at
+	alloc    []float64 // handler → when its buffer was allocated
+}
+
+// treeArrival is one packet of a replayed block.
+type treeArrival struct {
+	t     float64
+	block int // index among the subset's blocks
+	host  int
+}
+
+// arrivals lists, in arrival order, the packets of the blocks of subset c
+// (every subsets-th of nblk blocks), staggered as hosts send them.
+func (r *treeReplay) arrivals(c, subsets, nblk int) {
+	r.arr, r.counted, r.nb = r.arr[:0], r.counted[:0], 0
+	for b := c; b < nblk; b += subsets {
+		rd, jb := b/r.G, b%r.G
+		for i := range r.P {
+			k := rd*r.G + ((jb-i*r.G/r.P)%r.G+r.G)%r.G
+			t := float64(k*r.P+i) * r.deltaE
+			r.arr = append(r.arr, treeArrival{t: t, block: r.nb, host: i})
+		}
+		r.counted = append(r.counted, r.rounds == 1 || (rd > 0 && rd < r.rounds-1))
+		r.nb++
+	}
+	slices.SortStableFunc(r.arr, func(x, y treeArrival) int { return cmp.Compare(x.t, y.t) })
+}
+
+// serve runs the subset's S cores over its arrivals, filling perBlock.
+func (r *treeReplay) serve() {
+	n, nb, pow2 := len(r.arr), r.nb, r.pow2
+	r.stored = slices.Grow(r.stored[:0], nb*2*pow2)[:nb*2*pow2]
+	for i := range r.stored {
+		r.stored[i] = -1
+	}
+	q := &r.q
+	q.t = slices.Grow(q.t[:0], n)[:n]
+	q.idx = q.idx[:0]
+	r.node = slices.Grow(r.node[:0], n)[:n]
+	r.alloc = slices.Grow(r.alloc[:0], n)[:n]
+	r.perBlock = slices.Grow(r.perBlock[:0], nb)[:nb]
+	clear(r.perBlock)
+	free := r.S
+	var waiting []int
+	start := func(h int, t float64) {
+		free--
+		r.alloc[h], r.node[h], q.t[h] = t, pow2+r.arr[h].host, t+r.D
+		heap.Push(q, h)
+	}
+	end := func(t float64) {
+		free++
+		if len(waiting) > 0 {
+			h := waiting[0]
+			waiting = waiting[1:]
+			start(h, t)
+		}
+	}
+	for next := 0; next < n || q.Len() > 0; {
+		if next < n && (q.Len() == 0 || r.arr[next].t <= q.t[q.idx[0]]) {
+			if free > 0 {
+				start(next, r.arr[next].t)
+			} else {
+				waiting = append(waiting, next)
+			}
+			next++
+			continue
+		}
+		h := q.idx[0]
+		if t := q.t[h]; r.step(h, t) {
+			heap.Pop(q)
+			end(t)
+			continue
+		}
+		heap.Fix(q, 0)
+	}
+}
+
+// step advances handler h, due at t, by one level of its block's tree. It
+// reports whether the handler ended (its core is free); otherwise its node
+// and its next step's cycle have moved on.
+func (r *treeReplay) step(h int, t float64) (ended bool) {
+	b := r.arr[h].block
+	st := r.stored[b*2*r.pow2 : (b+1)*2*r.pow2]
+	nd := r.node[h]
+	switch {
+	case nd == 0: // the result is out: the core is free
+		return true
+	case nd == 1: // the root: copy the result out and free it
+		r.perBlock[b] += t + 2*r.D - r.alloc[h]
+		r.q.t[h] += 2 * r.D
+	case !r.hasLeaves(nd ^ 1):
+	case st[nd^1] >= 0: // fold the sibling's partial, free one
+		r.perBlock[b] += t + r.L - st[nd^1]
+		st[nd^1] = -1
+		r.q.t[h] += r.L
+	default: // store the partial and end
+		st[nd] = r.alloc[h]
+		return true
+	}
+	r.node[h] = nd >> 1
+	return false
 }
 
 // treeSubsetBlocks is how many blocks each core subset serves, at least,
