@@ -10,6 +10,7 @@ switch). Processes are started with spawn: libflare does not survive fork.
 """
 
 import argparse
+import gc
 import os
 import time
 import warnings
@@ -70,7 +71,12 @@ def worker(rank, world, backend, port, steps, out, env, hook):
         flat = torch.cat([p.detach().reshape(-1) for p in net.module.parameters()])
         torch.save({"weights": flat, "fallbacks": [int(c) for c in all_counts], "loss": first_loss,
                     "samples_per_s": steps * BATCH * world / elapsed}, out)
+    # DDP holds the process group: let it go first, so that destroying the
+    # group ends it here and not during interpreter finalization, which can
+    # abort a process whose gloo threads are still alive.
+    del net, opt
     dist.destroy_process_group()
+    gc.collect()
 
 
 def run(backend, world, steps, out, env=None, port=None, hook=False):

@@ -2,6 +2,7 @@
 through the switch and whose other collectives go through an inner gloo
 group (torch 1.13's Python ProcessGroup extension point)."""
 
+import atexit
 import datetime
 import secrets
 
@@ -34,6 +35,19 @@ class ProcessGroupFlare(dist.ProcessGroup):
             store.set("flare/token", str(secrets.randbits(64)))
         job, token = int(store.get("flare/job")), int(store.get("flare/token"))
         self.reducer = Reducer(self.config, rank, world, job, token, self._agree, self._gloo_allreduce)
+        atexit.register(self.shutdown)
+
+    def shutdown(self):
+        """Close the switch sessions and release the inner gloo group while
+        the interpreter is still whole. A gloo group left to interpreter
+        finalization can abort the process ("terminate called without an
+        active exception": its worker threads take the GIL as it goes), and
+        destroy_process_group does not reach the group this one holds.
+        Registered with atexit; a second call does nothing."""
+        if self.gloo_group is None:
+            return
+        self.reducer.close()
+        self.gloo_group = None
 
     def getBackendName(self):
         return NAME
