@@ -149,8 +149,8 @@ func NewVirtual(cfg Config, egress Egress, done func(*Packet)) (*VirtualUnit, er
 	for i := range u.cores {
 		c := &u.cores[i]
 		c.u, c.cluster, c.id, c.idle = u, i/cfg.CoresPerCluster, i%cfg.CoresPerCluster, true
-		c.task = NewVirtualTask(&u.cfg.Cost, egress, nil, c.cluster, c.id, 0)
-		c.task.sim = c
+		c.task = &Task{Cluster: c.cluster, Core: c.id, cost: &u.cfg.Cost, egress: egress, sim: c}
+		c.task.pegress, _ = egress.(PacketEgress)
 	}
 	return u, nil
 }
@@ -415,8 +415,8 @@ func (c *vcore) suspend() {
 func (c *vcore) execute(p *Packet) {
 	u, t := c.u, c.task
 	start := u.clock
-	t.Restart(p, c.cluster, c.id, start)
-	ok := t.Run()
+	t.restart(p, c.cluster, c.id, start)
+	ok := t.run()
 	u.observeMem()
 	if t.now != u.clock {
 		panic("hpu: virtual handler ended off the clock") // every advance goes through sync or lock
