@@ -205,15 +205,7 @@ func (h *HPU) execute(co *core, p *Packet, start int64) (end int64) {
 	if h.done != nil {
 		h.done(p)
 	}
-	co.load.Add(-1)
-	cl := co.cluster
-	cl.occ.Add(-1)
-	if cl.waiting.Load() > 0 {
-		select {
-		case cl.room <- struct{}{}:
-		default:
-		}
-	}
+	co.leave()
 	return end
 }
 
@@ -242,7 +234,12 @@ func (h *HPU) commit(co *core, p *Packet) error {
 }
 
 // unplace undoes place's counts for a packet that was not queued.
-func (h *HPU) unplace(co *core) {
+func (h *HPU) unplace(co *core) { co.leave() }
+
+// leave counts a request out of the core and its cluster, when its handler
+// has run or it was not queued after all, and tells a submitter waiting
+// for room in the cluster.
+func (co *core) leave() {
 	co.load.Add(-1)
 	cl := co.cluster
 	cl.occ.Add(-1)

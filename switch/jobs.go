@@ -135,14 +135,20 @@ func (d denseJob) install(s *Switch, _ *job, live *liveJob) {
 	}
 }
 
+// handlerOf is h, or none when its constructor failed (err): the switch
+// frees a handler it holds, and a failed one holds nothing.
+func handlerOf[H jobHandler](h H, err error) (jobHandler, error) {
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
 type densePlan struct{ cfg *handlers.DenseConfig }
 
 func (p densePlan) build() (jobHandler, error) {
 	d, err := handlers.NewDense(*p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	return denseJob{d}, nil
+	return handlerOf(denseJob{d}, err)
 }
 
 type sparseJob struct{ *handlers.Sparse }
@@ -163,10 +169,7 @@ type sparsePlan struct{ cfg *handlers.SparseConfig }
 
 func (p sparsePlan) build() (jobHandler, error) {
 	sp, err := handlers.NewSparse(*p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	return sparseJob{sp}, nil
+	return handlerOf(sparseJob{sp}, err)
 }
 
 // jobTable maps job ids to jobs. The packet path reads a copy-on-write
