@@ -45,22 +45,21 @@ func TestDenseBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	eg := &partialCapture{res: map[uint32]wire.Header{}, val: map[uint32][]byte{}}
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, eg, nil, 0, 0, 0)
+	// Packets are queued to arrive at their cycles; a tick runs the unit
+	// up to and through its own.
+	v := newVUnit(eg, 8)
+	defer v.close()
 	send := func(blk uint32, rank int, at int64, flags wire.Flags) {
 		payload := make([]byte, pe*4)
 		for i := range pe {
 			binary.LittleEndian.PutUint32(payload[i*4:], uint32(1)<<rank*uint32(i+1))
 		}
 		pkt := &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Flags: flags, Job: 1, Generation: 1, Block: blk,
-			Child: uint16(rank), DType: wire.Int32, Op: wire.OpSum, Count: pe}, Payload: payload, Arrival: at, Handler: d}
-		task.Restart(pkt, 0, 0, at)
-		task.Run()
+			Child: uint16(rank), DType: wire.Int32, Op: wire.OpSum, Count: pe}, Payload: payload, Handler: d}
+		v.submit(pkt, at)
 	}
 	tick := func(at int64) {
-		pkt := &hpu.Packet{Arrival: at, Handler: hpu.HandlerFunc(d.Expire)}
-		task.Restart(pkt, 0, 0, at)
-		task.Run()
+		v.run(&hpu.Packet{Handler: hpu.HandlerFunc(d.Expire)}, at)
 	}
 	// Block b gets ranks 0..b-1 before the deadline (block 5 gets all).
 	for blk := range uint32(nblocks) {
@@ -108,6 +107,7 @@ func TestDenseBounded(t *testing.T) {
 	// A late packet is not aggregated; its sender gets the partial result.
 	delete(eg.res, 2)
 	send(2, 4, 20_000, 0)
+	v.drain()
 	if h, ok := eg.res[2]; !ok || h.Flags&wire.FlagPartial == 0 || h.Child != 2 {
 		t.Errorf("the late rank got %+v, want the partial result with 2 contributors", h)
 	}

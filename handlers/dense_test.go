@@ -95,17 +95,17 @@ func (c *capture) Emit(h *wire.Header, payload []byte) {
 	c.emitted[h.Block]++
 }
 
-// virtualRun feeds packets to a Dense handler one at a time in the given
-// order on virtual-time tasks spread over cores, as the virtual-time runner
-// does: a deterministic arrival order.
+// virtualRun feeds packets to a Dense handler in the given order, 100
+// cycles apart, on a VirtualUnit of cores cores: a deterministic arrival
+// order.
 func virtualRun(d *Dense, eg hpu.Egress, pkts []*hpu.Packet, cores int) {
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, eg, nil, 0, 0, 0)
+	v := newVUnit(eg, cores)
+	defer v.close()
 	for i, p := range pkts {
 		p.Handler = d
-		task.Restart(p, 0, i%cores, int64(i)*100)
-		task.Run()
+		v.submit(p, int64(i)*100)
 	}
+	v.drain()
 }
 
 // makePackets builds every host's packets of one generation, plus a
@@ -270,14 +270,17 @@ func TestSingleBufferContentionVirtual(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	inputs := randomInputs(r, wire.Int32, wire.OpSum, p, 256) // one block
 	d := newTestDense(t, design{wire.AlgoSingle, 0}, wire.Int32, wire.OpSum, 8, 256, 256)
-	cost := hpu.PsPINCost()
 	eg := &capture{out: make([]byte, 1024), pe: 1024, emitted: map[uint32]int{}}
-	var wait int64
+	v := newVUnit(eg, 8)
+	defer v.close()
 	for _, pk := range makePackets(r, inputs[:8], wire.Int32, wire.OpSum, 256, 1, 0) {
 		pk.Handler = d
-		task := hpu.NewVirtualTask(&cost, eg, pk, 0, int(pk.Hdr.Child), 0)
-		task.Run()
-		wait += task.LockWaitCycles()
+		v.submit(pk, 0)
+	}
+	v.drain()
+	var wait int64
+	for _, c := range v.u.Stats().Cores {
+		wait += c.LockWaitCycles
 	}
 	// Handler i waits for the i before it: a copy (64) then i−1 folds (1024).
 	var want int64
@@ -375,12 +378,11 @@ func TestDenseUplinkWaitsForParent(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	pkts := makePackets(r, randomInputs(r, wire.Int32, wire.OpSum, 2, 4), wire.Int32, wire.OpSum, 4, 1, 0)
 	c := &treeCapture{}
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, c, nil, 0, 0, 0)
+	v := newVUnit(c, 1)
+	defer v.close()
 	run := func(p *hpu.Packet, at int64) {
-		p.Handler, p.Arrival = d, at
-		task.Restart(p, 0, 0, at)
-		task.Run()
+		p.Handler = d
+		v.run(p, at)
 	}
 	for _, p := range pkts {
 		run(p, 1)
@@ -404,18 +406,18 @@ func TestDenseZeroAlloc(t *testing.T) {
 		d := newTestDense(t, dg, wire.Float32, wire.OpSum, p, 256, 256)
 		r := rand.New(rand.NewPCG(5, 5))
 		pkts := makePackets(r, randomInputs(r, wire.Float32, wire.OpSum, p, 256), wire.Float32, wire.OpSum, 256, 0, 0)
-		cost := hpu.PsPINCost()
-		task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
+		v := newVUnit(nopEgress{}, p)
 		gen := uint32(0)
 		allocs := testing.AllocsPerRun(100, func() {
 			gen++
-			for i, pk := range pkts {
+			for _, pk := range pkts {
 				pk.Hdr.Generation = gen
 				pk.Handler = d
-				task.Restart(pk, 0, i, 0)
-				task.Run()
+				v.submit(pk, 0)
 			}
+			v.drain()
 		})
+		v.close()
 		if allocs != 0 {
 			t.Fatalf("%s: %.1f allocations per block of %d packets, want 0", dg, allocs, p)
 		}

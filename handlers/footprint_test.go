@@ -111,13 +111,16 @@ func TestSparseStreamsReserve(t *testing.T) {
 		return true
 	}
 	s, _ := newTestSparse(t, cfg)
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
+	v := newVUnit(nopEgress{}, 1)
+	defer v.close()
+	record := func(h *wire.Header, payload []byte) { // s.record on a core of the unit
+		v.run(&hpu.Packet{Handler: hpu.HandlerFunc(func(t *hpu.Task) { s.record(t, h, payload) })}, 0)
+	}
 	h := wire.Header{Type: wire.TypeSparse, Job: 1, Token: 1, Generation: 1, Block: wire.SparseBlockField(0, 0)}
 	payload := make([]byte, 128*wire.PairSize(wire.Float32))
 	for seq := range 4 {
 		h.Block = wire.SparseBlockField(0, uint32(seq))
-		s.record(task, &h, payload)
+		record(&h, payload)
 	}
 	r := &s.records[1][0]
 	if !r.unstored || len(r.pkts) != 0 || len(r.lens) != 0 {
@@ -131,7 +134,7 @@ func TestSparseStreamsReserve(t *testing.T) {
 	}
 	// The next generation starts afresh.
 	h.Generation, h.Block = 2, wire.SparseBlockField(0, 0)
-	s.record(task, &h, payload[:16])
+	record(&h, payload[:16])
 	if r := &s.records[0][0]; r.unstored || len(r.lens) != 1 {
 		t.Errorf("a new generation's record: %d packets, unstored %v; want 1 stored", len(r.lens), r.unstored)
 	}

@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -21,22 +20,24 @@ func BenchmarkSparseHandler(b *testing.B) {
 				s, _ := newTestSparse(b, cfg)
 				r := rand.New(rand.NewPCG(1, 1))
 				pkts := sparsePackets(r, cfg, randomSparseInputs(r, cfg.DType, cfg.Op, 8, cfg.Elements, density, patRandom), 0, 0)
-				cost := hpu.PsPINCost()
-				task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
-				var cycles, n, clock int64
+				v := newVUnit(nopEgress{}, 8)
+				defer v.close()
+				var n, clock int64
 				gen := uint32(0)
 				b.ReportAllocs()
 				for b.Loop() {
 					gen++
-					for i, p := range pkts {
+					for _, p := range pkts {
 						p.Hdr.Generation = gen
 						p.Handler = s
 						clock += 1 << 20 // far apart: no lock waits, service time only
-						task.Restart(p, 0, i%8, clock)
-						task.Run()
-						cycles += task.Cycles()
+						v.run(p, clock)
 					}
 					n += int64(len(pkts))
+				}
+				var cycles int64
+				for _, c := range v.u.Stats().Cores {
+					cycles += c.Cycles
 				}
 				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "pkts/s")
 				b.ReportMetric(float64(cycles)/float64(n), "cycles/pkt")

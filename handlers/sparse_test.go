@@ -138,18 +138,18 @@ func (c *sparseCapture) Emit(h *wire.Header, payload []byte) {
 	c.down = append(c.down, sparseDown{hdr: *h, payload: bytes.Clone(payload)})
 }
 
-// runSparseVirtual feeds packets to a Sparse handler one at a time on
-// virtual-time tasks spread over cores, as the virtual-time runner does, and
-// returns what it emitted.
+// runSparseVirtual feeds packets to a Sparse handler in the given order,
+// 100 cycles apart, on a VirtualUnit of 8 cores, and returns what it
+// emitted.
 func runSparseVirtual(s *Sparse, pkts []*hpu.Packet) []sparseDown {
 	c := &sparseCapture{}
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, c, nil, 0, 0, 0)
+	v := newVUnit(c, 8)
+	defer v.close()
 	for i, p := range pkts {
 		p.Handler = s
-		task.Restart(p, 0, i%8, int64(i)*100)
-		task.Run()
+		v.submit(p, int64(i)*100)
 	}
+	v.drain()
 	return c.down
 }
 
@@ -412,13 +412,12 @@ func TestSparseQuota(t *testing.T) {
 		inputs := randomSparseInputs(r, cfg.DType, cfg.Op, 2, cfg.Elements, 0.1, patRandom)
 		pkts := sparsePackets(r, cfg, inputs, 0, 0)
 		slices.SortStableFunc(pkts, func(a, b *hpu.Packet) int { return int(a.Hdr.Child) - int(b.Hdr.Child) })
-		cost := hpu.PsPINCost()
-		task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
+		v := newVUnit(nopEgress{}, 1)
+		defer v.close()
 		opened := 0
 		for i, p := range pkts {
 			p.Handler = s
-			task.Restart(p, 0, 0, 0)
-			task.Run()
+			v.run(p, 0)
 			if i == 0 && q.InUse() != per {
 				t.Fatalf("%s: %d buffers after the first packet, want %d", dg, q.InUse(), per)
 			}
@@ -626,18 +625,18 @@ func TestSparseZeroAlloc(t *testing.T) {
 		s, _ := newTestSparse(t, cfg)
 		r := rand.New(rand.NewPCG(10, 10))
 		pkts := sparsePackets(r, cfg, randomSparseInputs(r, cfg.DType, cfg.Op, 8, 512, 0.1, patRandom), 0, 0.1)
-		cost := hpu.PsPINCost()
-		task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
+		v := newVUnit(nopEgress{}, 8)
 		gen := uint32(0)
 		allocs := testing.AllocsPerRun(50, func() {
 			gen++
-			for i, p := range pkts {
+			for _, p := range pkts {
 				p.Hdr.Generation = gen
 				p.Handler = s
-				task.Restart(p, 0, i%8, 0)
-				task.Run()
+				v.submit(p, 0)
 			}
+			v.drain()
 		})
+		v.close()
 		if allocs != 0 {
 			t.Fatalf("%s: %.1f allocations per block of %d packets, want 0", dg, allocs, len(pkts))
 		}

@@ -35,15 +35,16 @@ func (c *treeCapture) Emit(h *wire.Header, payload []byte) {
 	}
 }
 
-// runOn feeds packets to handler h on virtual-time tasks, arrivals from t0.
+// runOn feeds packets to handler h on a VirtualUnit of 8 cores, 100
+// cycles apart from t0.
 func runOn(h hpu.Handler, eg hpu.Egress, pkts []*hpu.Packet, t0 int64) {
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, eg, nil, 0, 0, 0)
+	v := newVUnit(eg, 8)
+	defer v.close()
 	for i, p := range pkts {
-		p.Handler, p.Arrival = h, t0+int64(i)*100
-		task.Restart(p, 0, i%8, p.Arrival)
-		task.Run()
+		p.Handler = h
+		v.submit(p, t0+int64(i)*100)
 	}
+	v.drain()
 }
 
 // asPackets turns emitted packets into arriving ones, a fraction dup of
@@ -351,22 +352,22 @@ func TestSparseTreeZeroAlloc(t *testing.T) {
 	rc := &treeCapture{}
 	runOn(tr.root, rc, asPackets(r, up.up, 0), 0)
 	downPkts := asPackets(r, rc.down, 0)
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, nopEgress{}, nil, 0, 0, 0)
+	v := newVUnit(nopEgress{}, 8)
+	defer v.close()
 	down := leaf.Down()
 	gen := uint32(0)
 	allocs := testing.AllocsPerRun(50, func() {
 		gen++
-		for i, p := range hostPkts {
+		for _, p := range hostPkts {
 			p.Hdr.Generation, p.Handler = gen, leaf
-			task.Restart(p, 0, i%8, 0)
-			task.Run()
+			v.submit(p, 0)
 		}
-		for i, p := range downPkts {
+		v.drain()
+		for _, p := range downPkts {
 			p.Hdr.Generation, p.Handler = gen, down
-			task.Restart(p, 0, i%8, 0)
-			task.Run()
+			v.submit(p, 0)
 		}
+		v.drain()
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per generation, want 0", allocs)

@@ -54,17 +54,15 @@ func TestWaitingNamesLargeBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &waitingCapture{}
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, c, nil, 0, 0, 0)
+	v := newVUnit(c, 1)
+	defer v.close()
 	for _, blk := range []uint32{3, 1 << 16, 1<<16 + 2} {
 		p := &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: 7, Block: blk,
 			DType: wire.Int32, Op: wire.OpSum, Count: 1}, Payload: make([]byte, 4), Handler: d}
-		task.Restart(p, 0, 0, 0)
-		task.Run()
+		v.run(p, 0)
 		again := *p
 		again.Hdr.Flags |= wire.FlagRetransmit
-		task.Restart(&again, 0, 0, 0)
-		task.Run()
+		v.run(&again, 0)
 		if len(c.texts) == 0 {
 			t.Fatalf("block %d: no waiting report", blk)
 		}
@@ -86,8 +84,8 @@ func TestWaitingNamesSparseBlock(t *testing.T) {
 		Elements: 64, BlockElems: 8, PacketPairs: 4}
 	s, _ := newTestSparse(t, cfg)
 	c := &waitingCapture{}
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, c, nil, 0, 0, 0)
+	v := newVUnit(c, 1)
+	defer v.close()
 	pk := proto.SparsePacker{DType: wire.Int32, BlockElems: 8, PacketPairs: 4}
 	pairs, err := wire.AppendPairs(nil, wire.Int32, []uint32{41}, make([]byte, 4))
 	if err != nil {
@@ -98,8 +96,7 @@ func TestWaitingNamesSparseBlock(t *testing.T) {
 	for _, flags := range []wire.Flags{0, wire.FlagRetransmit} {
 		p := &hpu.Packet{Hdr: h, Payload: payload, Handler: s}
 		p.Hdr.Flags |= flags
-		task.Restart(p, 0, 0, 0)
-		task.Run()
+		v.run(p, 0)
 	}
 	want := "block 5 of allreduce 3 waits for rank 1: nothing from them yet"
 	if len(c.texts) != 1 || c.texts[0] != want {
@@ -204,16 +201,14 @@ func TestWaitingReportsDoNotShareALockAcrossEmit(t *testing.T) {
 func TestWaitingZeroAlloc(t *testing.T) {
 	d := newTestDense(t, design{wire.AlgoSingle, 0}, wire.Int32, wire.OpSum, 3, 4, 4)
 	c := &countingEgress{}
-	cost := hpu.PsPINCost()
-	task := hpu.NewVirtualTask(&cost, c, nil, 0, 0, 0)
+	v := newVUnit(c, 1)
+	defer v.close()
 	p := &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: 1,
 		DType: wire.Int32, Op: wire.OpSum, Count: 4}, Payload: make([]byte, 16), Handler: d}
-	task.Restart(p, 0, 0, 0)
-	task.Run()
+	v.run(p, 0)
 	p.Hdr.Flags |= wire.FlagRetransmit
 	allocs := testing.AllocsPerRun(100, func() {
-		task.Restart(p, 0, 0, 0)
-		task.Run()
+		v.run(p, 0)
 	})
 	if allocs != 0 || c.n.Load() < 100 || !strings.Contains(c.last, "waits for ranks 1, 2") {
 		t.Fatalf("%.1f allocations per waiting report (%d reports, last %q), want 0", allocs, c.n.Load(), c.last)

@@ -117,9 +117,7 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		}
 	}
 	s.start = start
-	if s.opts.Sparse {
-		s.replayEarly()
-	}
+	s.kind.begin(s)
 	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
 	s.wait.reset()
 	s.deadline, s.wakeAt = s.opts.Timeout, never
@@ -238,25 +236,6 @@ func (s *Session) retransmit(now time.Duration) error {
 func (s *Session) blockSpan(b uint32) (off, n int) {
 	off = int(b) * s.pe
 	return off, min(s.pe, s.opts.Elements-off)
-}
-
-// queue encodes a data packet for block b into the next send datagram,
-// sending the batch when it is full.
-func (s *Session) queue(b uint32, flags wire.Flags) error {
-	if s.opts.Sparse {
-		return s.queueSparse(b, flags)
-	}
-	off, n := s.blockSpan(b)
-	d := &s.tx[s.ntx]
-	h := &s.hdr
-	h.Block, h.Flags, h.Count = b, flags, uint32(n)
-	_ = h.MarshalTo(d.Buf) // cannot fail: the buffer holds a header and a block
-	d.N = wire.HeaderLen + copy(d.Buf[wire.HeaderLen:], s.buf[off*s.esize:(off+n)*s.esize])
-	s.ntx++
-	if s.ntx == len(s.tx) {
-		return s.flush()
-	}
-	return nil
 }
 
 // flush sends the queued data packets. A datagram the socket refuses for a

@@ -104,17 +104,15 @@ func (s *Session) receive(d *conn.Datagram, h *wire.Header) ([]byte, bool) {
 // blocks, an Error that ends the job ends the call, anything else is
 // counted and dropped.
 func (s *Session) results(b *rxBatch) error {
+	h := &s.rxHdr // not a local: one passed to the payload kind would escape, an allocation per packet
 	for i := range b.msgs[:b.n] {
-		var h wire.Header
-		payload, ok := s.receive(&b.msgs[i], &h)
+		*h = wire.Header{}
+		payload, ok := s.receive(&b.msgs[i], h)
 		switch {
 		case !ok:
-		case h.Type == wire.TypeResult && !s.opts.Sparse:
-			s.result(&h, payload)
-		case (h.Type == wire.TypeSparse || h.Type == wire.TypeSpill) && s.opts.Sparse:
-			s.sparseResult(&h, payload)
+		case s.kind.result(s, h, payload):
 		case h.Type == wire.TypeError:
-			if err := s.failure(&h, payload); err != nil {
+			if err := s.failure(h, payload); err != nil {
 				return err
 			}
 		case h.Type == wire.TypeJoinAck:
@@ -226,9 +224,7 @@ func (s *Session) failure(h *wire.Header, payload []byte) error {
 	case wire.CodeWaiting:
 		if h.Generation == s.gen {
 			s.noteWaiting(e.Text)
-			if !s.opts.Sparse {
-				s.trk.heldUp(h.Block, time.Since(s.start))
-			}
+			s.kind.heldUp(s, h)
 			return nil
 		}
 	case wire.CodeTimeout, wire.CodeUnknownJob, wire.CodeInternal:

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -69,6 +68,8 @@ type Session struct {
 	contrib  []uint16        // bounded time: contributors of each block of the last call
 	scratch  []byte          // the wire encoding on big-endian machines
 	sp       sparseCall      // a sparse session's per-call state
+	kind     payloadKind     // dense or sparse (&sp), chosen by admit
+	rxHdr    wire.Header     // the header results decodes into
 	aborted  *AbortedError   // set once the switch said a member aborted the job: every later call fails with it
 
 	stats counters
@@ -343,42 +344,6 @@ func (s *Session) joinReplies(b *rxBatch) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// admit checks the switch's join-ack against the job and sizes the data
-// path for it: the sending order, the window and the send batch.
-func (s *Session) admit(a *wire.JoinAckBody) error {
-	if s.opts.Sparse {
-		return s.admitSparse(a)
-	}
-	n, pe := s.opts.Elements, int(a.PacketElems)
-	maxPE := (maxDatagram - wire.HeaderLen) / s.esize
-	switch {
-	case a.Window == 0:
-		return errors.New("the switch's join-ack grants a window of 0 blocks")
-	case pe < 1 || pe > maxPE:
-		return fmt.Errorf("the switch's join-ack asks for %d elements per packet, outside 1..%d", pe, maxPE)
-	case int64(a.Blocks) != int64(blockCount(n, pe)):
-		return fmt.Errorf("the switch's join-ack says %d blocks, but %d elements in packets of %d make %d",
-			a.Blocks, n, pe, blockCount(n, pe))
-	}
-	s.window = int(min(a.Window, math.MaxInt32))
-	s.algo, s.buffers, s.pe, s.blocks = a.Algo, int(a.Buffers), pe, int(a.Blocks)
-	s.limit = min(s.window, s.blocks)
-	s.order = proto.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
-	s.trk.init(s.blocks, s.limit)
-	if s.opts.BlockDeadline > 0 {
-		s.contrib = make([]uint16, s.blocks)
-	}
-
-	size := wire.HeaderLen + pe*s.esize
-	batch := min(s.conn.BatchSize(), s.limit+s.limit) // room for a window of sends and of retransmissions
-	backing := make([]byte, batch*size)
-	s.tx = make([]conn.Datagram, batch)
-	for i := range s.tx {
-		s.tx[i] = conn.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
-	}
-	return nil
 }
 
 // sendControl sends control packets (join, leave). Losing one is fine, as

@@ -5,10 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
-	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
@@ -26,44 +24,48 @@ type sparseCall struct {
 	next [][]byte
 }
 
-// admitSparse sizes a sparse session from the join-ack: PacketElems is the
-// pairs per packet, Blocks the block count, and the block's index range is
-// ceil(Elements / Blocks), which the switch makes exact.
-func (s *Session) admitSparse(a *wire.JoinAckBody) error {
+// shape checks a sparse join-ack: PacketElems is the pairs per packet,
+// Blocks the block count, and the block's index range is ceil(Elements /
+// Blocks), which the switch makes exact.
+func (sp *sparseCall) shape(s *Session, a *wire.JoinAckBody) (int, int, error) {
 	n, pairs, blocks := s.opts.Elements, int(a.PacketElems), int(a.Blocks)
 	ps := wire.PairSize(s.opts.DType)
 	switch {
-	case a.Window == 0:
-		return errors.New("the switch's join-ack grants a window of 0 blocks")
 	case pairs < 1 || wire.HeaderLen+pairs*ps > maxDatagram:
-		return fmt.Errorf("the switch's join-ack asks for %d pairs per packet, outside 1..%d", pairs, (maxDatagram-wire.HeaderLen)/ps)
+		return 0, 0, fmt.Errorf("the switch's join-ack asks for %d pairs per packet, outside 1..%d", pairs, (maxDatagram-wire.HeaderLen)/ps)
 	case blocks < 1 || blocks > wire.MaxSparseBlocks || blocks > n:
-		return fmt.Errorf("the switch's join-ack says %d blocks for %d elements, outside 1..%d", blocks, n, min(n, wire.MaxSparseBlocks))
+		return 0, 0, fmt.Errorf("the switch's join-ack says %d blocks for %d elements, outside 1..%d", blocks, n, min(n, wire.MaxSparseBlocks))
 	}
 	be := blockCount(n, blocks)
 	if blockCount(n, be) != blocks {
-		return fmt.Errorf("the switch's join-ack says %d blocks, but %d elements in blocks of %d make %d", blocks, n, be, blockCount(n, be))
+		return 0, 0, fmt.Errorf("the switch's join-ack says %d blocks, but %d elements in blocks of %d make %d", blocks, n, be, blockCount(n, be))
 	}
-	s.window = int(min(a.Window, math.MaxInt32))
-	s.algo, s.buffers, s.pe, s.blocks = a.Algo, int(a.Buffers), be, blocks
-	s.limit = min(s.window, s.blocks)
-	s.order = proto.StaggeredOrder(make([]uint32, 0, s.blocks), s.opts.Rank, s.opts.World, s.blocks, s.window)
-	s.trk.init(s.blocks, s.limit)
+	sp.packer = proto.SparsePacker{DType: s.opts.DType, BlockElems: be, PacketPairs: pairs}
+	return be, wire.HeaderLen + pairs*ps, nil
+}
+
+// admitted sizes the per-block state. A block's stream is many packets, so
+// the send batch is the socket's whole batch.
+func (sp *sparseCall) admitted(s *Session) int {
 	s.trk.floor = rtoSparse
-	s.sp.packer = proto.SparsePacker{DType: s.opts.DType, BlockElems: be, PacketPairs: pairs}
-	s.sp.blocks = make([][]byte, blocks)
-	s.sp.asm = make([]proto.SparseAssembler, blocks)
-	for i := range s.sp.asm {
-		s.sp.asm[i].DType = s.opts.DType
+	sp.blocks = make([][]byte, s.blocks)
+	sp.asm = make([]proto.SparseAssembler, s.blocks)
+	for i := range sp.asm {
+		sp.asm[i].DType = s.opts.DType
 	}
-	size := wire.HeaderLen + pairs*ps
-	batch := s.conn.BatchSize()
-	backing := make([]byte, batch*size)
-	s.tx = make([]conn.Datagram, batch)
-	for i := range s.tx {
-		s.tx[i] = conn.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
+	return s.conn.BatchSize()
+}
+
+// heldUp: a sparse waiting note goes only into a timeout's report
+// (noteWaiting); the tracker is not told.
+func (sp *sparseCall) heldUp(*Session, *wire.Header) {}
+
+func (sp *sparseCall) result(s *Session, h *wire.Header, payload []byte) bool {
+	if h.Type != wire.TypeSparse && h.Type != wire.TypeSpill {
+		return false
 	}
-	return nil
+	s.sparseResult(h, payload)
+	return true
 }
 
 // SparseAllReduce reduces a sparse vector across every rank of a sparse job
@@ -153,9 +155,8 @@ func (s *Session) SparseAllReduceBytes(ctx context.Context, pairs []byte) ([]byt
 	return out, nil
 }
 
-// queueSparse queues every packet of block b's stream.
-func (s *Session) queueSparse(b uint32, flags wire.Flags) error {
-	sp := &s.sp
+// queue queues every packet of block b's stream.
+func (sp *sparseCall) queue(s *Session, b uint32, flags wire.Flags) error {
 	bp := sp.blocks[b]
 	h := &s.hdr
 	for seq := range sp.packer.Packets(len(bp) / wire.PairSize(s.opts.DType)) {
@@ -213,11 +214,11 @@ func (s *Session) sparseResult(h *wire.Header, payload []byte) {
 // maxEarlyPackets bounds what a call keeps of the next generation.
 const maxEarlyPackets = 1 << 16
 
-// replayEarly feeds the packets of this generation that arrived during the
-// previous call. It runs at the start of a sparse call.
-func (s *Session) replayEarly() {
-	early := s.sp.next
-	s.sp.next = nil
+// begin feeds the packets of this generation that arrived during the
+// previous call.
+func (sp *sparseCall) begin(s *Session) {
+	early := sp.next
+	sp.next = nil
 	for _, pkt := range early {
 		var h wire.Header
 		if payload, err := h.Unmarshal(pkt); err == nil {

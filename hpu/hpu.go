@@ -18,6 +18,7 @@ var (
 // HPU is the processing unit: clusters of cores with their queues and L1.
 type HPU struct {
 	cfg      Config
+	pl       placement
 	mem      *Memory
 	egress   Egress
 	done     func(*Packet)
@@ -101,7 +102,7 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 	if egress == nil {
 		return nil, errors.New("hpu: egress is nil")
 	}
-	h := &HPU{cfg: cfg, mem: newMemory(cfg), egress: egress, done: done, epoch: time.Now()}
+	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, epoch: time.Now()}
 	h.epochUnix = h.epoch.UnixNano()
 	h.mem.now = h.now
 	for c := 0; c < cfg.Clusters; c++ {
@@ -204,15 +205,7 @@ func (h *HPU) execute(co *core, p *Packet, start int64) (end int64) {
 	if h.done != nil {
 		h.done(p)
 	}
-	co.load.Add(-1)
-	cl := co.cluster
-	cl.occ.Add(-1)
-	if cl.waiting.Load() > 0 {
-		select {
-		case cl.room <- struct{}{}:
-		default:
-		}
-	}
+	co.leave()
 	return end
 }
 
@@ -241,7 +234,12 @@ func (h *HPU) commit(co *core, p *Packet) error {
 }
 
 // unplace undoes place's counts for a packet that was not queued.
-func (h *HPU) unplace(co *core) {
+func (h *HPU) unplace(co *core) { co.leave() }
+
+// leave counts a request out of the core and its cluster, when its handler
+// has run or it was not queued after all, and tells a submitter waiting
+// for room in the cluster.
+func (co *core) leave() {
 	co.load.Add(-1)
 	cl := co.cluster
 	cl.occ.Add(-1)
@@ -259,24 +257,22 @@ func (h *HPU) place(p *Packet) (*core, error) {
 	if h.stopped.Load() {
 		return nil, ErrClosed
 	}
-	home := h.home(p)
-	cl := home
-	if !cl.enter() {
-		if !h.cfg.Overflow || h.cfg.SubsetS == 1 {
-			return nil, ErrQueueFull
-		}
-		cl = h.leastLoaded()
-		if cl == home || !cl.enter() {
-			return nil, ErrQueueFull
-		}
+	ci, overflow, ok := h.pl.cluster(p.Hdr.Block, h)
+	if !ok {
+		return nil, ErrQueueFull
+	}
+	cl := h.clusters[ci]
+	if overflow {
 		cl.overflowIn.Add(1)
 	}
 	return h.dispatch(cl, p), nil
 }
 
-func (h *HPU) home(p *Packet) *cluster {
-	return h.clusters[int(p.Hdr.Block%uint32(len(h.clusters)))]
-}
+// The HPU's occupancy, for the placement policy: the clusters' counts are
+// atomic, and enter claims room with a compare-and-swap.
+func (h *HPU) enter(ci int) bool    { return h.clusters[ci].enter() }
+func (h *HPU) held(ci int) int64    { return h.clusters[ci].occ.Load() }
+func (h *HPU) work(ci, j int) int64 { return h.clusters[ci].cores[j].load.Load() }
 
 // SubmitWait is Submit with back-pressure: when every eligible queue is
 // full it waits for room in the home cluster, or for ctx.
@@ -293,7 +289,7 @@ func (h *HPU) placeWait(ctx context.Context, p *Packet) (*core, error) {
 	if err != ErrQueueFull {
 		return co, err
 	}
-	home := h.home(p)
+	home := h.clusters[h.pl.home(p.Hdr.Block)]
 	home.waiting.Add(1)
 	defer home.waiting.Add(-1)
 	for !home.enter() {
@@ -389,16 +385,6 @@ func (cl *cluster) enter() bool {
 	}
 }
 
-func (h *HPU) leastLoaded() *cluster {
-	best := h.clusters[0]
-	for _, cl := range h.clusters[1:] {
-		if cl.occ.Load() < best.occ.Load() {
-			best = cl
-		}
-	}
-	return best
-}
-
 // dispatch samples the queue occupancy the packet sees (itself included)
 // and assigns it to a core of the block's subset: the lowest-numbered idle
 // one, or else the one with the least work.
@@ -408,25 +394,8 @@ func (h *HPU) dispatch(cl *cluster, p *Packet) *core {
 	cl.occSamples.Add(1)
 	for m := cl.occMax.Load(); occ > m && !cl.occMax.CompareAndSwap(m, occ); m = cl.occMax.Load() {
 	}
-	c := len(cl.cores)
-	s := h.cfg.SubsetS
-	base := 0
-	if s < c {
-		base = int(uint64(p.Hdr.Block/uint32(len(h.clusters))) * uint64(s) % uint64(c))
-	}
-	var best *core
-	bestLoad := int64(0)
-	for j := 0; j < s; j++ {
-		co := cl.cores[(base+j)%c]
-		l := co.load.Load()
-		if l == 0 {
-			best = co
-			break
-		}
-		if best == nil || l < bestLoad {
-			best, bestLoad = co, l
-		}
-	}
+	j, _ := h.pl.core(cl.id, p.Hdr.Block, h)
+	best := cl.cores[j]
 	best.load.Add(1)
 	return best
 }

@@ -57,11 +57,9 @@ type PacketEgress interface {
 // Lock guards an aggregation buffer (or a block's state). Handlers take it
 // through Task.Lock so that waiting is measured and charged.
 //
-// In real time it is a mutex; in virtual time handlers run one at a time and
-// freeAt records the cycle at which the last holder released it, so a later
-// handler that starts earlier than that waits (spinning, charged). Under a
-// VirtualUnit, which interleaves handlers in cycle order, freeAt is
-// lockHeld while a handler holds the lock.
+// In real time it is a mutex. Under a VirtualUnit, which interleaves
+// handlers in cycle order on one goroutine, freeAt is lockHeld while a
+// handler holds the lock and otherwise the cycle of the last release.
 type Lock struct {
 	mu     sync.Mutex
 	freeAt int64
@@ -77,12 +75,11 @@ type Task struct {
 	cost     *CostModel
 	egress   Egress
 	pegress  PacketEgress // egress, when it is one
-	virtual  bool
-	now      int64 // virtual: the current cycle of this handler
-	started  int64 // when the handler started: ns on the daemon's clock (real time) or the cycle (virtual)
-	cycles   int64 // cycles charged to this packet
-	waitNs   int64 // real time spent waiting for locks
-	waitCyc  int64 // cycles charged for waiting (back-off)
+	now      int64        // virtual: the current cycle of this handler
+	started  int64        // when the handler started: ns on the daemon's clock (real time) or the cycle (virtual)
+	cycles   int64        // cycles charged to this packet
+	waitNs   int64        // real time spent waiting for locks
+	waitCyc  int64        // cycles charged for waiting (back-off)
 	complete bool
 	contends int64       // lock acquisitions that had to wait
 	out      wire.Header // Emit's copy of the header, so a handler's local never escapes
@@ -132,18 +129,6 @@ func (t *Task) Lock(l *Lock) {
 		t.sim.lock(l)
 		return
 	}
-	if t.virtual {
-		if l.freeAt > t.now {
-			wait := l.freeAt - t.now
-			if b := t.cost.LockBackoff; b > 0 {
-				wait = (wait + b - 1) / b * b
-			}
-			t.waitCyc += wait
-			t.contends++
-			t.Charge(wait)
-		}
-		return
-	}
 	if l.mu.TryLock() {
 		return
 	}
@@ -160,9 +145,6 @@ func (t *Task) TryLock(l *Lock) bool {
 	if t.sim != nil {
 		return t.sim.tryLock(l)
 	}
-	if t.virtual {
-		return l.freeAt <= t.now
-	}
 	return l.mu.TryLock()
 }
 
@@ -172,17 +154,11 @@ func (t *Task) Unlock(l *Lock) {
 		t.sim.unlock(l)
 		return
 	}
-	if t.virtual {
-		if t.now > l.freeAt {
-			l.freeAt = t.now
-		}
-		return
-	}
 	l.mu.Unlock()
 }
 
 func (t *Task) reset(p *Packet, cluster, core int) {
-	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, pegress: t.pegress, virtual: t.virtual, now: t.now, started: t.now, sim: t.sim}
+	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, pegress: t.pegress, now: t.now, started: t.now, sim: t.sim}
 }
 
 // run executes the handler's stages for the task's packet. It reports
@@ -214,19 +190,6 @@ func (t *Task) Now() int64 { return t.now }
 // long the block held its buffers.
 func (t *Task) Started() int64 { return t.started }
 
-// NewVirtualTask prepares a task for the virtual-time runner: the handler
-// starts at cycle start and locks compare cycles instead of blocking.
-func NewVirtualTask(cost *CostModel, egress Egress, p *Packet, cluster, core int, start int64) *Task {
-	t := &Task{cost: cost, egress: egress, virtual: true, now: start}
-	t.pegress, _ = egress.(PacketEgress)
-	t.reset(p, cluster, core)
-	return t
-}
-
-// Run executes the handler on a task made by NewVirtualTask and reports
-// whether the header stage accepted the packet.
-func (t *Task) Run() bool { return t.run() }
-
 // LockWaitCycles is the cycles this task spent waiting for locks.
 func (t *Task) LockWaitCycles() int64 { return t.waitCyc }
 
@@ -236,9 +199,9 @@ type HandlerFunc func(t *Task)
 // Payload calls f(t).
 func (f HandlerFunc) Payload(t *Task) { f(t) }
 
-// Restart reuses a virtual task for another packet starting at cycle start,
-// so a virtual-time driver allocates nothing per packet.
-func (t *Task) Restart(p *Packet, cluster, core int, start int64) {
+// restart reuses a VirtualUnit core's task for another packet starting at
+// cycle start, so the unit allocates nothing per packet.
+func (t *Task) restart(p *Packet, cluster, core int, start int64) {
 	t.now = start
 	t.reset(p, cluster, core)
 }

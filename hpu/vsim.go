@@ -70,6 +70,7 @@ import (
 // coroutines.
 type VirtualUnit struct {
 	cfg      Config
+	pl       placement
 	mem      *Memory
 	egress   Egress
 	done     func(*Packet)
@@ -141,15 +142,15 @@ func NewVirtual(cfg Config, egress Egress, done func(*Packet)) (*VirtualUnit, er
 	if egress == nil {
 		return nil, errors.New("hpu: egress is nil")
 	}
-	u := &VirtualUnit{cfg: cfg, mem: newMemory(cfg), egress: egress, done: done}
+	u := &VirtualUnit{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done}
 	u.clusters = make([]vcluster, cfg.Clusters)
 	u.waiting = make([]fifo[*Packet], cfg.Clusters)
 	u.cores = make([]vcore, cfg.Cores())
 	for i := range u.cores {
 		c := &u.cores[i]
 		c.u, c.cluster, c.id, c.idle = u, i/cfg.CoresPerCluster, i%cfg.CoresPerCluster, true
-		c.task = NewVirtualTask(&u.cfg.Cost, egress, nil, c.cluster, c.id, 0)
-		c.task.sim = c
+		c.task = &Task{Cluster: c.cluster, Core: c.id, cost: &u.cfg.Cost, egress: egress, sim: c}
+		c.task.pegress, _ = egress.(PacketEgress)
 	}
 	return u, nil
 }
@@ -278,7 +279,7 @@ func (u *VirtualUnit) arrive(p *Packet) {
 	if u.place(p) {
 		return
 	}
-	u.waiting[u.home(p)].push(p)
+	u.waiting[u.pl.home(p.Hdr.Block)].push(p)
 	u.nwait++
 	u.ingressWaited++
 	u.ingressMax = max(u.ingressMax, u.nwait)
@@ -288,7 +289,7 @@ func (u *VirtualUnit) arrive(p *Packet) {
 // it has room.
 func (u *VirtualUnit) admitWaiting(ci int) {
 	w := &u.waiting[ci]
-	for w.len() > 0 && u.clusters[ci].occ < u.cfg.QueueDepth {
+	for w.len() > 0 && u.enter(ci) {
 		p := w.pop()
 		u.nwait--
 		u.ingressWaitCycles += u.clock - p.Arrival
@@ -296,69 +297,58 @@ func (u *VirtualUnit) admitWaiting(ci int) {
 	}
 }
 
-func (u *VirtualUnit) home(p *Packet) int { return int(p.Hdr.Block % uint32(len(u.clusters))) }
-
-// place mirrors HPU.place: it picks the cluster for p (its home one, or
-// with Overflow and S > 1 the least-loaded one when home is full) and
-// assigns p there, or reports that no eligible cluster has room.
+// place mirrors HPU.place: the placement policy picks the cluster for p
+// and p is assigned there, or it reports that no eligible cluster has room.
 func (u *VirtualUnit) place(p *Packet) bool {
-	depth := u.cfg.QueueDepth
-	home := u.home(p)
-	ci := home
-	if u.clusters[ci].occ >= depth {
-		if !u.cfg.Overflow || u.cfg.SubsetS == 1 {
-			return false
-		}
-		ci = 0
-		for j := 1; j < len(u.clusters); j++ {
-			if u.clusters[j].occ < u.clusters[ci].occ {
-				ci = j
-			}
-		}
-		if ci == home || u.clusters[ci].occ >= depth {
-			return false
-		}
+	ci, overflow, ok := u.pl.cluster(p.Hdr.Block, u)
+	if !ok {
+		return false
+	}
+	if overflow {
 		u.clusters[ci].overflowIn++
 	}
 	u.assign(ci, p)
 	return true
 }
 
+// The VirtualUnit's occupancy, for the placement policy: a core's work is
+// 1 while it is busy, because a core here holds one request at a time.
+func (u *VirtualUnit) enter(ci int) bool {
+	cl := &u.clusters[ci]
+	if cl.occ >= u.cfg.QueueDepth {
+		return false
+	}
+	cl.occ++
+	return true
+}
+
+func (u *VirtualUnit) held(ci int) int64 { return int64(u.clusters[ci].occ) }
+
+func (u *VirtualUnit) work(ci, j int) int64 {
+	if u.cores[ci*u.cfg.CoresPerCluster+j].busy {
+		return 1
+	}
+	return 0
+}
+
 // assign mirrors HPU.dispatch: it samples the queue occupancy p sees in
-// cluster ci (itself included) and gives p to the lowest-numbered idle core
-// of its subset, or queues it in the cluster until one of those cores is
-// free (PsPIN's cluster scheduler: a request waits for an idle core, and
-// the first core of its subset to finish takes the oldest request it may
-// run; §4: "the packet waits in the input buffers memory until a core
-// becomes available").
+// cluster ci, which p has entered (itself included), and gives p to the
+// lowest-numbered idle core of its subset, or queues it in the cluster
+// until one of those cores is free (PsPIN's cluster scheduler: a request
+// waits for an idle core, and the first core of its subset to finish takes
+// the oldest request it may run; §4: "the packet waits in the input
+// buffers memory until a core becomes available").
 func (u *VirtualUnit) assign(ci int, p *Packet) {
 	cl := &u.clusters[ci]
-	cl.occ++
 	occ := int64(cl.occ)
 	cl.occSum += occ
 	cl.occSamples++
 	cl.occMax = max(cl.occMax, occ)
-
-	c, s := u.cfg.CoresPerCluster, u.cfg.SubsetS
-	base := u.subsetBase(p)
-	cores := u.cores[ci*c : (ci+1)*c]
-	for j := range s {
-		if co := &cores[(base+j)%c]; !co.busy {
-			u.start(co, p)
-			return
-		}
+	if j, idle := u.pl.core(ci, p.Hdr.Block, u); idle {
+		u.start(&u.cores[ci*u.cfg.CoresPerCluster+j], p)
+		return
 	}
 	cl.queued = append(cl.queued, p)
-}
-
-// subsetBase is the first core of p's subset in its cluster: the S cores
-// from there (wrapping) may run it.
-func (u *VirtualUnit) subsetBase(p *Packet) int {
-	c, s := u.cfg.CoresPerCluster, u.cfg.SubsetS
-	if s == c {
-		return 0
-	}
-	return int(uint64(p.Hdr.Block/uint32(len(u.clusters))) * uint64(s) % uint64(c))
 }
 
 // start gives p to the idle core co.
@@ -374,9 +364,8 @@ func (u *VirtualUnit) start(co *vcore, p *Packet) {
 // cluster that its subset may run, if any.
 func (u *VirtualUnit) takeQueued(co *vcore) {
 	cl := &u.clusters[co.cluster]
-	c, s := u.cfg.CoresPerCluster, u.cfg.SubsetS
 	for i, p := range cl.queued {
-		if (co.id-u.subsetBase(p)+c)%c < s {
+		if u.pl.inSubset(p.Hdr.Block, co.id) {
 			copy(cl.queued[i:], cl.queued[i+1:])
 			cl.queued[len(cl.queued)-1] = nil
 			cl.queued = cl.queued[:len(cl.queued)-1]
@@ -426,8 +415,8 @@ func (c *vcore) suspend() {
 func (c *vcore) execute(p *Packet) {
 	u, t := c.u, c.task
 	start := u.clock
-	t.Restart(p, c.cluster, c.id, start)
-	ok := t.Run()
+	t.restart(p, c.cluster, c.id, start)
+	ok := t.run()
 	u.observeMem()
 	if t.now != u.clock {
 		panic("hpu: virtual handler ended off the clock") // every advance goes through sync or lock

@@ -25,12 +25,11 @@ import (
 
 // plan is an admitted job's shape and what admission reserved for it.
 type plan struct {
-	dense  *handlers.DenseConfig // one of dense and sparse
-	sparse *handlers.SparseConfig
-	quota  *hpu.Quota
-	ack    wire.JoinAckBody
-	window int
-	log    []any // the admission's log fields
+	handler handlerPlan // the handler's configuration, dense or sparse
+	quota   *hpu.Quota
+	ack     wire.JoinAckBody
+	window  int
+	log     []any // the admission's log fields
 }
 
 // startAdmission plans job j, whose members are all in, reserves its
@@ -104,7 +103,7 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 		return nil, jerr
 	}
 	cfg.Quota = q
-	return &plan{dense: cfg, quota: q, window: w,
+	return &plan{handler: densePlan{cfg}, quota: q, window: w,
 		ack: wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(b), PacketElems: uint32(pe), Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())},
 		log: []any{"algo", algo, "buffers", b, "window", w, "quota_buffers", q.Limit(), "blocks", nblocks}}, nil
 }
@@ -147,19 +146,7 @@ func (s *Switch) build(j *job, p *plan, big bool) {
 		s.bigBuilds <- struct{}{}
 		defer func() { <-s.bigBuilds }()
 	}
-	var h jobHandler
-	var err error
-	if p.dense != nil {
-		var d *handlers.Dense
-		if d, err = handlers.NewDense(*p.dense); err == nil {
-			h = denseJob{d}
-		}
-	} else {
-		var sp *handlers.Sparse
-		if sp, err = handlers.NewSparse(*p.sparse); err == nil {
-			h = sparseJob{sp}
-		}
-	}
+	h, err := p.handler.build()
 	s.jobs.mu.Lock()
 	if err == nil && !j.closing.Load() {
 		j.building = false
@@ -182,21 +169,7 @@ func (s *Switch) build(j *job, p *plan, big bool) {
 func (s *Switch) install(j *job, h jobHandler, p *plan) {
 	j.handler, j.quota, j.admitted, j.ack = h, p.quota, true, p.ack
 	live := &liveJob{handler: h, addrs: slices.Clone(j.members)}
-	switch h := h.(type) {
-	case denseJob:
-		if p.dense.Deadline > 0 {
-			live.expire = hpu.HandlerFunc(h.Expire)
-			s.boundedJobs.Add(1)
-			select {
-			case s.boundedWake <- struct{}{}:
-			default:
-			}
-		}
-	case sparseJob:
-		live.sparse, live.down = true, h.Down()
-		cfg := h.Config()
-		j.upBlockElems, j.upStream = cfg.BlockElems, cfg.StreamBound()
-	}
+	h.install(s, j, live)
 	j.live.Store(live)
 	s.links.ref(linkChild, j.members...)
 	s.log.Info("job admitted", append([]any{"job", j.id, "world", len(j.members), "host_memory", j.charge}, p.log...)...)

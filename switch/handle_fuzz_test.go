@@ -133,9 +133,9 @@ func record(sel byte, pkt []byte) []byte {
 type handleFixture struct {
 	s      *Switch
 	v      fuzzVariant
-	task   *hpu.Task // runs accepted packets' handlers
-	clock  int64     // the arrival time handed to handle
-	before []int64   // drop counts before the current datagram
+	vu     *hpu.VirtualUnit // runs accepted packets' handlers and gives them back
+	clock  int64            // the arrival time handed to handle
+	before []int64          // drop counts before the current datagram
 }
 
 func newHandleFixture(t *testing.T, v fuzzVariant) *handleFixture {
@@ -146,8 +146,7 @@ func newHandleFixture(t *testing.T, v fuzzVariant) *handleFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cost := s.unit.Config().Cost
-	fx := &handleFixture{s: s, v: v, task: hpu.NewVirtualTask(&cost, s, nil, 0, 0, 0)}
+	fx := &handleFixture{s: s, v: v, vu: newFixtureUnit(t, s)}
 	for rank, from := range []netip.AddrPort{fzRank0, fzRank1} {
 		fx.feed(t, fuzzRecord{from: from, pkt: fixtureJoin(v, rank, fzToken)})
 	}
@@ -190,9 +189,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	accepted := s.handle(&d, ip, fx.clock)
 	s.settle() // a join that completed a job: its handler is built, its members acked
 	if accepted {
-		fx.task.Restart(&ip.pkt, 0, 0, fx.clock)
-		fx.task.Run()
-		s.done(&ip.pkt)
+		runOnUnit(t, fx.vu, &ip.pkt, fx.clock)
 	} else {
 		s.inFree.put(ip)
 	}

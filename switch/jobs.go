@@ -106,6 +106,15 @@ type jobHandler interface {
 	Close()
 	completed() int64
 	latencyNs() int64 // summed over completed blocks
+	// install sets what the packet path needs of this kind of job in
+	// live, as job j is admitted. The caller holds the table lock.
+	install(s *Switch, j *job, live *liveJob)
+}
+
+// handlerPlan is the kind-specific half of an admission plan: the
+// handler's configuration, which builds the handler.
+type handlerPlan interface {
+	build() (jobHandler, error)
 }
 
 type denseJob struct{ *handlers.Dense }
@@ -113,10 +122,55 @@ type denseJob struct{ *handlers.Dense }
 func (d denseJob) completed() int64 { return d.Stats.Completed.Load() }
 func (d denseJob) latencyNs() int64 { return d.Stats.LatencyNs.Load() }
 
+// install: a bounded-time job's blocks are released by the expirer.
+func (d denseJob) install(s *Switch, _ *job, live *liveJob) {
+	if d.Config().Deadline <= 0 {
+		return
+	}
+	live.expire = hpu.HandlerFunc(d.Expire)
+	s.boundedJobs.Add(1)
+	select {
+	case s.boundedWake <- struct{}{}:
+	default:
+	}
+}
+
+// handlerOf is h, or none when its constructor failed (err): the switch
+// frees a handler it holds, and a failed one holds nothing.
+func handlerOf[H jobHandler](h H, err error) (jobHandler, error) {
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+type densePlan struct{ cfg *handlers.DenseConfig }
+
+func (p densePlan) build() (jobHandler, error) {
+	d, err := handlers.NewDense(*p.cfg)
+	return handlerOf(denseJob{d}, err)
+}
+
 type sparseJob struct{ *handlers.Sparse }
 
 func (s sparseJob) completed() int64 { return s.Stats.Completed.Load() }
 func (s sparseJob) latencyNs() int64 { return s.Stats.LatencyNs.Load() }
+
+// install: the parent's stream comes down through the handler's Down,
+// and a join at the parent carries the handler's block size and stream
+// bound (tree.go).
+func (s sparseJob) install(_ *Switch, j *job, live *liveJob) {
+	live.sparse, live.down = true, s.Down()
+	cfg := s.Config()
+	j.upBlockElems, j.upStream = cfg.BlockElems, cfg.StreamBound()
+}
+
+type sparsePlan struct{ cfg *handlers.SparseConfig }
+
+func (p sparsePlan) build() (jobHandler, error) {
+	sp, err := handlers.NewSparse(*p.cfg)
+	return handlerOf(sparseJob{sp}, err)
+}
 
 // jobTable maps job ids to jobs. The packet path reads a copy-on-write
 // snapshot with one atomic load; joins, leaves and the reaper take mu.

@@ -81,7 +81,7 @@ func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 	if algo == wire.AlgoSingle {
 		ackBuffers = 0
 	}
-	return &plan{sparse: cfg, quota: q, window: w,
+	return &plan{handler: sparsePlan{cfg}, quota: q, window: w,
 		ack: wire.JoinAckBody{Window: uint32(w), Algo: algo, Buffers: uint8(ackBuffers), PacketElems: uint32(pairs), Blocks: uint32(nblocks), QuotaBuffers: uint32(q.Limit())},
 		log: []any{"sparse", true, "storage", j.spec.Storage, "buffers", ackBuffers, "block_elems", be, "hash_slots", cfg.HashSlots,
 			"window", w, "quota_buffers", q.Limit(), "blocks", nblocks}}, nil

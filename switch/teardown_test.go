@@ -17,7 +17,7 @@ import (
 type jobFixture struct {
 	t      *testing.T
 	s      *Switch
-	task   *hpu.Task
+	vu     *hpu.VirtualUnit
 	clock  int64
 	noWait bool // deliver does not wait for the admissions a join starts
 }
@@ -33,8 +33,7 @@ func newJobFixture(t *testing.T, mut func(*Config)) *jobFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cost := s.unit.Config().Cost
-	return &jobFixture{t: t, s: s, task: hpu.NewVirtualTask(&cost, s, nil, 0, 0, 0)}
+	return &jobFixture{t: t, s: s, vu: newFixtureUnit(t, s)}
 }
 
 // deliver hands one datagram to handle. It returns the packet when handle
@@ -57,9 +56,7 @@ func (fx *jobFixture) deliver(from netip.AddrPort, pkt []byte) *inPacket {
 
 // run executes an accepted packet's handler and gives it back, as a core.
 func (fx *jobFixture) run(ip *inPacket) {
-	fx.task.Restart(&ip.pkt, 0, 0, fx.clock)
-	fx.task.Run()
-	fx.s.done(&ip.pkt)
+	runOnUnit(fx.t, fx.vu, &ip.pkt, fx.clock)
 }
 
 // drain returns what the switch queued for the writer.

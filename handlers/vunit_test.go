@@ -1,0 +1,46 @@
+package handlers
+
+import (
+	"fmt"
+
+	"github.com/flare-net/flare/hpu"
+)
+
+// vunit drives handlers in virtual time on a VirtualUnit of one cluster:
+// how these tests run packets on cores at given cycles. Its methods panic
+// on the unit's errors, which only a broken test causes.
+type vunit struct{ u *hpu.VirtualUnit }
+
+// newVUnit is a unit of cores cores (all of them one subset) whose
+// handlers emit to eg. Close it when done.
+func newVUnit(eg hpu.Egress, cores int) *vunit {
+	u, err := hpu.NewVirtual(hpu.Config{Clusters: 1, CoresPerCluster: cores, QueueDepth: 1024}, eg, nil)
+	if err != nil {
+		panic(fmt.Sprintf("vunit: %v", err))
+	}
+	return &vunit{u: u}
+}
+
+// submit queues p to arrive at cycle at, or at the present cycle when the
+// clock has passed at.
+func (v *vunit) submit(p *hpu.Packet, at int64) {
+	p.Arrival = max(at, v.u.Now())
+	if err := v.u.Submit(p); err != nil {
+		panic(fmt.Sprintf("vunit: %v", err))
+	}
+}
+
+// drain runs the unit until every submitted handler has returned.
+func (v *vunit) drain() {
+	if err := v.u.Run(); err != nil {
+		panic(fmt.Sprintf("vunit: %v", err))
+	}
+}
+
+// run submits p and drains the unit.
+func (v *vunit) run(p *hpu.Packet, at int64) {
+	v.submit(p, at)
+	v.drain()
+}
+
+func (v *vunit) close() { v.u.Close() }
