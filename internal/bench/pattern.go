@@ -3,7 +3,6 @@ package bench
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"math"
 	mrand "math/rand/v2"
 	"slices"
 
@@ -11,29 +10,19 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
-// putValue stores the small integer v as one element of dt, little-endian.
+// putValue stores the small integer v as one element of dt, little-endian,
+// with the reference's encoding (elem.StoreInt, elem.StoreFloat: exact for
+// the patterns' small integers in every dtype).
 func putValue(dt wire.DType, b []byte, v int64) {
-	switch dt {
-	case wire.Int8:
-		b[0] = byte(v)
-	case wire.Int16:
-		binary.LittleEndian.PutUint16(b, uint16(v))
-	case wire.Int32:
-		binary.LittleEndian.PutUint32(b, uint32(v))
-	case wire.Int64:
-		binary.LittleEndian.PutUint64(b, uint64(v))
-	case wire.Float32:
-		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
-	case wire.Float64:
-		binary.LittleEndian.PutUint64(b, math.Float64bits(float64(v)))
-	case wire.BFloat16:
-		binary.LittleEndian.PutUint16(b, uint16(elem.BFloat16From(float32(v))))
-	case wire.Float16:
-		binary.LittleEndian.PutUint16(b, uint16(elem.Float16From(float32(v))))
-	default:
+	switch {
+	case !dt.Valid():
 		// Config.Validate admits only wire.DTypes: one missing here would
 		// leave zeros that a verification could not catch.
 		panic("putValue: no encoding for " + dt.String())
+	case dt.IsFloat():
+		elem.StoreFloat(dt, b, float64(v))
+	default:
+		elem.StoreInt(dt, b, v)
 	}
 }
 
