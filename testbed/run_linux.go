@@ -3,8 +3,6 @@ package testbed
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hostlib"
 )
 
 // Check reports what this machine lacks for a run with loss (or without):
@@ -221,7 +221,7 @@ func (c *cluster) runPath(ctx context.Context, path string, density float64, job
 // launch starts every host's process for one job and collects their
 // results.
 func (c *cluster) launch(ctx context.Context, path string, density float64, job uint32, hr hostRun) ([]hostResult, error) {
-	token := randomToken()
+	token := hostlib.NewToken()
 	results := make([]hostResult, c.cfg.World())
 	g, gctx := errgroup.WithContext(ctx)
 	for r := range results {
@@ -310,13 +310,6 @@ func (c *cluster) linkRow(r *Row, before, after [][2]qdiscStats) {
 			r.HostDownBytes += down / hosts
 		}
 	}
-}
-
-// randomToken is a fresh job token: every path's job its own secret.
-func randomToken() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail (it crashes the program first)
-	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 // lastLines is the last n lines of s, for an error message.

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/testbed"
 )
@@ -291,7 +292,7 @@ func TestE2ETreeBoxes(t *testing.T) {
 		drop0 := bx.dropped(t)
 		rows := make([]bench.Result, world)
 		g, gctx := errgroup.WithContext(context.Background())
-		token := strconv.FormatUint(randomToken(), 10)
+		token := strconv.FormatUint(hostlib.NewToken(), 10)
 		for r := range world {
 			// Host box h runs ranks perBox*h .. perBox*h+perBox-1; with
 			// contiguous placement, leaf i serves host boxes of its half.

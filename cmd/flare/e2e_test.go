@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/wire"
 )
@@ -170,7 +171,7 @@ func allreduce(ctx context.Context, t *testing.T, d *daemon, job, world int, per
 		"--iters", "2", "--warmup", "1", "--timeout", "60s"}, args...)
 	var runs [][]string
 	if perRank {
-		base = append(base, "--token", strconv.FormatUint(randomToken(), 10)) // one process per rank: they share it
+		base = append(base, "--token", strconv.FormatUint(hostlib.NewToken(), 10)) // one process per rank: they share it
 		for r := 0; r < world; r++ {
 			runs = append(runs, append(append([]string(nil), base...), "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world)))
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flare-net/flare/hostlib"
 )
 
 // rankProc is one `flare allreduce --rank` process.
@@ -23,7 +25,7 @@ type rankProc struct {
 // blocks.
 func startRanks(t *testing.T, d *daemon, world int, args ...string) []*rankProc {
 	t.Helper()
-	token := strconv.FormatUint(randomToken(), 10)
+	token := strconv.FormatUint(hostlib.NewToken(), 10)
 	procs := make([]*rankProc, world)
 	for r := range procs {
 		p := &rankProc{done: make(chan error, 1)}

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"strconv"
 
+	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/bench"
 )
 
@@ -34,15 +33,8 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 0 {
 		return usageError(fs, "takes no arguments")
 	}
-	fmt.Fprintf(stdout, "0x%016x\n", randomToken())
+	fmt.Fprintf(stdout, "0x%016x\n", hostlib.NewToken())
 	return nil
-}
-
-// randomToken draws a job token from the system's random source.
-func randomToken() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never returns an error: Go ends the program if the system's source fails
-	return binary.LittleEndian.Uint64(b[:])
 }
 
 // parseToken reads a token as given to --token or FLARE_TOKEN: a decimal
@@ -71,7 +63,7 @@ func resolveToken(c *bench.Config, flag string, flagSet bool, env string) error 
 		c.Token = v
 		return err
 	case c.Ranks > 0 || c.Algo == "ring":
-		c.Token = randomToken()
+		c.Token = hostlib.NewToken()
 		return nil
 	}
 	return fmt.Errorf("--rank %d: no job token. Every rank of the job must give the same secret: set it for all of them with\n"+

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/models"
 )
@@ -137,7 +138,7 @@ func TestE2ETree4x4(t *testing.T) {
 
 	// One process per rank, each naming every leaf: rank r finds its own.
 	g := make(chan error, 16)
-	token := strconv.FormatUint(randomToken(), 10)
+	token := strconv.FormatUint(hostlib.NewToken(), 10)
 	for r := range 16 {
 		go func() {
 			out, err := exec.CommandContext(ctx, flareBin, "allreduce", "--switch", sw, "--job", "200", "--token", token, "--rank", strconv.Itoa(r), "--world", "16",
