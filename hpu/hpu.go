@@ -45,10 +45,6 @@ type cluster struct {
 	room    chan struct{}
 	waiting atomic.Int32
 	cores   []*core
-	// stamp is when the cluster's latest handler started (HPU.now): the
-	// clock of its arena's buffer × time integral, which therefore costs
-	// no clock read of its own and is late by at most one handler.
-	stamp atomic.Int64
 
 	occSum     atomic.Int64 // queue occupancy summed over arrival samples
 	occSamples atomic.Int64
@@ -104,10 +100,9 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 	}
 	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, epoch: time.Now()}
 	h.epochUnix = h.epoch.UnixNano()
-	h.mem.now = h.now
 	for c := 0; c < cfg.Clusters; c++ {
 		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1)}
-		h.mem.arenas[c].clock = cl.stamp.Load
+		h.mem.arenas[c].clock = h.now
 		for k := 0; k < cfg.CoresPerCluster; k++ {
 			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1)}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
@@ -183,7 +178,6 @@ func (h *HPU) execute(co *core, p *Packet, start int64) (end int64) {
 	t := &co.task
 	t.reset(p, co.cluster.id, co.id)
 	t.started = h.epochUnix + start
-	co.cluster.stamp.Store(start)
 	ok := t.run()
 	end = h.now()
 	busy := end - start

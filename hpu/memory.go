@@ -63,29 +63,19 @@ func (a *Arena) Peak() int { return int(a.peak.Load()) }
 // advance adds the time since the last change at the present count to
 // held. The caller holds mu.
 func (a *Arena) advance() {
-	if a.clock != nil {
-		a.advanceTo(a.clock())
-	}
-}
-
-// advanceTo is advance to the time now; a now before since (the clock is
-// the latest of several cores' stamps, which may lag) adds nothing.
-func (a *Arena) advanceTo(now int64) {
-	if now <= a.since {
+	if a.clock == nil {
 		return
 	}
+	now := a.clock()
 	a.held += int64(len(a.bufs)-len(a.free)) * (now - a.since)
 	a.since = now
 }
 
-// heldUntil is held brought up to now, a reading of the real clock (the
-// stamps stop while no handler runs; the integral must not).
-func (a *Arena) heldUntil(now int64) int64 {
+// heldUntilNow is held brought up to the present.
+func (a *Arena) heldUntilNow() int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.clock != nil {
-		a.advanceTo(now)
-	}
+	a.advance()
 	return a.held
 }
 
@@ -128,7 +118,6 @@ type Memory struct {
 	reserved int      // sum of the limits of live quotas
 	draining []*Quota // released quotas whose buffers are not all freed yet
 	total    int
-	now      func() int64 // the real clock HeldNs reads (the arenas' is HPU.now or a stamp); nil under a VirtualUnit
 }
 
 func newMemory(cfg Config) *Memory {
@@ -175,13 +164,9 @@ func (m *Memory) freeLocked() int {
 // working memory there, exactly (every allocation and free is counted).
 // 0 under a VirtualUnit, which measures memory in cycles itself.
 func (m *Memory) HeldNs() int64 {
-	if m.now == nil {
-		return 0
-	}
-	now := m.now()
 	var n int64
 	for _, a := range m.arenas {
-		n += a.heldUntil(now)
+		n += a.heldUntilNow()
 	}
 	return n
 }
