@@ -212,20 +212,27 @@ func (r *recvState) init(c *mmsgConn) {
 
 // recvmmsg runs under RawConn.Read; returning false waits for readability.
 func (r *recvState) recvmmsg(fd uintptr) bool {
+	var ok bool
+	r.got, r.errno, ok = mmsg(unix.SYS_RECVMMSG, fd, unsafe.Pointer(&r.hs[0]), r.want)
+	return ok
+}
+
+// mmsg makes one recvmmsg or sendmmsg (trap) of n headers at hs on fd,
+// again after EINTR. It reports how many were moved and the errno (0 for
+// none); ok is false when the socket would block (EAGAIN), for RawConn to
+// wait.
+func mmsg(trap, fd uintptr, hs unsafe.Pointer, n int) (done int, errno unix.Errno, ok bool) {
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(r.want), 0, 0, 0)
+		k, _, e := unix.Syscall6(trap, fd, uintptr(hs), uintptr(n), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			return 0, e, false
 		case 0:
-			r.got = int(n)
-		default:
-			r.got = 0
+			return int(k), 0, true
 		}
-		r.errno = e
-		return true
+		return 0, e, true
 	}
 }
 
@@ -400,21 +407,9 @@ func (w *sendState) init(c *mmsgConn) {
 // sendmmsg runs under RawConn.Write; returning false waits for room in the
 // socket buffer.
 func (w *sendState) sendmmsg(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.hs[w.start])), uintptr(w.stop-w.start), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		case 0:
-			w.sent = int(n)
-		default:
-			w.sent = 0
-		}
-		w.errno = e
-		return true
-	}
+	var ok bool
+	w.sent, w.errno, ok = mmsg(unix.SYS_SENDMMSG, fd, unsafe.Pointer(&w.hs[w.start]), w.stop-w.start)
+	return ok
 }
 
 func (c *mmsgConn) WriteBatch(msgs []Datagram) (int, error) {
