@@ -58,23 +58,9 @@ type Uplink struct {
 // DenseStats counts what a job's handler did. Plain atomics: the daemon
 // turns them into metrics at scrape time.
 type DenseStats struct {
-	Packets   atomic.Int64 // contributions aggregated
-	Completed atomic.Int64 // blocks completed and emitted
-	Duplicate atomic.Int64 // packets whose child had already contributed
-	Stale     atomic.Int64 // packets of an older generation
-	Invalid   atomic.Int64 // packets that do not match the job (dtype, op, block, count, child)
-	NoBuffer  atomic.Int64 // packets dropped because the quota was exhausted
-	Abandoned atomic.Int64 // unfinished blocks dropped when a newer generation started
-	Resent    atomic.Int64 // stored results sent again to a child that retransmitted
-	// LatencyNs sums, over completed blocks, the time from the handler of a
-	// block's first packet to the one that completed it (Task.Started: ns
-	// in real time, cycles in virtual time): the time a block holds its
-	// buffers, Little's law's W.
-	LatencyNs atomic.Int64
-	Partial   atomic.Int64 // blocks released at their deadline without every child (bounded mode)
-	Missed    atomic.Int64 // contributions left out of partial results (children absent at the deadline)
-	ResentUp  atomic.Int64 // non-root: stored partials sent up again for a child's retransmission
-	Down      atomic.Int64 // non-root: parent results stored and multicast to the children
+	BlockStats
+	Partial atomic.Int64 // blocks released at their deadline without every child (bounded mode)
+	Missed  atomic.Int64 // contributions left out of partial results (children absent at the deadline)
 }
 
 // Dense is the handler for one job's dense allreduce: the paper's single
@@ -127,7 +113,6 @@ type block struct {
 // still folding into it until the last of them settles (generation.go).
 type work struct {
 	gs     genState // contributions admitted (one per child) and settled
-	start  int64    // when the block's first handler started (Task.Started)
 	bitmap []uint64
 	bufs   []*hpu.Buffer // single: [0]; multi: [0..B); tree: heap-indexed nodes
 	filled []bool        // multi: buffer j holds data
@@ -283,48 +268,24 @@ func (d *Dense) Payload(t *hpu.Task) {
 	}
 }
 
-// admit runs under b.lock. It applies the generation rule (generation.go),
-// rejects stale and duplicate packets, takes a work for a block's first
-// packet (opened), and sets the child's bit. It returns the block's work,
-// the packet admitted into it, or nil. It does not allocate aggregation
-// buffers: a caller that cannot get one for the packet unadmits it, so
-// that a refused packet never leaves its bit set (the tree allocates its
-// buffer before admission).
+// admit runs under b.lock. It opens the block for the packet (enter:
+// the generation rule, stale packets and finished blocks, a work for a
+// block's first packet, opened) and sets the child's bit, dropping a
+// duplicate. It returns the block's work, the packet admitted into it, or
+// nil. It does not allocate aggregation buffers: a caller that cannot get
+// one for the packet unadmits it, so that a refused packet never leaves
+// its bit set (the tree allocates its buffer before admission).
 func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 	h := &t.Pkt.Hdr
-	step, abandoned, orphan := b.advance(h.Generation)
-	if abandoned {
-		d.Stats.Abandoned.Add(1)
-		b.expires.Store(0)
-	}
-	if orphan != nil {
-		d.releaseWork(orphan)
-	}
-	switch step {
-	case genStale:
-		if h.Generation+1 == b.gen {
-			d.resend(t)
+	if w, opened = enter(&b.genBlock, t, d); w == nil {
+		if b.state != blockActive {
+			b.expires.Store(0) // an abandoned work's deadline went with it
 		}
-		d.Stats.Stale.Add(1)
 		return nil, false
-	case genFinished:
-		d.resend(t)
-		d.Stats.Duplicate.Add(1)
-		return nil, false
-	case genIdle:
-		nw := d.works.take()
-		if nw == nil {
-			d.Stats.NoBuffer.Add(1)
-			return nil, false
-		}
-		b.open(nw)
-		nw.start = t.Started()
-		if d.cfg.Deadline > 0 {
-			b.expires.Store(t.Pkt.Arrival + d.cfg.Deadline)
-		}
-		opened = true
 	}
-	w = b.work
+	if opened && d.cfg.Deadline > 0 {
+		b.expires.Store(t.Pkt.Arrival + d.cfg.Deadline)
+	}
 	word, bit := h.Child/64, uint64(1)<<(h.Child%64)
 	if w.bitmap[word]&bit != 0 {
 		d.Stats.Duplicate.Add(1)
@@ -338,6 +299,15 @@ func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 	d.Stats.Packets.Add(1)
 	return w, opened
 }
+
+// take, releaseWork, resend and counters make Dense a genOpener. A work's
+// aggregation buffers are taken by the designs after admission.
+func (d *Dense) take(*hpu.Task) (*work, bool) {
+	w := d.works.take()
+	return w, w != nil
+}
+
+func (d *Dense) counters() *BlockStats { return &d.Stats.BlockStats }
 
 // unadmit undoes admit's bit when the packet cannot be aggregated after all
 // (no buffer), so the host's retransmission is taken. It runs under
@@ -592,7 +562,7 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 	}
 	t.Emit(&h, payload)
 	d.Stats.Completed.Add(1)
-	d.Stats.LatencyNs.Add(t.Started() - w.start)
+	d.Stats.LatencyNs.Add(t.Started() - w.gs.start)
 	if d.cfg.Algo == wire.AlgoTree {
 		d.cfg.Quota.Free(res) // the root's buffer is held by no node
 	}

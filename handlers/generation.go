@@ -44,6 +44,7 @@ const (
 // genState is the generation state of one record. It is read and written
 // under the lock of the block the record was opened for.
 type genState struct {
+	start     int64 // when the handler of the record's first packet started (Task.Started)
 	admitted  int32 // packets admitted into the record
 	settled   int32 // of them, handlers done with the record
 	abandoned bool  // the block moved to a newer generation: the record counts for nothing
@@ -73,6 +74,64 @@ const (
 	genIdle                    // the block's generation, no record yet: the caller opens one
 	genActive                  // the block's generation, aggregating into b.work
 )
+
+// genOpener is what opening a block for a packet (enter) asks of a
+// design; everything else about the opening is the same for all of them.
+type genOpener[W genRecord] interface {
+	// take gives a fresh record with the memory its first packet needs,
+	// or false when the quota cannot hold the block (nothing is held).
+	take(t *hpu.Task) (W, bool)
+	// releaseWork returns a record that no handler holds to the pool.
+	releaseWork(w W)
+	// resend sends the stored result of the packet's generation back to
+	// its sender, if the design keeps one.
+	resend(t *hpu.Task)
+	// counters are the design's generation counters.
+	counters() *BlockStats
+}
+
+// enter opens block b for the packet of task t, under b.lock: it applies
+// the generation rule (advance), counts an abandoned record and releases
+// one that no handler holds, resends the stored result to a packet of a
+// finished generation (the block's own, or the one before it: a host
+// that missed it retransmits), and takes a record for the block's first
+// packet (opened). It returns the record the packet goes on into, with
+// its design's own admission (contributor bits, stream sequences); a nil
+// record means the packet is not aggregated, and it has been counted.
+func enter[W genRecord](b *genBlock[W], t *hpu.Task, d genOpener[W]) (w W, opened bool) {
+	gen := t.Pkt.Hdr.Generation
+	st := d.counters()
+	step, abandoned, orphan := b.advance(gen)
+	if abandoned {
+		st.Abandoned.Add(1)
+	}
+	var none W
+	if orphan != none {
+		d.releaseWork(orphan)
+	}
+	switch step {
+	case genStale:
+		if gen+1 == b.gen {
+			d.resend(t)
+		}
+		st.Stale.Add(1)
+		return none, false
+	case genFinished:
+		d.resend(t)
+		st.Duplicate.Add(1)
+		return none, false
+	case genIdle:
+		nw, ok := d.take(t)
+		if !ok {
+			st.NoBuffer.Add(1)
+			return none, false
+		}
+		b.open(nw)
+		nw.gstate().start = t.Started()
+		return nw, true
+	}
+	return b.work, false
+}
 
 // advance applies the generation rule to a packet of generation gen,
 // under b.lock. A newer generation moves the block to it; if the block was

@@ -181,22 +181,12 @@ func (c *SparseConfig) tableCells(bufferBytes int) (perBuf, cells int) {
 // SparseStats counts what a sparse job's handler did. Plain atomics: the
 // daemon turns them into metrics at scrape time.
 type SparseStats struct {
-	Packets       atomic.Int64 // packets admitted and aggregated
+	BlockStats
 	Pairs         atomic.Int64 // pairs in admitted packets
-	Completed     atomic.Int64 // blocks flushed
-	Duplicate     atomic.Int64 // packets already admitted (same child, block, sequence), or of a flushed block
-	Stale         atomic.Int64 // packets of an older generation
-	Invalid       atomic.Int64 // packets that do not fit the job or contradict the child's stream
 	BadIndex      atomic.Int64 // packets with an index outside their block
-	NoBuffer      atomic.Int64 // packets dropped because the quota could not hold their block
-	Abandoned     atomic.Int64 // unfinished blocks dropped when a newer generation started
 	Spilled       atomic.Int64 // pairs sent to the hosts unaggregated (hash storage)
 	SpillPackets  atomic.Int64 // Spill packets emitted
 	ResultPackets atomic.Int64 // Sparse result packets emitted
-	Resent        atomic.Int64 // packets of a flushed block's stream sent again (KeepResults)
-	ResentUp      atomic.Int64 // packets of a block's stream sent up again (Uplink: the parent's stream is late)
-	Down          atomic.Int64 // packets of the parent's streams passed down (Uplink)
-	LatencyNs     atomic.Int64 // over flushed blocks: first handler to flush (Task.Started, as DenseStats)
 	Unstored      atomic.Int64 // streams left unstored because Reserve refused their growth
 }
 
@@ -245,7 +235,6 @@ type sparseBlock struct {
 // into it until the last of them settles (generation.go).
 type sparseWork struct {
 	gs        genState      // packets admitted and settled (folded, or dropped if abandoned)
-	start     int64         // when the block's first handler started (Task.Started)
 	bufs      []*hpu.Buffer // B×tableBufs table buffers, then the packet buffer
 	out       *hpu.Buffer   // the packet buffer: spill buffer, then flush staging
 	occ       []uint64      // B occupancy bitmaps: a cell holds a value (a zero is a value)
@@ -468,49 +457,20 @@ func (s *Sparse) settle(t *hpu.Task, b *sparseBlock, w *sparseWork) bool {
 	return fin
 }
 
-// admit runs under the block's lock. It moves the block to the packet's
-// generation, drops stale packets and those of a flushed block, takes a
-// block state and its memory on the block's first packet, and records the
-// packet in its child's stream, dropping duplicates. It returns the block's
-// state, or nil when the packet is not to be aggregated.
+// admit runs under the block's lock. It opens the block for the packet
+// (enter: the generation rule, stale packets and flushed blocks, a block
+// state and its memory on the block's first packet) and records the
+// packet in its child's stream, dropping duplicates. It returns the
+// block's state, or nil when the packet is not to be aggregated.
 func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 	h := &t.Pkt.Hdr
-	blk, _ := wire.SplitSparseBlock(h.Block)
-	step, abandoned, orphan := b.advance(h.Generation)
-	if abandoned {
-		s.Stats.Abandoned.Add(1)
-	}
-	if orphan != nil {
-		s.releaseWork(orphan)
-	}
-	switch step {
-	case genStale:
-		s.Stats.Stale.Add(1)
-		if h.Generation == b.gen-1 {
-			s.resend(t, h.Generation, blk)
-		}
+	w, _ := enter(&b.genBlock, t, s)
+	if w == nil {
 		return nil
-	case genFinished:
-		s.Stats.Duplicate.Add(1)
-		s.resend(t, h.Generation, blk)
-		return nil
-	case genIdle:
-		// Memory is taken before the packet is recorded, so a refused packet
-		// leaves no trace and the host's retransmission is taken.
-		w := s.works.take()
-		if w == nil || !s.allocBufs(w, t.Cluster) {
-			if w != nil {
-				s.works.put(w)
-			}
-			s.Stats.NoBuffer.Add(1)
-			return nil
-		}
-		b.open(w)
-		w.start = t.Started()
 	}
-	w := b.work
 	if !s.track(w, h.Child, seq, h.Flags&wire.FlagLast != 0) {
 		if seq == 0 {
+			blk, _ := wire.SplitSparseBlock(h.Block)
 			reportWaiting(t, s.cfg.Job, s.cfg.Token, s.cfg.DType, s.cfg.Op, blk, s.cfg.Children, func(c int) bool {
 				k := &w.kids[c]
 				return k.total == 0 || k.got < k.total
@@ -523,6 +483,23 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 	s.Stats.Pairs.Add(int64(h.Count))
 	return w
 }
+
+// take, releaseWork, resend and counters make Sparse a genOpener. Memory is
+// taken before the packet is recorded, all of the block's or none, so a
+// refused packet leaves no trace and the host's retransmission is taken.
+func (s *Sparse) take(t *hpu.Task) (*sparseWork, bool) {
+	w := s.works.take()
+	if w == nil {
+		return nil, false
+	}
+	if !s.allocBufs(w, t.Cluster) {
+		s.works.put(w)
+		return nil, false
+	}
+	return w, true
+}
+
+func (s *Sparse) counters() *BlockStats { return &s.Stats.BlockStats }
 
 // track records packet seq of child's stream and reports whether it is new
 // and consistent: not seen before, not beyond the stream's last packet, and

@@ -28,7 +28,7 @@ func (s *Sparse) flush(t *hpu.Task, w *sparseWork, gen, blk uint32) {
 	}
 	o.close()
 	s.Stats.Completed.Add(1)
-	s.Stats.LatencyNs.Add(t.Started() - w.start)
+	s.Stats.LatencyNs.Add(t.Started() - w.gs.start)
 	s.releaseWork(w)
 }
 

@@ -60,19 +60,21 @@ func (s *Sparse) record(t *hpu.Task, h *wire.Header, payload []byte) {
 }
 
 // resend answers the first packet of a child's retransmitted stream for a
-// block the switch has already flushed (in gen, the block's generation, or
-// the one before): the whole recorded stream goes again, to that child
-// only, marked as a retransmission. The host drops what it already has.
-// Only the stream's packet 0 asks, so a retransmitted stream of k packets
-// costs one resend, not k.
-func (s *Sparse) resend(t *hpu.Task, gen, blk uint32) {
+// block the switch has already flushed (in the packet's generation, the
+// block's or the one before): the whole recorded stream goes again, to
+// that child only, marked as a retransmission. The host drops what it
+// already has. Only the stream's packet 0 asks, so a retransmitted stream
+// of k packets costs one resend, not k.
+func (s *Sparse) resend(t *hpu.Task) {
 	h0 := &t.Pkt.Hdr
 	if !s.cfg.KeepResults || h0.Flags&wire.FlagRetransmit == 0 {
 		return
 	}
-	if _, seq := wire.SplitSparseBlock(h0.Block); seq != 0 {
+	blk, seq := wire.SplitSparseBlock(h0.Block)
+	if seq != 0 {
 		return
 	}
+	gen := h0.Generation
 	if s.cfg.Uplink != nil {
 		s.resendTree(t, gen, blk)
 		return

@@ -1,18 +1,40 @@
 package handlers
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
-// String gives the counters that explain a stuck or refused block, on one
-// line ("packets=12 completed=3 dup=0 ..."), for error messages.
-func (s *DenseStats) String() string {
-	return fmt.Sprintf("packets=%d completed=%d dup=%d stale=%d invalid=%d nobuf=%d",
-		s.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.Invalid.Load(), s.NoBuffer.Load())
+// BlockStats are the counters every design keeps of its blocks, their
+// generations and their results: the part of DenseStats and SparseStats
+// that means the same for both. Plain atomics: the daemon turns them into
+// metrics at scrape time.
+type BlockStats struct {
+	Packets   atomic.Int64 // packets admitted and aggregated (a dense packet is one child's contribution)
+	Completed atomic.Int64 // blocks completed and emitted
+	Duplicate atomic.Int64 // packets already admitted, or of a block already emitted
+	Stale     atomic.Int64 // packets of an older generation
+	Invalid   atomic.Int64 // packets that do not fit the job, or (sparse) contradict the child's stream
+	NoBuffer  atomic.Int64 // packets dropped because the quota could not hold their block
+	Abandoned atomic.Int64 // unfinished blocks dropped when a newer generation started
+	Resent    atomic.Int64 // stored results sent again to a child that retransmitted
+	ResentUp  atomic.Int64 // non-root: stored partials sent up again for a child's retransmission
+	Down      atomic.Int64 // non-root: the parent's results passed down to the children
+	// LatencyNs sums, over completed blocks, the time from the handler of a
+	// block's first packet to the one that completed it (Task.Started: ns
+	// in real time, cycles in virtual time): the time a block holds its
+	// buffers, Little's law's W.
+	LatencyNs atomic.Int64
 }
 
 // String gives the counters that explain a stuck or refused block, on one
 // line ("packets=12 completed=3 dup=0 ..."), for error messages.
+func (s *BlockStats) String() string {
+	return fmt.Sprintf("packets=%d completed=%d dup=%d stale=%d invalid=%d nobuf=%d",
+		s.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.Invalid.Load(), s.NoBuffer.Load())
+}
+
+// String gives BlockStats' line with the sparse counters after it.
 func (s *SparseStats) String() string {
-	return fmt.Sprintf("packets=%d completed=%d dup=%d stale=%d invalid=%d badindex=%d nobuf=%d spilled=%d",
-		s.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.Invalid.Load(),
-		s.BadIndex.Load(), s.NoBuffer.Load(), s.Spilled.Load())
+	return fmt.Sprintf("%s badindex=%d spilled=%d", s.BlockStats.String(), s.BadIndex.Load(), s.Spilled.Load())
 }
