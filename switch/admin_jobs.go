@@ -91,9 +91,9 @@ func (s *Switch) authorize(next http.Handler) http.Handler {
 		var why string
 		switch {
 		case s.registry.secret == nil:
-			why = "this switch takes no authenticated admin requests: start it with --admin-secret-file"
+			why = "this switch takes no authenticated admin requests: start it with " + s.cfg.setting("AdminSecretFile")
 		case !ok:
-			why = "missing bearer secret: send Authorization: Bearer <the contents of the switch's --admin-secret-file>"
+			why = "missing bearer secret: send Authorization: Bearer <the contents of the switch's " + s.cfg.setting("AdminSecretFile") + ">"
 		case !s.registry.authorized(bearer):
 			why = "wrong bearer secret"
 		default:
@@ -118,7 +118,7 @@ func bearerToken(h string) (string, bool) {
 
 func (s *Switch) serveRegister(w http.ResponseWriter, r *http.Request, replace bool) {
 	if s.registry.mode != AdmissionRegistered {
-		writeError(w, http.StatusConflict, "this switch admits jobs openly (--admission open): a registration would have no effect; start it with --admission registered")
+		writeError(w, http.StatusConflict, "this switch admits jobs openly ("+s.cfg.setting("Admission")+" open): a registration would have no effect; start it with registered admission")
 		return
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))

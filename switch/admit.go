@@ -36,7 +36,7 @@ type plan struct {
 // memory and starts building its handler. The caller holds the table lock.
 func (s *Switch) startAdmission(j *job) *joinError {
 	if s.hasParent() && j.spec.Options&wire.OptBounded != 0 {
-		return refuse(wire.CodeBadRequest, "job %d: this switch has a parent (--parent): bounded time needs one switch (a parent cannot tell a released partial from a late one); run the job on one switch", j.id)
+		return refuse(wire.CodeBadRequest, "job %d: this switch has a parent (%s): bounded time needs one switch (a parent cannot tell a released partial from a late one); run the job on one switch", j.id, s.cfg.setting("Parent"))
 	}
 	if s.hasParent() && j.hosts > math.MaxUint16 {
 		return refuseFor(refusalOverflow, wire.CodeBadRequest, "job %d: %d hosts under this switch: its join at the parent carries them in a 16-bit world field, at most %d", j.id, j.hosts, math.MaxUint16)

@@ -70,7 +70,7 @@ func TestHugeShapesRefused(t *testing.T) {
 		maxHeapGrow uint64
 	}{
 		{"results", wire.Float64, 1 << 32, 0, wire.CodeRefusedMemory,
-			[]string{"job 9 needs 64 GiB of result storage", "the switch allows 1 GiB for all jobs (--max-memory)"}, refusalHostMemory, 1 << 20},
+			[]string{"job 9 needs 64 GiB of result storage", "the switch allows 1 GiB for all jobs (Config.MaxMemory)"}, refusalHostMemory, 1 << 20},
 		{"block-table", wire.Float64, 1 << 26, 1, wire.CodeRefusedMemory,
 			[]string{"job 9 needs " + sizeText(denseTable(wire.Float64, 1<<26, 1).Blocks) + " of block table", "the switch allows 1 GiB"}, refusalHostMemory, 1 << 20},
 		{"block-count", wire.Int8, 1 << 32, 1, wire.CodeBadRequest,
@@ -104,6 +104,32 @@ func TestHugeShapesRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefusalNamesSetting checks that a refusal names the limit's
+// setting as Config.SettingName spells it (the daemon's flag), and as the
+// Config field without it (TestHugeShapesRefused).
+func TestRefusalNamesSetting(t *testing.T) {
+	fx := newJobFixture(t, func(c *Config) {
+		c.MaxMemory = 1 << 30
+		c.SettingName = func(field string) string {
+			if field == "MaxMemory" {
+				return "--max-memory"
+			}
+			return ""
+		}
+	})
+	fx.deliver(fzRank0, shapeJoin(9, 0, 1, wire.Float64, 1<<32, 0))
+	r := fx.replies()
+	if len(r.errors) != 1 {
+		t.Fatalf("the join got %d errors (%v), want one", len(r.errors), r.errors)
+	}
+	for _, w := range []string{"for all jobs (--max-memory)", "or a larger --max-memory"} {
+		if msg := r.errors[0].Message(); !strings.Contains(msg, w) {
+			t.Errorf("refusal %q does not say %q", msg, w)
+		}
+	}
+	fx.s.wg.Wait()
 }
 
 // TestBudgetAccounting checks that admitted jobs reserve their footprint

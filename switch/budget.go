@@ -39,8 +39,8 @@ func (b *memBudget) free() int64 { return b.limit - b.reserved.Load() }
 // refuseMemory is the refusal of what needs bytes of host memory when the
 // budget has less free.
 func (s *Switch) refuseMemory(job uint32, what string, bytes int64) *joinError {
-	return refuseFor(refusalHostMemory, wire.CodeRefusedMemory, "job %d: %s needs %s of host memory; the switch allows %s for all jobs (--max-memory), %s of it free now",
-		job, what, sizeText(bytes), sizeText(s.budget.limit), sizeText(max(s.budget.free(), 0)))
+	return refuseFor(refusalHostMemory, wire.CodeRefusedMemory, "job %d: %s needs %s of host memory; the switch allows %s for all jobs (%s), %s of it free now",
+		job, what, sizeText(bytes), sizeText(s.budget.limit), s.cfg.setting("MaxMemory"), sizeText(max(s.budget.free(), 0)))
 }
 
 // jobFootprint is a job's host memory by part, for the budget and for the
@@ -67,10 +67,10 @@ func (s *Switch) refuseFootprint(job uint32, f jobFootprint) *joinError {
 	}
 	hint := "other jobs hold the rest: retry when they end"
 	if f.total() > s.budget.limit {
-		hint = "ask for fewer elements, more elements per packet, or a larger --max-memory"
+		hint = "ask for fewer elements, more elements per packet, or a larger " + s.cfg.setting("MaxMemory")
 	}
-	return refuseFor(refusalHostMemory, wire.CodeRefusedMemory, "job %d needs %s of %s (%s of host memory in all); the switch allows %s for all jobs (--max-memory), %s of it free: %s",
-		job, sizeText(parts[big].bytes), parts[big].name, sizeText(f.total()), sizeText(s.budget.limit), sizeText(max(s.budget.free(), 0)), hint)
+	return refuseFor(refusalHostMemory, wire.CodeRefusedMemory, "job %d needs %s of %s (%s of host memory in all); the switch allows %s for all jobs (%s), %s of it free: %s",
+		job, sizeText(parts[big].bytes), parts[big].name, sizeText(f.total()), sizeText(s.budget.limit), s.cfg.setting("MaxMemory"), sizeText(max(s.budget.free(), 0)), hint)
 }
 
 // sizeText writes a byte count for people: "64 GiB", "1.5 GiB", "300 B".
@@ -92,8 +92,8 @@ func sizeText(n int64) string {
 
 // Refusal reasons beyond the wire codes' names (joinError.reason).
 const (
-	refusalHostMemory = "host-memory"      // the memory budget (--max-memory)
-	refusalJoinRate   = "join-rate"        // the join token bucket (--join-rate)
+	refusalHostMemory = "host-memory"      // the memory budget (Config.MaxMemory)
+	refusalJoinRate   = "join-rate"        // the join token bucket (Config.JoinRate)
 	refusalOverflow   = "field-overflow"   // a count the protocol's fields cannot carry
 	refusalVersion    = "protocol-version" // a join of an earlier protocol version (refuseOldJoin)
 )

@@ -101,7 +101,7 @@ func (c *capture) write(ts time.Time, src, dst netip.AddrPort, payload []byte, r
 	frame := c.buf.Bytes()
 	if c.written+16+int64(len(frame)) > c.max {
 		c.full = true
-		c.log("packet capture reached --pcap-max; later packets are not written", "bytes", c.written)
+		c.log("packet capture reached its size bound (Config.PcapMax); later packets are not written", "bytes", c.written)
 		return
 	}
 	ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(frame), Length: len(frame)}

@@ -94,6 +94,22 @@ type Config struct {
 	// /v1/ need it (without it the port takes none). Required with
 	// AdmissionRegistered. Read once, by New.
 	AdminSecretFile string
+	// SettingName spells a Config field (MaxMemory, Admission) in what
+	// the switch tells hosts and admin clients when a limit refuses them,
+	// so that the refusal names the setting its operator can change: the
+	// daemon gives its flags (--max-memory). nil, or "" for a field: the
+	// field as Config.MaxMemory.
+	SettingName func(field string) string
+}
+
+// setting is how a refusal names Config field field (SettingName).
+func (c *Config) setting(field string) string {
+	if c.SettingName != nil {
+		if n := c.SettingName(field); n != "" {
+			return n
+		}
+	}
+	return "Config." + field
 }
 
 // WithDefaults fills zero fields.

@@ -320,7 +320,7 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: %v", h.Job, err)
 	}
 	if !s.joinLimit.allow(time.Now()) {
-		return refuseFor(refusalJoinRate, wire.CodeTooManyJobs, "job %d: too many joins per second (--join-rate %d); retry later", h.Job, s.cfg.JoinRate)
+		return refuseFor(refusalJoinRate, wire.CodeTooManyJobs, "job %d: too many joins per second (%s %d); retry later", h.Job, s.cfg.setting("JoinRate"), s.cfg.JoinRate)
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func newCollector(s *Switch) *collector {
 		tauC:        d("flare_tau_cycles", "Mean handler service time in PsPIN cycles (the paper's tau)."),
 		linkBytes:   d("flare_link_bytes_total", "UDP payload bytes (Flare header included) exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
 		linkPackets: d("flare_link_packets_total", "Datagrams exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
-		memBudget:   d("flare_memory_budget_bytes", "Host memory all jobs together may hold besides L1 (--max-memory)."),
+		memBudget:   d("flare_memory_budget_bytes", "Host memory all jobs together may hold besides L1 (the switch's memory budget)."),
 		memReserved: d("flare_memory_reserved_bytes", "Host memory reserved against the budget now: admitted jobs' footprints, sparse streams, pending joins."),
 		pending:     d("flare_jobs_pending", "Jobs in the table whose ranks have not all joined."),
 		refusals:    d("flare_join_refusals_total", "Joins refused, by reason (answered or not).", "reason"),

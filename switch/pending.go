@@ -78,7 +78,7 @@ func (s *Switch) newPending(from netip.AddrPort, h *wire.Header, body *wire.Join
 		s.evictOldest(nil, evictPendingCap)
 	}
 	if len(s.jobs.all()) >= s.cfg.MaxJobs && !s.evictOldest(nil, evictTableFull) {
-		return nil, refuse(wire.CodeTooManyJobs, "job %d: the switch runs %d jobs, its limit (--max-jobs)", h.Job, s.cfg.MaxJobs)
+		return nil, refuse(wire.CodeTooManyJobs, "job %d: the switch runs %d jobs, its limit (%s)", h.Job, s.cfg.MaxJobs, s.cfg.setting("MaxJobs"))
 	}
 	if !s.budget.reserve(pendingJobBytes) {
 		return nil, s.refuseMemory(h.Job, "a pending job", pendingJobBytes)

@@ -59,7 +59,7 @@ type JobGrant struct {
 	TokenSHA256 string `json:"token_sha256,omitempty"`
 	// World is the number of members that join this switch: the hosts'
 	// world on a lone switch or a leaf; children plus local hosts on a
-	// switch with --children.
+	// switch with Children.
 	World int `json:"world"`
 	// MemoryCapBytes bounds what the job may hold on the switch.
 	MemoryCapBytes int64 `json:"memory_cap_bytes"`
@@ -290,7 +290,7 @@ func (s *Switch) grantJoin(from netip.AddrPort, h *wire.Header, body *wire.JoinB
 	switch {
 	case g == nil:
 		r.refused(refusedUnregistered)
-		return refuse(wire.CodeUnknownJob, "job %d is not registered: this switch admits only jobs registered over its admin port (--admission registered; flare jobs register)", h.Job)
+		return refuse(wire.CodeUnknownJob, "job %d is not registered: this switch admits only jobs registered over its admin port (%s registered; flare jobs register)", h.Job, s.cfg.setting("Admission"))
 	case !g.allows(from.Addr()):
 		r.refused(refusedSource)
 		return refuse(wire.CodeBadRequest, "job %d: rank %d joined from %s, outside the sources registered for the job", h.Job, h.Child, from.Addr())
@@ -315,8 +315,8 @@ func (s *Switch) capGranted(j *job, p *plan) *joinError {
 	}
 	if held := s.heldBytes(j.charge, p.quota); held > g.memoryCap {
 		s.registry.refused(refusedMemoryCap)
-		return refuse(wire.CodeRefusedMemory, "job %d needs %d bytes on the switch (%d bytes of host memory and %d aggregation buffers of %d bytes for a window of %d blocks); its registration caps it at %d bytes (memory_cap_bytes): register it with a larger cap, or run the switch with a smaller --window",
-			j.id, held, j.charge, p.quota.Limit(), s.cfg.HPU.BufferBytes, p.window, g.memoryCap)
+		return refuse(wire.CodeRefusedMemory, "job %d needs %d bytes on the switch (%d bytes of host memory and %d aggregation buffers of %d bytes for a window of %d blocks); its registration caps it at %d bytes (memory_cap_bytes): register it with a larger cap, or run the switch with a smaller %s",
+			j.id, held, j.charge, p.quota.Limit(), s.cfg.HPU.BufferBytes, p.window, g.memoryCap, s.cfg.setting("Window"))
 	}
 	return nil
 }
@@ -338,7 +338,7 @@ type registryCollector struct {
 func newRegistryCollector(r *registry) *registryCollector {
 	return &registryCollector{
 		r:          r,
-		registered: prometheus.NewDesc("flare_registered_jobs", "Jobs registered over the admin port (--admission registered).", nil, nil),
+		registered: prometheus.NewDesc("flare_registered_jobs", "Jobs registered over the admin port (registered admission).", nil, nil),
 		refusals:   prometheus.NewDesc("flare_admission_refusals_total", "Joins refused by the job registry, by reason (answered or not).", []string{"reason"}, nil),
 		unauth:     prometheus.NewDesc("flare_admin_unauthorized_total", "Admin requests refused for want of the bearer secret (401).", nil, nil),
 	}

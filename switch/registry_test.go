@@ -342,7 +342,7 @@ func TestAdmissionHTTPAuth(t *testing.T) {
 		{"an unclean path to the API", reg, "GET", "/metrics/../v1/jobs", "", 401, "missing bearer secret"},
 		{"metrics stay open", reg, "GET", "/metrics", "", 200, "flare_registered_jobs"},
 		{"healthz stays open", reg, "GET", "/healthz", "", 200, "ok"},
-		{"open mode takes no writes without a secret", openHandler, "POST", "/v1/jobs", "Bearer " + testSecret, 401, "start it with --admin-secret-file"},
+		{"open mode takes no writes without a secret", openHandler, "POST", "/v1/jobs", "Bearer " + testSecret, 401, "start it with Config.AdminSecretFile"},
 		{"open mode keeps pprof open without a secret", openHandler, "GET", "/debug/pprof/", "", 200, "goroutine"},
 		{"the right bearer", reg, "POST", "/v1/jobs", "bearer " + testSecret, 201, `"state": "registered"`},
 	} {
@@ -362,8 +362,8 @@ func TestAdmissionHTTPAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, body, _ := adminDo(t, openSecret.adminHandler(), "POST", "/v1/jobs", "Bearer "+testSecret, grant)
-	if code != http.StatusConflict || !strings.Contains(body, "--admission open") {
-		t.Errorf("an authorized registration on an open switch: %d %q, want 409 naming --admission open", code, body)
+	if code != http.StatusConflict || !strings.Contains(body, "Config.Admission open") {
+		t.Errorf("an authorized registration on an open switch: %d %q, want 409 naming Config.Admission open", code, body)
 	}
 }
 

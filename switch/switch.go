@@ -505,18 +505,18 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 		return
 	}
 	// A child switch's join counts as one member; its World is the number
-	// of hosts under it. This switch's fan-in is its --children, and its
-	// --local-hosts hosts after them.
+	// of hosts under it. This switch's fan-in is its Children, and its
+	// LocalHosts hosts after them.
 	hosts, stream, jerr := 1, 0, (*joinError)(nil)
 	member, tree := int(h.Child), s.cfg.Children > 0
 	switch fromSwitch := h.Flags&wire.FlagFromSwitch != 0; {
 	case fromSwitch && !tree:
-		jerr = refuse(wire.CodeBadRequest, "job %d: child switch %d joined, but this switch takes hosts: start it with --children N (its number of child switches)", h.Job, h.Child)
+		jerr = refuse(wire.CodeBadRequest, "job %d: child switch %d joined, but this switch takes hosts: set its %s to its number of child switches", h.Job, h.Child, s.cfg.setting("Children"))
 	case !fromSwitch && tree && s.cfg.LocalHosts == 0:
-		jerr = refuse(wire.CodeBadRequest, "job %d: rank %d joined as a host, but this switch aggregates %d child switches (--children): join your leaf switch (or start this one with --local-hosts)", h.Job, h.Child, s.cfg.Children)
+		jerr = refuse(wire.CodeBadRequest, "job %d: rank %d joined as a host, but this switch aggregates %d child switches (%s): join your leaf switch (or give this one %s)", h.Job, h.Child, s.cfg.Children, s.cfg.setting("Children"), s.cfg.setting("LocalHosts"))
 	case !fromSwitch && tree && (int(body.World) != s.cfg.LocalHosts || member >= s.cfg.LocalHosts):
-		jerr = refuse(wire.CodeBadRequest, "job %d: rank %d of world %d joined, but this switch takes %d hosts of its own (--local-hosts; ranks 0..%d) besides its %d child switches",
-			h.Job, h.Child, body.World, s.cfg.LocalHosts, s.cfg.LocalHosts-1, s.cfg.Children)
+		jerr = refuse(wire.CodeBadRequest, "job %d: rank %d of world %d joined, but this switch takes %d hosts of its own (%s; ranks 0..%d) besides its %d child switches",
+			h.Job, h.Child, body.World, s.cfg.LocalHosts, s.cfg.setting("LocalHosts"), s.cfg.LocalHosts-1, s.cfg.Children)
 	case !fromSwitch && tree:
 		member, body.World = s.cfg.Children+member, uint16(s.cfg.Children+s.cfg.LocalHosts)
 	case fromSwitch:

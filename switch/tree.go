@@ -170,7 +170,7 @@ func (s *Switch) parentError(h *wire.Header, code wire.ErrorCode, text string) {
 }
 
 // memberIndex is the member index here of the sender of a packet with
-// header h: its child field, except at a switch with --local-hosts, where
+// header h: its child field, except at a switch with LocalHosts, where
 // a host's rank r (not from-switch) is member Children+r. ok is false for
 // a host rank beyond LocalHosts. It only looks: a caller that wants the
 // header to carry the index sets h.Child itself.

@@ -19,6 +19,9 @@ type fields struct {
 // follow it.
 var fieldRef = regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*)\.([A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Za-z0-9]*)*)( = )?`)
 
+// flag is the flag that sets field, "" when none does.
+func (f fields) flag(field string) string { return f.flags[field] }
+
 // flagNamed is an error whose text names flags where the library's named
 // fields; it wraps the library's error.
 type flagNamed struct {

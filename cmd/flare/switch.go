@@ -31,6 +31,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := sf.resolve(&cfg, stderr); err != nil {
 		return err
 	}
+	cfg.SettingName = switchFlags.flag
 	sw, err := swtch.New(cfg)
 	if err != nil {
 		return withFlags(err, switchFlags)
