@@ -682,11 +682,7 @@ func (d *Dense) releaseWork(w *work) {
 // running on the unit, and then releases the quota.
 func (d *Dense) Close() {
 	for i := range d.blocks {
-		b := &d.blocks[i]
-		if b.state == blockActive {
-			d.releaseWork(b.work)
-		}
-		b.complete()
-		b.expires.Store(0)
+		d.blocks[i].drop(d.releaseWork)
+		d.blocks[i].expires.Store(0)
 	}
 }

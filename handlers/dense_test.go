@@ -406,19 +406,7 @@ func TestDenseZeroAlloc(t *testing.T) {
 		d := newTestDense(t, dg, wire.Float32, wire.OpSum, p, 256, 256)
 		r := rand.New(rand.NewPCG(5, 5))
 		pkts := makePackets(r, randomInputs(r, wire.Float32, wire.OpSum, p, 256), wire.Float32, wire.OpSum, 256, 0, 0)
-		v := newVUnit(nopEgress{}, p)
-		gen := uint32(0)
-		allocs := testing.AllocsPerRun(100, func() {
-			gen++
-			for _, pk := range pkts {
-				pk.Hdr.Generation = gen
-				pk.Handler = d
-				v.submit(pk, 0)
-			}
-			v.drain()
-		})
-		v.close()
-		if allocs != 0 {
+		if allocs := allocsPerGeneration(d, pkts, p, 100); allocs != 0 {
 			t.Fatalf("%s: %.1f allocations per block of %d packets, want 0", dg, allocs, p)
 		}
 		if d.Stats.Completed.Load() < 100 {

@@ -181,6 +181,16 @@ func (b *genBlock[W]) unopen() {
 	b.state, b.work = blockIdle, none
 }
 
+// drop ends the block at its job's end (Close): a record it still
+// aggregates into goes back through release, and the block takes no
+// more packets.
+func (b *genBlock[W]) drop(release func(W)) {
+	if b.state == blockActive {
+		release(b.work)
+	}
+	b.complete()
+}
+
 // admit counts a packet into the record; its handler settles later.
 func (g *genState) admit() { g.admitted++ }
 

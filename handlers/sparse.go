@@ -566,10 +566,6 @@ func (s *Sparse) releaseWork(w *sparseWork) {
 // then releases the quota.
 func (s *Sparse) Close() {
 	for i := range s.blocks {
-		b := &s.blocks[i]
-		if b.state == blockActive {
-			s.releaseWork(b.work)
-		}
-		b.complete()
+		s.blocks[i].drop(s.releaseWork)
 	}
 }

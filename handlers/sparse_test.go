@@ -625,19 +625,7 @@ func TestSparseZeroAlloc(t *testing.T) {
 		s, _ := newTestSparse(t, cfg)
 		r := rand.New(rand.NewPCG(10, 10))
 		pkts := sparsePackets(r, cfg, randomSparseInputs(r, cfg.DType, cfg.Op, 8, 512, 0.1, patRandom), 0, 0.1)
-		v := newVUnit(nopEgress{}, 8)
-		gen := uint32(0)
-		allocs := testing.AllocsPerRun(50, func() {
-			gen++
-			for _, p := range pkts {
-				p.Hdr.Generation = gen
-				p.Handler = s
-				v.submit(p, 0)
-			}
-			v.drain()
-		})
-		v.close()
-		if allocs != 0 {
+		if allocs := allocsPerGeneration(s, pkts, 8, 50); allocs != 0 {
 			t.Fatalf("%s: %.1f allocations per block of %d packets, want 0", dg, allocs, len(pkts))
 		}
 		if s.Stats.Completed.Load() < 50 {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"testing"
 
 	"github.com/flare-net/flare/hpu"
 )
@@ -44,3 +45,21 @@ func (v *vunit) run(p *hpu.Packet, at int64) {
 }
 
 func (v *vunit) close() { v.u.Close() }
+
+// allocsPerGeneration runs pkts through handler h runs times, each time
+// as the next generation, on a fresh unit of cores cores, and returns the
+// allocations per run (testing.AllocsPerRun).
+func allocsPerGeneration(h hpu.Handler, pkts []*hpu.Packet, cores, runs int) float64 {
+	v := newVUnit(nopEgress{}, cores)
+	defer v.close()
+	gen := uint32(0)
+	return testing.AllocsPerRun(runs, func() {
+		gen++
+		for _, p := range pkts {
+			p.Hdr.Generation = gen
+			p.Handler = h
+			v.submit(p, 0)
+		}
+		v.drain()
+	})
+}
