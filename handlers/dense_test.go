@@ -122,15 +122,22 @@ func makePackets(r *rand.Rand, inputs [][]byte, dt wire.DType, op wire.Op, pe in
 					Child: uint16(rank), DType: dt, Op: op, Count: uint32(cnt)},
 				Payload: in[lo*sz : (lo+cnt)*sz],
 			}
-			pkts = append(pkts, p)
-			if r.Float64() < dup {
-				q := *p
-				q.Hdr.Flags |= wire.FlagRetransmit
-				pkts = append(pkts, &q)
-			}
+			pkts = appendMaybeTwice(r, pkts, p, dup)
 		}
 	}
 	r.Shuffle(len(pkts), func(i, j int) { pkts[i], pkts[j] = pkts[j], pkts[i] })
+	return pkts
+}
+
+// appendMaybeTwice appends p, and with probability dup a retransmitted
+// copy of it.
+func appendMaybeTwice(r *rand.Rand, pkts []*hpu.Packet, p *hpu.Packet, dup float64) []*hpu.Packet {
+	pkts = append(pkts, p)
+	if r.Float64() < dup {
+		q := *p
+		q.Hdr.Flags |= wire.FlagRetransmit
+		pkts = append(pkts, &q)
+	}
 	return pkts
 }
 

@@ -115,12 +115,7 @@ func sparsePackets(r *rand.Rand, cfg SparseConfig, inputs [][]byte, gen uint32, 
 				p := &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Job: cfg.Job, Token: cfg.Token,
 					Generation: gen, Child: uint16(rank), Op: cfg.Op}}
 				p.Payload = pk.Packet(nil, &p.Hdr, uint32(b), bp, seq)
-				pkts = append(pkts, p)
-				if r.Float64() < dup {
-					q := *p
-					q.Hdr.Flags |= wire.FlagRetransmit
-					pkts = append(pkts, &q)
-				}
+				pkts = appendMaybeTwice(r, pkts, p, dup)
 			}
 		}
 	}
