@@ -225,14 +225,24 @@ func Evaluate(p Params, d Design) Row {
 // and including to (bytes per host), size by size. p.Bytes is ignored.
 func Sweep(p Params, designs []Design, from, to int64) []Row {
 	var rows []Row
-	if from < 1 {
-		return nil
-	}
-	for z := from; z <= to && z > 0; z *= 2 {
+	for _, z := range Sizes(from, to) {
 		p.Bytes = z
 		for _, d := range designs {
 			rows = append(rows, Evaluate(p, d))
 		}
 	}
 	return rows
+}
+
+// Sizes are the sizes a sweep walks: from, 2·from, 4·from, ... up to and
+// including to; none when from < 1.
+func Sizes(from, to int64) []int64 {
+	var sizes []int64
+	if from < 1 {
+		return nil
+	}
+	for z := from; z <= to && z > 0; z *= 2 {
+		sizes = append(sizes, z)
+	}
+	return sizes
 }

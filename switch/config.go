@@ -38,6 +38,14 @@ const (
 	DefaultJoinTimeout         = 10 * time.Second
 )
 
+// The largest values Validate allows for the daemon's counted limits
+// (each at least 1; a zero field takes its default first).
+const (
+	MaxJobsLimit = 1 << 16   // Config.MaxJobs
+	MaxWindow    = 1 << 16   // Config.Window
+	MaxJoinRate  = 1_000_000 // Config.JoinRate, per second
+)
+
 // Config is the daemon's configuration. Zero fields take defaults.
 type Config struct {
 	Listen      string     // UDP data address
@@ -195,8 +203,8 @@ func (c Config) validateLimits() error {
 	switch {
 	case c.PacketBytes < 8 || c.PacketBytes > 8192 || c.PacketBytes%8 != 0:
 		return fmt.Errorf("Config.PacketBytes = %d: must be a multiple of 8 in 8..8192 bytes", c.PacketBytes)
-	case c.MaxJobs < 1 || c.MaxJobs > 1<<16:
-		return fmt.Errorf("Config.MaxJobs = %d: must be in 1..65536", c.MaxJobs)
+	case c.MaxJobs < 1 || c.MaxJobs > MaxJobsLimit:
+		return fmt.Errorf("Config.MaxJobs = %d: must be in 1..%d", c.MaxJobs, MaxJobsLimit)
 	case c.MaxMemory < 1<<20 || c.MaxMemory > 1<<40:
 		return fmt.Errorf("Config.MaxMemory = %d: must be in 1MiB..1TiB", c.MaxMemory)
 	case c.MaxPending < 1 || c.MaxPending > c.MaxJobs:
@@ -207,10 +215,10 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("Config.JoinTimeout = %v: must be in 100ms..1h", c.JoinTimeout)
 	case c.JobIdle < time.Second || c.JobIdle > 24*time.Hour:
 		return fmt.Errorf("Config.JobIdle = %v: must be in 1s..24h", c.JobIdle)
-	case c.Window < 1 || c.Window > 1<<16:
-		return fmt.Errorf("Config.Window = %d: must be in 1..65536", c.Window)
-	case c.JoinRate < 1 || c.JoinRate > 1e6:
-		return fmt.Errorf("Config.JoinRate = %d: must be in 1..1000000 per second", c.JoinRate)
+	case c.Window < 1 || c.Window > MaxWindow:
+		return fmt.Errorf("Config.Window = %d: must be in 1..%d", c.Window, MaxWindow)
+	case c.JoinRate < 1 || c.JoinRate > MaxJoinRate:
+		return fmt.Errorf("Config.JoinRate = %d: must be in 1..%d per second", c.JoinRate, MaxJoinRate)
 	case c.PcapMax < 1<<10 || c.PcapMax > 1<<40:
 		return fmt.Errorf("Config.PcapMax = %d: must be in 1KiB..1TiB", c.PcapMax)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/bench"
 )
 
 // Check reports what this machine lacks for a run with loss (or without):
@@ -112,24 +113,11 @@ func (c *Config) logf(format string, args ...any) {
 	}
 }
 
-// hostResult is the part of `flare allreduce --json` a row takes.
+// hostResult is one host's `flare allreduce --json` row (bench.Result,
+// the type that prints it) and the CPU its process used.
 type hostResult struct {
-	Ranks        int     `json:"ranks"`
-	Bytes        int64   `json:"bytes"`
-	DType        string  `json:"dtype"`
-	Op           string  `json:"op"`
-	Algo         string  `json:"algo"`
-	Iters        int     `json:"iters"`
-	MedianS      float64 `json:"median_s"`
-	P99S         float64 `json:"p99_s"`
-	Verified     bool    `json:"verified"`
-	Retransmits  int64   `json:"retransmits"`
-	TxBytes      int64   `json:"tx_bytes"`
-	RxBytes      int64   `json:"rx_bytes"`
-	Density      float64 `json:"density"`
-	Storage      string  `json:"storage"`
-	SpilledPairs int64   `json:"spilled_pairs"`
-	cpu          float64 // CPU seconds per second the process used over its life
+	bench.Result
+	cpu float64 // CPU seconds per second the process used over its life
 }
 
 // hostCPU is the most CPU seconds per second any host process used.
@@ -272,7 +260,7 @@ func (c *cluster) row(path string, density float64, results []hostResult) Row {
 	}
 	if r.MedianS > 0 {
 		r.AlgbwGBps = float64(r.Bytes) / r.MedianS / 1e9
-		r.BusbwGBps = r.AlgbwGBps * 2 * float64(r.Ranks-1) / float64(r.Ranks) // nccl-tests' bus bandwidth, as bench.Busbw
+		r.BusbwGBps = bench.Busbw(r.AlgbwGBps, r.Ranks)
 	}
 	return r
 }

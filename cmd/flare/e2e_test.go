@@ -439,6 +439,16 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "2", "--count", "-1"}, "--count -1: must be in 1..1073741824 elements"},
 		{[]string{"allreduce", "--ranks", "2", "--tail-ratio", "200"}, "--tail-ratio 200 with --tail-median 2ms: want a ratio in 1..100"},
 		{[]string{"switch", "--max-jobs", "70000"}, "--max-jobs 70000: must be in 1..65536"},
+		// 0 is the Config's "default" for these; on the command line it is
+		// refused (before the --listen that would fail New, not serve, if it were not).
+		{[]string{"switch", "--max-jobs", "0", "--listen", "x"}, "--max-jobs 0: must be in 1..65536"},
+		{[]string{"switch", "--window", "0", "--listen", "x"}, "--window 0: must be in 1..65536"},
+		{[]string{"switch", "--join-rate", "0", "--listen", "x"}, "--join-rate 0: must be in 1..1000000 per second"},
+		{[]string{"switch", "--join-timeout", "0", "--listen", "x"}, "--join-timeout 0s: must be in 100ms..1h"},
+		{[]string{"switch", "--job-idle", "0s", "--listen", "x"}, "--job-idle 0s: must be in 1s..24h"},
+		{[]string{"switch", "--packet", "0", "--listen", "x"}, "--packet 0: must be a multiple of 8 in 8..8192 bytes"},
+		{[]string{"switch", "--pcap-max", "0B", "--listen", "x"}, "--pcap-max 0B: must be in 1KiB..1TiB"},
+		{[]string{"switch", "--queue", "0", "--listen", "x"}, "--queue 0: must be in 1..65536"},
 		{[]string{"switch", "--max-pending", "9", "--max-jobs", "4"}, "--max-pending 9: must be in 1..4 (--max-jobs)"},
 		{[]string{"switch", "--batch", "-1"}, "--batch: batch size = -1: must be in 1..1024"},
 		{[]string{"switch", "--child-index", "3"}, "--child-index 3 without --parent"},

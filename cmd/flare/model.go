@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
@@ -212,11 +211,7 @@ func sweepSizes(fromFlag, toFlag string) ([]int64, error) {
 	if to < from {
 		return nil, flagError("--to", fmt.Errorf("%s is below --from %s", toFlag, fromFlag))
 	}
-	var sizes []int64
-	for z := from; z <= to; z *= 2 {
-		sizes = append(sizes, z)
-	}
-	return sizes, nil
+	return models.Sizes(from, to), nil
 }
 
 // writeJSONLines writes one JSON object per line.
@@ -281,19 +276,6 @@ func runModelChoose(_ context.Context, args []string, stdout, _ io.Writer) error
 	return err
 }
 
-// sizeRow is one line of `flare model size`.
-type sizeRow struct {
-	Algo          string  `json:"algo"`
-	Bytes         int64   `json:"bytes"`
-	Hosts         int     `json:"hosts"`
-	M             float64 `json:"buffers_per_block"`
-	BandwidthGbps float64 `json:"bandwidth_gbps"`
-	LatencyCycles float64 `json:"latency_cycles"`
-	R             float64 `json:"memory_buffers_exact"` // 𝓡 = M·(𝓑/P)·𝓛, before rounding up
-	Buffers       int     `json:"memory_buffers"`       // what to reserve: ⌈𝓡⌉, at least one block's peak
-	MemoryBytes   int64   `json:"memory_bytes"`
-}
-
 func runModelSize(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("model size", "The switch memory one allreduce job needs, by Little's law: R = M x (B/P) x L buffers\n"+
 		"(M buffers per block, bandwidth B in packets per cycle over P hosts, block latency L),\n"+
@@ -322,22 +304,9 @@ func runModelSize(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if p.Bytes, err = sizeFlag("bytes", *size); err != nil {
 		return err
 	}
-	var rows []sizeRow
-	for _, d := range ds {
-		r := models.Evaluate(p, d)
-		buffers, bytes := models.JobMemory(p, d)
-		rows = append(rows, sizeRow{Algo: r.Algo, Bytes: p.Bytes, Hosts: p.Hosts, M: r.M, BandwidthGbps: r.Gbps,
-			LatencyCycles: r.Latency, R: r.R, Buffers: buffers, MemoryBytes: bytes})
-	}
+	rows := models.JobSizes(p, ds)
 	if *format == "json" {
 		return writeJSONLines(stdout, rows)
 	}
-	fmt.Fprintf(stdout, "# %s\n", models.Describe(p))
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "design\thosts\tsize\tM\tGbit/s\tlatency\tR\tbuffers\tmemory\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%.1f\t%.0f\t%.1f\t%d\t%s\t\n", r.Algo, r.Hosts, models.FormatBytes(float64(r.Bytes)),
-			r.M, r.BandwidthGbps, r.LatencyCycles, r.R, r.Buffers, models.FormatBytes(float64(r.MemoryBytes)))
-	}
-	return tw.Flush()
+	return models.WriteJobSizeTable(stdout, p, rows)
 }

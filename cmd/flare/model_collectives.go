@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/wire"
@@ -72,94 +70,9 @@ func runModelCollectives(_ context.Context, args []string, stdout, _ io.Writer) 
 	if *format == "json" {
 		return writeJSONLines(stdout, rows)
 	}
-	fmt.Fprintf(stdout, "# %d hosts, %s of %s per host, %g Gbit/s links, %g ns per link, %d-port switches, density %g, overlap %g\n",
-		c.Hosts, models.FormatBytes(float64(c.Bytes)), dt, c.LinkGbps, c.LinkLatencyNs, c.SwitchPorts, c.Density, c.Overlap)
+	fmt.Fprintf(stdout, "# %s\n", models.DescribeCollectives(c, dt.String()))
 	if err := models.WriteCollectiveTable(stdout, rows); err != nil {
 		return err
 	}
-	return writeCollectiveRatios(stdout, rows)
-}
-
-// writeCollectiveRatios prints, per topology, how in-network aggregation
-// compares with the host algorithm it replaces: the claims of the paper's
-// §7.1 (dense: > 2x faster, 2x less traffic; sparse: up to 20x less).
-func writeCollectiveRatios(w io.Writer, rows []models.CollectiveRow) error {
-	get := func(t models.Topology, alg string) (models.CollectiveRow, bool) {
-		for _, r := range rows {
-			if r.Topology == t && r.Algorithm == alg {
-				return r, true
-			}
-		}
-		return models.CollectiveRow{}, false
-	}
-	var seen []models.Topology
-	for _, r := range rows {
-		if len(seen) == 0 || seen[len(seen)-1] != r.Topology {
-			seen = append(seen, r.Topology)
-		}
-	}
-	for _, t := range seen {
-		for _, cmp := range [][2]string{{models.AlgInNetworkDense, models.AlgRing},
-			{models.AlgInNetworkSparse, models.AlgHostSparse}, {models.AlgInNetworkSparse, models.AlgInNetworkDense}} {
-			a, ok1 := get(t, cmp[0])
-			o, ok2 := get(t, cmp[1])
-			if !ok1 || !ok2 || a.TimeS <= 0 || a.WireBytes <= 0 {
-				continue
-			}
-			if _, err := fmt.Fprintf(w, "%s: %s vs %s: %.2fx faster, %.2fx less traffic\n", t, cmp[0], cmp[1],
-				o.TimeS/a.TimeS, o.WireBytes/a.WireBytes); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func runModelSparse(_ context.Context, args []string, stdout, _ io.Writer) error {
-	fs := newFlags("model sparse", "The sparse model (the paper's section 7) for hash and array storage against density: cycles\n"+
-		"per pair and per packet, flush cost, tau and bandwidth, memory per block and for one block per\n"+
-		"core, whether that fits the switch's L1, and the hash table's spill traffic.",
-		"  flare model sparse\n"+
-			"  flare model sparse --storage array --density 0.01,0.05 --hosts 8 --preset pspin\n", stdout)
-	pf := addParamFlags(fs, false)
-	storages := fs.StringSlice("storage", []string{models.StorageHash, models.StorageArray}, "hash, array, or both")
-	densities := fs.String("density", "", "densities, comma-separated, in (0, 1] (default: 0.1% to 20%)")
-	format := fs.String("format", "table", "table or json")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkFormat(*format, "table", "json"); err != nil {
-		return err
-	}
-	for _, s := range *storages {
-		if s != models.StorageHash && s != models.StorageArray {
-			return flagError("--storage", fmt.Errorf("%q: want hash or array", s))
-		}
-	}
-	ds := models.SparseDensities()
-	if *densities != "" {
-		ds = nil
-		for f := range strings.SplitSeq(*densities, ",") {
-			d, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || !(d > 0 && d <= 1) {
-				return flagError("--density", fmt.Errorf("%q: want a fraction in (0, 1], such as 0.01", f))
-			}
-			ds = append(ds, d)
-		}
-	}
-	p, err := pf.params()
-	if err != nil {
-		return err
-	}
-	rows := models.SparseSweep(p, *storages, ds)
-	for _, r := range rows {
-		if r.Err != "" {
-			return fmt.Errorf("model sparse: %s", r.Err)
-		}
-	}
-	if *format == "json" {
-		return writeJSONLines(stdout, rows)
-	}
-	fmt.Fprintf(stdout, "# %s; %d pairs per host per block\n", models.Describe(p), p.SparsePairsPerBlock)
-	return models.WriteSparseTable(stdout, rows)
+	return models.WriteCollectiveRatios(stdout, models.CollectiveRatios(rows))
 }

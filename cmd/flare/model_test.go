@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/sim/sweep"
 )
 
 // runFlare runs the command in this process and returns what it printed.
@@ -212,10 +213,10 @@ func TestModelTreeM(t *testing.T) {
 	}
 	order := jsonLines(t, runFlare(t, append([]string{"model", "sweep", "--tree-m", "order", "--copies"}, args...)...))
 	cmp := runFlare(t, append([]string{"sim", "--compare"}, args...)...)
-	var sim []compareRow
+	var sim []sweep.CompareRow
 	dec := json.NewDecoder(strings.NewReader(cmp))
 	for dec.More() {
-		var r compareRow
+		var r sweep.CompareRow
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 	fs.BoolVar(&cfg.HPU.Overflow, "overflow", false, "with --policy-s > 1, run a packet whose home cluster is full on the least-loaded\n"+
 		"cluster (PsPIN's default) instead of waiting for its home cluster")
 	sf.packet = fs.String("packet", "1KiB", "payload bytes per packet")
-	fs.IntVar(&cfg.MaxJobs, "max-jobs", swtch.DefaultMaxJobs, "jobs at once, pending or admitted")
+	fs.IntVar(&cfg.MaxJobs, "max-jobs", swtch.DefaultMaxJobs, "jobs at once, pending or admitted (1.."+strconv.Itoa(swtch.MaxJobsLimit)+")")
 	sf.maxMemory = fs.String("max-memory", "auto", "host memory all jobs may hold besides L1 (stored results, block tables, pending joins);\n"+
 		"a job that does not fit is refused (auto = 1GiB, at most a quarter of the machine's memory)")
 	fs.IntVar(&cfg.MaxPending, "max-pending", 0, "jobs waiting for ranks at once; beyond it the oldest makes room (0 = "+strconv.Itoa(swtch.DefaultMaxPending)+", at most --max-jobs)")
@@ -66,8 +66,8 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 		"(0 = "+strconv.Itoa(swtch.DefaultMaxPendingPerSource)+", at most --max-pending)")
 	fs.DurationVar(&cfg.JoinTimeout, "join-timeout", swtch.DefaultJoinTimeout, "end a job whose ranks have not all joined this long after the first")
 	fs.DurationVar(&cfg.JobIdle, "job-idle", swtch.DefaultJobIdle, "end a job after this long without packets")
-	fs.IntVar(&cfg.Window, "window", swtch.DefaultWindow, "target blocks in flight per host")
-	fs.IntVar(&cfg.JoinRate, "join-rate", swtch.DefaultJoinRate, "joins accepted per second")
+	fs.IntVar(&cfg.Window, "window", swtch.DefaultWindow, "target blocks in flight per host (1.."+strconv.Itoa(swtch.MaxWindow)+")")
+	fs.IntVar(&cfg.JoinRate, "join-rate", swtch.DefaultJoinRate, "joins accepted per second (1.."+strconv.Itoa(swtch.MaxJoinRate)+")")
 	fs.IntVar(&cfg.Socket.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
 	fs.BoolVar(&cfg.Socket.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
 	fs.StringVar(&cfg.PcapPath, "pcap", "", "write every Flare packet in and out to this pcap file (read it with flare decode or Wireshark)")
@@ -84,17 +84,9 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 	return sf
 }
 
-// resolve checks the HPU's sizes (0 would silently mean the default in
-// Config) and sets the Config's fields that flags give as text.
+// resolve refuses a 0 that would silently mean the default (refuseZero)
+// and sets the Config's fields that flags give as text.
 func (sf *switchTextFlags) resolve(cfg *swtch.Config, stderr io.Writer) error {
-	for _, f := range []struct {
-		name   string
-		v, max int
-	}{{"clusters", cfg.HPU.Clusters, hpu.MaxClusters}, {"cores", cfg.HPU.CoresPerCluster, hpu.MaxCoresPerCluster}, {"queue", cfg.HPU.QueueDepth, hpu.MaxQueueDepth}} {
-		if f.v < 1 || f.v > f.max { // 0 would silently mean the default in Config
-			return fmt.Errorf("--%s %d: must be in 1..%d", f.name, f.v, f.max)
-		}
-	}
 	n, err := parseSize(*sf.l1)
 	if err != nil {
 		return flagError("--l1", err)
@@ -106,6 +98,9 @@ func (sf *switchTextFlags) resolve(cfg *swtch.Config, stderr io.Writer) error {
 	cfg.PacketBytes = int(n)
 	if cfg.PcapMax, err = parseSize(*sf.pcapMax); err != nil {
 		return flagError("--pcap-max", err)
+	}
+	if err := refuseZero(cfg, sf); err != nil {
+		return err
 	}
 	if *sf.maxMemory != "auto" {
 		if cfg.MaxMemory, err = parseSize(*sf.maxMemory); err != nil {
@@ -120,5 +115,36 @@ func (sf *switchTextFlags) resolve(cfg *swtch.Config, stderr io.Writer) error {
 		return flagError("--log-level", err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	return nil
+}
+
+// refuseZero refuses 0 for the flags whose Config field reads 0 as "the
+// default": none of these flags defaults to 0, so a 0 on the command line
+// is a mistake, not a request for the default, and gets the flag's range.
+func refuseZero(cfg *swtch.Config, sf *switchTextFlags) error {
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{{"clusters", cfg.HPU.Clusters, hpu.MaxClusters}, {"cores", cfg.HPU.CoresPerCluster, hpu.MaxCoresPerCluster}, {"queue", cfg.HPU.QueueDepth, hpu.MaxQueueDepth}} {
+		if f.v < 1 || f.v > f.max {
+			return fmt.Errorf("--%s %d: must be in 1..%d", f.name, f.v, f.max)
+		}
+	}
+	for _, f := range []struct {
+		name, value, allowed string
+		zero                 bool
+	}{
+		{"max-jobs", "0", fmt.Sprintf("in 1..%d", swtch.MaxJobsLimit), cfg.MaxJobs == 0},
+		{"window", "0", fmt.Sprintf("in 1..%d", swtch.MaxWindow), cfg.Window == 0},
+		{"join-rate", "0", fmt.Sprintf("in 1..%d per second", swtch.MaxJoinRate), cfg.JoinRate == 0},
+		{"join-timeout", "0s", "in 100ms..1h", cfg.JoinTimeout == 0},
+		{"job-idle", "0s", "in 1s..24h", cfg.JobIdle == 0},
+		{"packet", *sf.packet, "a multiple of 8 in 8..8192 bytes", cfg.PacketBytes == 0},
+		{"pcap-max", *sf.pcapMax, "in 1KiB..1TiB", cfg.PcapMax == 0},
+	} {
+		if f.zero {
+			return fmt.Errorf("--%s %s: must be %s", f.name, f.value, f.allowed)
+		}
+	}
 	return nil
 }
