@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,15 @@ type HPU struct {
 	started  atomic.Bool
 	stopped  atomic.Bool
 	wg       sync.WaitGroup
+
+	// awake counts the cores whose goroutine is not parked on its wake
+	// channel (or is about to be signalled); procs is how many goroutines
+	// the Go runtime runs at once (GOMAXPROCS at Run). Once procs cores
+	// are awake, waking another buys no parallelism, only a goroutine
+	// switch: dispatch then queues on an awake core of the block's subset
+	// (see dispatch).
+	awake atomic.Int32
+	procs int32
 
 	// The cores' clock: monotonic ns since epoch, read once per packet
 	// (a clock read costs 60–90 ns on a VM); epochUnix turns it into the
@@ -57,14 +67,18 @@ type cluster struct {
 // wake only when it is empty, so a burst costs one wake-up, not one per
 // packet.
 type core struct {
-	id       int
-	cluster  *cluster
-	mu       sync.Mutex
-	q        []*Packet // assigned, not yet taken; at most the cluster's depth
-	sleeping bool      // under mu: the goroutine waits on wake, and whoever queues next sends it
-	exited   bool      // under mu: the goroutine has returned (the unit stopped); nothing may be queued
+	id      int
+	cluster *cluster
+	mu      sync.Mutex
+	q       []*Packet // assigned, not yet taken; at most the cluster's depth
+	// sleeping is written under mu: the goroutine waits on wake, and
+	// whoever queues next sends it. dispatch reads it without mu, as a
+	// hint of which cores are awake.
+	sleeping atomic.Bool
+	exited   bool // under mu: the goroutine has returned (the unit stopped); nothing may be queued
 	wake     chan struct{}
-	load     atomic.Int64 // assigned and not finished: 0 means idle
+	awake    *atomic.Int32 // the unit's count of awake cores
+	load     atomic.Int64  // assigned and not finished: 0 means idle
 	task     Task
 	stats    coreCounters
 }
@@ -100,11 +114,12 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 	}
 	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, epoch: time.Now()}
 	h.epochUnix = h.epoch.UnixNano()
+	h.awake.Store(int32(cfg.Cores())) // every goroutine starts awake and parks when it finds nothing to run
 	for c := 0; c < cfg.Clusters; c++ {
 		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1)}
 		h.mem.arenas[c].clock = h.now
 		for k := 0; k < cfg.CoresPerCluster; k++ {
-			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1)}
+			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1), awake: &h.awake}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
 			co.task.pegress, _ = egress.(PacketEgress)
 			cl.cores = append(cl.cores, co)
@@ -125,6 +140,9 @@ func (h *HPU) Memory() *Memory { return h.mem }
 func (h *HPU) Run(ctx context.Context) error {
 	if !h.started.CompareAndSwap(false, true) {
 		return errors.New("hpu: Run called twice")
+	}
+	if h.procs == 0 { // tests set it
+		h.procs = int32(runtime.GOMAXPROCS(0))
 	}
 	for _, cl := range h.clusters {
 		for _, co := range cl.cores {
@@ -149,7 +167,8 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 				co.mu.Unlock()
 				return // stopped, and nothing left to run
 			}
-			co.sleeping = true
+			co.sleeping.Store(true)
+			co.awake.Add(-1)
 			co.mu.Unlock()
 			select {
 			case <-co.wake:
@@ -350,8 +369,10 @@ func (co *core) push(p *Packet, wake bool) (sleeping, ok bool) {
 		return false, false
 	}
 	co.q = append(co.q, p)
-	sleeping = co.sleeping
-	co.sleeping = false
+	if sleeping = co.sleeping.Load(); sleeping {
+		co.sleeping.Store(false)
+		co.awake.Add(1)
+	}
 	co.mu.Unlock()
 	if sleeping && wake {
 		co.signal()
@@ -381,15 +402,44 @@ func (cl *cluster) enter() bool {
 
 // dispatch samples the queue occupancy the packet sees (itself included)
 // and assigns it to a core of the block's subset: the lowest-numbered idle
-// one, or else the one with the least work.
+// one, or else the one with the least work (the placement policy), except
+// that an idle core whose goroutine is parked is not woken while the Go
+// runtime's procs are all taken by awake cores and an awake core of the
+// subset can queue the packet. On a box with fewer CPUs than emulated
+// cores, waking a 9th goroutine on 2 CPUs runs nothing sooner: a burst of
+// 64 packets woke up to 32 goroutines, each for two packets, and the
+// wake-ups and goroutine switches cost more than the handlers. Where CPUs
+// are as many as the cores, every idle core is woken as before.
 func (h *HPU) dispatch(cl *cluster, p *Packet) *core {
 	occ := cl.occ.Load()
 	cl.occSum.Add(occ)
 	cl.occSamples.Add(1)
 	for m := cl.occMax.Load(); occ > m && !cl.occMax.CompareAndSwap(m, occ); m = cl.occMax.Load() {
 	}
-	j, _ := h.pl.core(cl.id, p.Hdr.Block, h)
+	j, idle := h.pl.core(cl.id, p.Hdr.Block, h)
 	best := cl.cores[j]
+	if idle && best.sleeping.Load() && h.awake.Load() >= h.procs {
+		if k := h.awakeCore(cl, p.Hdr.Block); k >= 0 {
+			best = cl.cores[k]
+		}
+	}
 	best.load.Add(1)
+	return best
+}
+
+// awakeCore is the awake core of block's subset in cl with the least work
+// (the first of equals), or -1 when every core of the subset is parked.
+func (h *HPU) awakeCore(cl *cluster, block uint32) int {
+	base, best, bestWork := h.pl.subsetBase(block), -1, int64(0)
+	for k := range h.pl.subset {
+		c := (base + k) % h.pl.cores
+		co := cl.cores[c]
+		if co.sleeping.Load() {
+			continue
+		}
+		if w := co.load.Load(); best < 0 || w < bestWork {
+			best, bestWork = c, w
+		}
+	}
 	return best
 }

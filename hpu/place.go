@@ -8,7 +8,10 @@ package hpu
 // it, the lowest-numbered idle one first, or else the one with the least
 // work. The runners differ only in what they do with a busy subset: the
 // HPU queues on that least-loaded core, the VirtualUnit queues in the
-// cluster (see VirtualUnit).
+// cluster (see VirtualUnit). The HPU also leaves an idle core's goroutine
+// parked while every CPU the Go runtime has already runs an awake core,
+// queueing on an awake core of the subset instead (HPU.dispatch): its
+// cores are goroutines that share the box's few CPUs.
 type placement struct {
 	clusters, cores, subset int
 	overflow                bool
