@@ -30,7 +30,7 @@ type HPU struct {
 
 	// awake counts the cores whose goroutine is not parked on its wake
 	// channel (or is about to be signalled); procs is how many goroutines
-	// the Go runtime runs at once (GOMAXPROCS at Run). Once procs cores
+	// the Go runtime runs at once (GOMAXPROCS at New). Once procs cores
 	// are awake, waking another buys no parallelism, only a goroutine
 	// switch: dispatch then queues on an awake core of the block's subset
 	// (see dispatch).
@@ -55,6 +55,9 @@ type cluster struct {
 	room    chan struct{}
 	waiting atomic.Int32
 	cores   []*core
+	// awakeSet has bit j (of word j/64) set while core j's goroutine is
+	// awake, written under the core's mu, read without it by dispatch.
+	awakeSet []atomic.Uint64
 
 	occSum     atomic.Int64 // queue occupancy summed over arrival samples
 	occSamples atomic.Int64
@@ -67,15 +70,12 @@ type cluster struct {
 // wake only when it is empty, so a burst costs one wake-up, not one per
 // packet.
 type core struct {
-	id      int
-	cluster *cluster
-	mu      sync.Mutex
-	q       []*Packet // assigned, not yet taken; at most the cluster's depth
-	// sleeping is written under mu: the goroutine waits on wake, and
-	// whoever queues next sends it. dispatch reads it without mu, as a
-	// hint of which cores are awake.
-	sleeping atomic.Bool
-	exited   bool // under mu: the goroutine has returned (the unit stopped); nothing may be queued
+	id       int
+	cluster  *cluster
+	mu       sync.Mutex
+	q        []*Packet // assigned, not yet taken; at most the cluster's depth
+	sleeping bool      // under mu: the goroutine waits on wake, and whoever queues next sends it
+	exited   bool      // under mu: the goroutine has returned (the unit stopped); nothing may be queued
 	wake     chan struct{}
 	awake    *atomic.Int32 // the unit's count of awake cores
 	load     atomic.Int64  // assigned and not finished: 0 means idle
@@ -114,15 +114,16 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 	}
 	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, epoch: time.Now()}
 	h.epochUnix = h.epoch.UnixNano()
-	h.awake.Store(int32(cfg.Cores())) // every goroutine starts awake and parks when it finds nothing to run
+	h.procs = int32(runtime.GOMAXPROCS(0))
 	for c := 0; c < cfg.Clusters; c++ {
-		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1)}
+		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1), awakeSet: make([]atomic.Uint64, (cfg.CoresPerCluster+63)/64)}
 		h.mem.arenas[c].clock = h.now
 		for k := 0; k < cfg.CoresPerCluster; k++ {
 			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1), awake: &h.awake}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
 			co.task.pegress, _ = egress.(PacketEgress)
 			cl.cores = append(cl.cores, co)
+			co.setAwake(true)
 		}
 		h.clusters = append(h.clusters, cl)
 	}
@@ -140,9 +141,6 @@ func (h *HPU) Memory() *Memory { return h.mem }
 func (h *HPU) Run(ctx context.Context) error {
 	if !h.started.CompareAndSwap(false, true) {
 		return errors.New("hpu: Run called twice")
-	}
-	if h.procs == 0 { // tests set it
-		h.procs = int32(runtime.GOMAXPROCS(0))
 	}
 	for _, cl := range h.clusters {
 		for _, co := range cl.cores {
@@ -167,8 +165,8 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 				co.mu.Unlock()
 				return // stopped, and nothing left to run
 			}
-			co.sleeping.Store(true)
-			co.awake.Add(-1)
+			co.sleeping = true
+			co.setAwake(false)
 			co.mu.Unlock()
 			select {
 			case <-co.wake:
@@ -369,15 +367,28 @@ func (co *core) push(p *Packet, wake bool) (sleeping, ok bool) {
 		return false, false
 	}
 	co.q = append(co.q, p)
-	if sleeping = co.sleeping.Load(); sleeping {
-		co.sleeping.Store(false)
-		co.awake.Add(1)
+	if sleeping = co.sleeping; sleeping {
+		co.sleeping = false
+		co.setAwake(true)
 	}
 	co.mu.Unlock()
 	if sleeping && wake {
 		co.signal()
 	}
 	return sleeping, true
+}
+
+// setAwake counts the core's goroutine in or out of the awake ones (the
+// unit's count and the cluster's set), under co.mu.
+func (co *core) setAwake(awake bool) {
+	bit := uint64(1) << (co.id % 64)
+	if awake {
+		co.awake.Add(1)
+		co.cluster.awakeSet[co.id/64].Or(bit)
+		return
+	}
+	co.awake.Add(-1)
+	co.cluster.awakeSet[co.id/64].And(^bit)
 }
 
 func (co *core) signal() {
@@ -403,41 +414,55 @@ func (cl *cluster) enter() bool {
 // dispatch samples the queue occupancy the packet sees (itself included)
 // and assigns it to a core of the block's subset: the lowest-numbered idle
 // one, or else the one with the least work (the placement policy), except
-// that an idle core whose goroutine is parked is not woken while the Go
+// that a core whose goroutine is parked is not woken while the Go
 // runtime's procs are all taken by awake cores and an awake core of the
 // subset can queue the packet. On a box with fewer CPUs than emulated
 // cores, waking a 9th goroutine on 2 CPUs runs nothing sooner: a burst of
 // 64 packets woke up to 32 goroutines, each for two packets, and the
 // wake-ups and goroutine switches cost more than the handlers. Where CPUs
 // are as many as the cores, every idle core is woken as before.
+//
+// Among the awake cores the choice is the policy's (an idle one, the
+// lowest-numbered, or else the least work): a core with work is awake, so
+// when the procs are taken, the awake cores of the subset are the ones
+// the policy would choose from but for the parked idle ones.
 func (h *HPU) dispatch(cl *cluster, p *Packet) *core {
 	occ := cl.occ.Load()
 	cl.occSum.Add(occ)
 	cl.occSamples.Add(1)
 	for m := cl.occMax.Load(); occ > m && !cl.occMax.CompareAndSwap(m, occ); m = cl.occMax.Load() {
 	}
-	j, idle := h.pl.core(cl.id, p.Hdr.Block, h)
-	best := cl.cores[j]
-	if idle && best.sleeping.Load() && h.awake.Load() >= h.procs {
-		if k := h.awakeCore(cl, p.Hdr.Block); k >= 0 {
-			best = cl.cores[k]
-		}
+	j := -1
+	if h.awake.Load() >= h.procs {
+		j = h.awakeCore(cl, p.Hdr.Block)
 	}
+	if j < 0 {
+		j, _ = h.pl.core(cl.id, p.Hdr.Block, h)
+	}
+	best := cl.cores[j]
 	best.load.Add(1)
 	return best
 }
 
 // awakeCore is the awake core of block's subset in cl with the least work
-// (the first of equals), or -1 when every core of the subset is parked.
+// (the first of equals in the subset's order), or -1 when every core of
+// the subset is parked.
 func (h *HPU) awakeCore(cl *cluster, block uint32) int {
 	base, best, bestWork := h.pl.subsetBase(block), -1, int64(0)
+	wi, set := -1, uint64(0)
 	for k := range h.pl.subset {
 		c := (base + k) % h.pl.cores
-		co := cl.cores[c]
-		if co.sleeping.Load() {
+		if c/64 != wi {
+			wi, set = c/64, cl.awakeSet[c/64].Load()
+		}
+		if set&(1<<(c%64)) == 0 {
 			continue
 		}
-		if w := co.load.Load(); best < 0 || w < bestWork {
+		w := cl.cores[c].load.Load()
+		if w == 0 {
+			return c
+		}
+		if best < 0 || w < bestWork {
 			best, bestWork = c, w
 		}
 	}

@@ -52,7 +52,7 @@ func startUnit(t *testing.T, cfg Config) (*HPU, *sync.WaitGroup) {
 }
 
 // startUnitProcs is startUnit with the unit believing the Go runtime runs
-// procs goroutines at once (0: GOMAXPROCS).
+// procs goroutines at once (0: GOMAXPROCS, as New found it).
 func startUnitProcs(t *testing.T, cfg Config, procs int32) (*HPU, *sync.WaitGroup) {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -60,7 +60,9 @@ func startUnitProcs(t *testing.T, cfg Config, procs int32) (*HPU, *sync.WaitGrou
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.procs = procs
+	if procs > 0 {
+		u.procs = procs
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { u.Run(ctx); close(stopped) }()
