@@ -81,11 +81,43 @@ type core struct {
 	load     atomic.Int64  // assigned and not finished: 0 means idle
 	task     Task
 	stats    coreCounters
+	batch    batchCounters // the goroutine's own: its batch's counts, not yet in stats
 }
 
+// coreCounters are what Stats reads; the core's goroutine adds its
+// batchCounters to them once per batch, before it gives the batch's last
+// packet back, so that whoever has every packet of a run back reads the
+// run's every count.
 type coreCounters struct {
 	packets, rejected, busyNs, cycles, waitNs, waitCycles, contended atomic.Int64
 	hist                                                             [HistBuckets]atomic.Int64
+}
+
+// batchCounters are one batch's counts, plain fields that only the core's
+// goroutine touches: a packet costs no atomic add for its statistics.
+type batchCounters struct {
+	packets, rejected, busyNs, cycles, waitNs, waitCycles, contended int64
+	hist                                                             [HistBuckets]int32
+}
+
+// publish adds b to s and clears b.
+func (b *batchCounters) publish(s *coreCounters) {
+	add := func(c *atomic.Int64, n int64) {
+		if n != 0 {
+			c.Add(n)
+		}
+	}
+	add(&s.packets, b.packets)
+	add(&s.rejected, b.rejected)
+	add(&s.busyNs, b.busyNs)
+	add(&s.cycles, b.cycles)
+	add(&s.waitNs, b.waitNs)
+	add(&s.waitCycles, b.waitCycles)
+	add(&s.contended, b.contended)
+	for i, n := range b.hist {
+		add(&s.hist[i], int64(n))
+	}
+	*b = batchCounters{}
 }
 
 // HistBuckets is the number of buckets of the handler service-time
@@ -179,8 +211,8 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 		co.q = co.q[:0]
 		co.mu.Unlock()
 		now := h.now()
-		for _, p := range batch {
-			now = h.execute(co, p, now)
+		for i, p := range batch {
+			now = h.execute(co, p, now, i == len(batch)-1)
 		}
 		clear(batch)
 	}
@@ -190,27 +222,29 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 // ended: the next packet of the core's batch starts then, so that each
 // packet costs one clock read. A packet's service time therefore includes
 // the core's bookkeeping after the previous one (the done hook, the
-// counters), as a real core's would.
-func (h *HPU) execute(co *core, p *Packet, start int64) (end int64) {
+// counters), as a real core's would. The counts go to the core's batch
+// counters, published to Stats with the batch's last packet.
+func (h *HPU) execute(co *core, p *Packet, start int64, last bool) (end int64) {
 	t := &co.task
 	t.reset(p, co.cluster.id, co.id)
 	t.started = h.epochUnix + start
 	ok := t.run()
 	end = h.now()
 	busy := end - start
-	s := &co.stats
+	b := &co.batch
 	if ok {
-		s.packets.Add(1)
+		b.packets++
 	} else {
-		s.rejected.Add(1)
+		b.rejected++
 	}
-	s.busyNs.Add(busy)
-	s.hist[histBucket(busy)].Add(1)
-	s.cycles.Add(t.cycles)
-	if t.contends > 0 {
-		s.contended.Add(t.contends)
-		s.waitNs.Add(t.waitNs)
-		s.waitCycles.Add(t.waitCyc)
+	b.busyNs += busy
+	b.hist[histBucket(busy)]++
+	b.cycles += t.cycles
+	b.contended += t.contends
+	b.waitNs += t.waitNs
+	b.waitCycles += t.waitCyc
+	if last {
+		b.publish(&co.stats)
 	}
 	t.Pkt = nil
 	if h.done != nil {
