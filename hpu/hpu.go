@@ -259,7 +259,9 @@ func (h *HPU) execute(co *core, p *Packet, start int64, last bool) (end int64) {
 // cluster when the home queue is full. It returns ErrQueueFull when no
 // eligible queue has room; the caller drops or retries.
 func (h *HPU) Submit(p *Packet) error {
-	co, err := h.place(p)
+	var a arrivals
+	co, err := h.place(p, &a)
+	a.flush()
 	if err != nil {
 		return err
 	}
@@ -298,7 +300,7 @@ func (co *core) leave() {
 
 // place picks the cluster and core for p and counts it in; ErrQueueFull
 // when no eligible cluster has room.
-func (h *HPU) place(p *Packet) (*core, error) {
+func (h *HPU) place(p *Packet, a *arrivals) (*core, error) {
 	if h.stopped.Load() {
 		return nil, ErrClosed
 	}
@@ -310,7 +312,7 @@ func (h *HPU) place(p *Packet) (*core, error) {
 	if overflow {
 		cl.overflowIn.Add(1)
 	}
-	return h.dispatch(cl, p), nil
+	return h.dispatch(cl, p, a), nil
 }
 
 // The HPU's occupancy, for the placement policy: the clusters' counts are
@@ -322,15 +324,17 @@ func (h *HPU) work(ci, j int) int64 { return h.clusters[ci].cores[j].load.Load()
 // SubmitWait is Submit with back-pressure: when every eligible queue is
 // full it waits for room in the home cluster, or for ctx.
 func (h *HPU) SubmitWait(ctx context.Context, p *Packet) error {
-	co, err := h.placeWait(ctx, p)
+	var a arrivals
+	co, err := h.placeWait(ctx, p, &a)
+	a.flush()
 	if err != nil {
 		return err
 	}
 	return h.commit(co, p)
 }
 
-func (h *HPU) placeWait(ctx context.Context, p *Packet) (*core, error) {
-	co, err := h.place(p)
+func (h *HPU) placeWait(ctx context.Context, p *Packet, a *arrivals) (*core, error) {
+	co, err := h.place(p, a)
 	if err != ErrQueueFull {
 		return co, err
 	}
@@ -347,7 +351,7 @@ func (h *HPU) placeWait(ctx context.Context, p *Packet) (*core, error) {
 			return nil, ErrClosed
 		}
 	}
-	return h.dispatch(home, p), nil
+	return h.dispatch(home, p, a), nil
 }
 
 // SubmitBatch submits ps in order with SubmitWait's back-pressure, but wakes
@@ -365,11 +369,13 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 		np = 0
 	}
 	defer wakeAll()
+	var a arrivals
+	defer a.flush()
 	for i, p := range ps {
-		co, err := h.place(p)
+		co, err := h.place(p, &a)
 		if err == ErrQueueFull {
 			wakeAll() // the cores must run for room to appear
-			co, err = h.placeWait(ctx, p)
+			co, err = h.placeWait(ctx, p, &a)
 		}
 		if err != nil {
 			return i, err
@@ -460,12 +466,8 @@ func (cl *cluster) enter() bool {
 // lowest-numbered, or else the least work): a core with work is awake, so
 // when the procs are taken, the awake cores of the subset are the ones
 // the policy would choose from but for the parked idle ones.
-func (h *HPU) dispatch(cl *cluster, p *Packet) *core {
-	occ := cl.occ.Load()
-	cl.occSum.Add(occ)
-	cl.occSamples.Add(1)
-	for m := cl.occMax.Load(); occ > m && !cl.occMax.CompareAndSwap(m, occ); m = cl.occMax.Load() {
-	}
+func (h *HPU) dispatch(cl *cluster, p *Packet, a *arrivals) *core {
+	a.add(cl, cl.occ.Load())
 	j := -1
 	if h.awake.Load() >= h.procs {
 		j = h.awakeCore(cl, p.Hdr.Block)
@@ -476,6 +478,48 @@ func (h *HPU) dispatch(cl *cluster, p *Packet) *core {
 	best := cl.cores[j]
 	best.load.Add(1)
 	return best
+}
+
+// arrivals sums one submitter's occupancy samples per cluster, so that
+// the packets of a batch cost the cluster's shared counters a few atomic
+// operations per batch, not three per packet. Its sums are added to the
+// clusters' by flush, before the submitter returns.
+type arrivals struct {
+	n   int
+	cl  [8]*cluster
+	sum [8]int64
+	cnt [8]int64
+	max [8]int64
+}
+
+// add counts one arrival in cl that saw occ requests, itself included.
+func (a *arrivals) add(cl *cluster, occ int64) {
+	for i := range a.n {
+		if a.cl[i] == cl {
+			a.sum[i] += occ
+			a.cnt[i]++
+			a.max[i] = max(a.max[i], occ)
+			return
+		}
+	}
+	if a.n == len(a.cl) {
+		a.flush()
+	}
+	a.cl[a.n], a.sum[a.n], a.cnt[a.n], a.max[a.n] = cl, occ, 1, occ
+	a.n++
+}
+
+// flush adds the sums to the clusters' counters and empties a.
+func (a *arrivals) flush() {
+	for i := range a.n {
+		cl := a.cl[i]
+		cl.occSum.Add(a.sum[i])
+		cl.occSamples.Add(a.cnt[i])
+		for m := cl.occMax.Load(); a.max[i] > m && !cl.occMax.CompareAndSwap(m, a.max[i]); m = cl.occMax.Load() {
+		}
+		a.cl[i] = nil
+	}
+	a.n = 0
 }
 
 // awakeCore is the awake core of block's subset in cl with the least work
