@@ -526,14 +526,14 @@ func (a *arrivals) flush() {
 // (the first of equals in the subset's order), or -1 when every core of
 // the subset is parked.
 func (h *HPU) awakeCore(cl *cluster, block uint32) int {
-	base, best, bestWork := h.pl.subsetBase(block), -1, int64(0)
+	best, bestWork := -1, int64(0)
 	wi, set := -1, uint64(0)
-	for k := range h.pl.subset {
-		c := (base + k) % h.pl.cores
-		if c/64 != wi {
-			wi, set = c/64, cl.awakeSet[c/64].Load()
+	for c, k := h.pl.subsetBase(block), 0; k < h.pl.subset; c, k = h.pl.next(c), k+1 {
+		if c>>6 != wi {
+			wi = c >> 6
+			set = cl.awakeSet[wi].Load()
 		}
-		if set&(1<<(c%64)) == 0 {
+		if set&(1<<(c&63)) == 0 {
 			continue
 		}
 		w := cl.cores[c].load.Load()
