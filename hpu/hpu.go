@@ -3,7 +3,6 @@ package hpu
 import (
 	"context"
 	"errors"
-	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -82,55 +81,6 @@ type core struct {
 	task     Task
 	stats    coreCounters
 	batch    batchCounters // the goroutine's own: its batch's counts, not yet in stats
-}
-
-// coreCounters are what Stats reads; the core's goroutine adds its
-// batchCounters to them once per batch, before it gives the batch's last
-// packet back, so that whoever has every packet of a run back reads the
-// run's every count.
-type coreCounters struct {
-	packets, rejected, busyNs, cycles, waitNs, waitCycles, contended atomic.Int64
-	hist                                                             [HistBuckets]atomic.Int64
-}
-
-// batchCounters are one batch's counts, plain fields that only the core's
-// goroutine touches: a packet costs no atomic add for its statistics.
-type batchCounters struct {
-	packets, rejected, busyNs, cycles, waitNs, waitCycles, contended int64
-	hist                                                             [HistBuckets]int32
-}
-
-// publish adds b to s and clears b.
-func (b *batchCounters) publish(s *coreCounters) {
-	add := func(c *atomic.Int64, n int64) {
-		if n != 0 {
-			c.Add(n)
-		}
-	}
-	add(&s.packets, b.packets)
-	add(&s.rejected, b.rejected)
-	add(&s.busyNs, b.busyNs)
-	add(&s.cycles, b.cycles)
-	add(&s.waitNs, b.waitNs)
-	add(&s.waitCycles, b.waitCycles)
-	add(&s.contended, b.contended)
-	for i, n := range b.hist {
-		add(&s.hist[i], int64(n))
-	}
-	*b = batchCounters{}
-}
-
-// HistBuckets is the number of buckets of the handler service-time
-// histogram: bucket i counts handlers that took less than HistBound(i)
-// (128 ns doubling up to 256 µs), the last one the rest.
-const HistBuckets = 13
-
-// HistBound is the upper bound of histogram bucket i in nanoseconds
-// (bucket HistBuckets-1 has none).
-func HistBound(i int) int64 { return 128 << i }
-
-func histBucket(ns int64) int {
-	return min(bits.Len64(uint64(ns)>>7), HistBuckets-1)
 }
 
 // New builds a processing unit. egress receives what handlers emit; done, if
@@ -418,19 +368,6 @@ func (co *core) push(p *Packet, wake bool) (sleeping, ok bool) {
 	return sleeping, true
 }
 
-// setAwake counts the core's goroutine in or out of the awake ones (the
-// unit's count and the cluster's set), under co.mu.
-func (co *core) setAwake(awake bool) {
-	bit := uint64(1) << (co.id % 64)
-	if awake {
-		co.awake.Add(1)
-		co.cluster.awakeSet[co.id/64].Or(bit)
-		return
-	}
-	co.awake.Add(-1)
-	co.cluster.awakeSet[co.id/64].And(^bit)
-}
-
 func (co *core) signal() {
 	select {
 	case co.wake <- struct{}{}:
@@ -449,100 +386,4 @@ func (cl *cluster) enter() bool {
 			return true
 		}
 	}
-}
-
-// dispatch samples the queue occupancy the packet sees (itself included)
-// and assigns it to a core of the block's subset: the lowest-numbered idle
-// one, or else the one with the least work (the placement policy), except
-// that a core whose goroutine is parked is not woken while the Go
-// runtime's procs are all taken by awake cores and an awake core of the
-// subset can queue the packet. On a box with fewer CPUs than emulated
-// cores, waking a 9th goroutine on 2 CPUs runs nothing sooner: a burst of
-// 64 packets woke up to 32 goroutines, each for two packets, and the
-// wake-ups and goroutine switches cost more than the handlers. Where CPUs
-// are as many as the cores, every idle core is woken as before.
-//
-// Among the awake cores the choice is the policy's (an idle one, the
-// lowest-numbered, or else the least work): a core with work is awake, so
-// when the procs are taken, the awake cores of the subset are the ones
-// the policy would choose from but for the parked idle ones.
-func (h *HPU) dispatch(cl *cluster, p *Packet, a *arrivals) *core {
-	a.add(cl, cl.occ.Load())
-	j := -1
-	if h.awake.Load() >= h.procs {
-		j = h.awakeCore(cl, p.Hdr.Block)
-	}
-	if j < 0 {
-		j, _ = h.pl.core(cl.id, p.Hdr.Block, h)
-	}
-	best := cl.cores[j]
-	best.load.Add(1)
-	return best
-}
-
-// arrivals sums one submitter's occupancy samples per cluster, so that
-// the packets of a batch cost the cluster's shared counters a few atomic
-// operations per batch, not three per packet. Its sums are added to the
-// clusters' by flush, before the submitter returns.
-type arrivals struct {
-	n   int
-	cl  [8]*cluster
-	sum [8]int64
-	cnt [8]int64
-	max [8]int64
-}
-
-// add counts one arrival in cl that saw occ requests, itself included.
-func (a *arrivals) add(cl *cluster, occ int64) {
-	for i := range a.n {
-		if a.cl[i] == cl {
-			a.sum[i] += occ
-			a.cnt[i]++
-			a.max[i] = max(a.max[i], occ)
-			return
-		}
-	}
-	if a.n == len(a.cl) {
-		a.flush()
-	}
-	a.cl[a.n], a.sum[a.n], a.cnt[a.n], a.max[a.n] = cl, occ, 1, occ
-	a.n++
-}
-
-// flush adds the sums to the clusters' counters and empties a.
-func (a *arrivals) flush() {
-	for i := range a.n {
-		cl := a.cl[i]
-		cl.occSum.Add(a.sum[i])
-		cl.occSamples.Add(a.cnt[i])
-		for m := cl.occMax.Load(); a.max[i] > m && !cl.occMax.CompareAndSwap(m, a.max[i]); m = cl.occMax.Load() {
-		}
-		a.cl[i] = nil
-	}
-	a.n = 0
-}
-
-// awakeCore is the awake core of block's subset in cl with the least work
-// (the first of equals in the subset's order), or -1 when every core of
-// the subset is parked.
-func (h *HPU) awakeCore(cl *cluster, block uint32) int {
-	best, bestWork := -1, int64(0)
-	wi, set := -1, uint64(0)
-	for c, k := h.pl.subsetBase(block), 0; k < h.pl.subset; c, k = h.pl.next(c), k+1 {
-		if c>>6 != wi {
-			wi = c >> 6
-			set = cl.awakeSet[wi].Load()
-		}
-		if set&(1<<(c&63)) == 0 {
-			continue
-		}
-		w := cl.cores[c].load.Load()
-		if w == 0 {
-			return c
-		}
-		if best < 0 || w < bestWork {
-			best, bestWork = c, w
-		}
-	}
-	return best
 }
