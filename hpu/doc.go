@@ -10,7 +10,9 @@
 //     clusters), where it waits for room when the home queue is full (or,
 //     with Config.Overflow, PsPIN's default, goes to the least-loaded
 //     cluster), and within a cluster to the lowest-numbered idle core of the
-//     block's subset of S cores (S = 1 lets one core own a block);
+//     block's subset of S cores (S = 1 lets one core own a block), except
+//     that a parked core is not woken while every CPU already runs an
+//     awake core of the unit and one of the subset can queue the packet;
 //   - bounded per-cluster input queues whose occupancy is sampled on every
 //     arrival;
 //   - a per-cluster L1 arena of fixed-size aggregation buffers, carved into

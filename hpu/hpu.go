@@ -3,7 +3,7 @@ package hpu
 import (
 	"context"
 	"errors"
-	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +27,15 @@ type HPU struct {
 	stopped  atomic.Bool
 	wg       sync.WaitGroup
 
+	// awake counts the cores whose goroutine is not parked on its wake
+	// channel (or is about to be signalled); procs is how many goroutines
+	// the Go runtime runs at once (GOMAXPROCS at New). Once procs cores
+	// are awake, waking another buys no parallelism, only a goroutine
+	// switch: dispatch then queues on an awake core of the block's subset
+	// (see dispatch).
+	awake atomic.Int32
+	procs int32
+
 	// The cores' clock: monotonic ns since epoch, read once per packet
 	// (a clock read costs 60–90 ns on a VM); epochUnix turns it into the
 	// Unix ns that Task.Started reports.
@@ -45,6 +54,9 @@ type cluster struct {
 	room    chan struct{}
 	waiting atomic.Int32
 	cores   []*core
+	// awakeSet has bit j (of word j/64) set while core j's goroutine is
+	// awake, written under the core's mu, read without it by dispatch.
+	awakeSet []atomic.Uint64
 
 	occSum     atomic.Int64 // queue occupancy summed over arrival samples
 	occSamples atomic.Int64
@@ -64,27 +76,11 @@ type core struct {
 	sleeping bool      // under mu: the goroutine waits on wake, and whoever queues next sends it
 	exited   bool      // under mu: the goroutine has returned (the unit stopped); nothing may be queued
 	wake     chan struct{}
-	load     atomic.Int64 // assigned and not finished: 0 means idle
+	awake    *atomic.Int32 // the unit's count of awake cores
+	load     atomic.Int64  // assigned and not finished: 0 means idle
 	task     Task
 	stats    coreCounters
-}
-
-type coreCounters struct {
-	packets, rejected, busyNs, cycles, waitNs, waitCycles, contended atomic.Int64
-	hist                                                             [HistBuckets]atomic.Int64
-}
-
-// HistBuckets is the number of buckets of the handler service-time
-// histogram: bucket i counts handlers that took less than HistBound(i)
-// (128 ns doubling up to 256 µs), the last one the rest.
-const HistBuckets = 13
-
-// HistBound is the upper bound of histogram bucket i in nanoseconds
-// (bucket HistBuckets-1 has none).
-func HistBound(i int) int64 { return 128 << i }
-
-func histBucket(ns int64) int {
-	return min(bits.Len64(uint64(ns)>>7), HistBuckets-1)
+	batch    batchCounters // the goroutine's own: its batch's counts, not yet in stats
 }
 
 // New builds a processing unit. egress receives what handlers emit; done, if
@@ -100,14 +96,16 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 	}
 	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, epoch: time.Now()}
 	h.epochUnix = h.epoch.UnixNano()
+	h.procs = int32(runtime.GOMAXPROCS(0))
 	for c := 0; c < cfg.Clusters; c++ {
-		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1)}
+		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1), awakeSet: make([]atomic.Uint64, (cfg.CoresPerCluster+63)/64)}
 		h.mem.arenas[c].clock = h.now
 		for k := 0; k < cfg.CoresPerCluster; k++ {
-			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1)}
+			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1), awake: &h.awake}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
 			co.task.pegress, _ = egress.(PacketEgress)
 			cl.cores = append(cl.cores, co)
+			co.setAwake(true)
 		}
 		h.clusters = append(h.clusters, cl)
 	}
@@ -150,6 +148,7 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 				return // stopped, and nothing left to run
 			}
 			co.sleeping = true
+			co.setAwake(false)
 			co.mu.Unlock()
 			select {
 			case <-co.wake:
@@ -162,8 +161,8 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 		co.q = co.q[:0]
 		co.mu.Unlock()
 		now := h.now()
-		for _, p := range batch {
-			now = h.execute(co, p, now)
+		for i, p := range batch {
+			now = h.execute(co, p, now, i == len(batch)-1)
 		}
 		clear(batch)
 	}
@@ -173,27 +172,29 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 // ended: the next packet of the core's batch starts then, so that each
 // packet costs one clock read. A packet's service time therefore includes
 // the core's bookkeeping after the previous one (the done hook, the
-// counters), as a real core's would.
-func (h *HPU) execute(co *core, p *Packet, start int64) (end int64) {
+// counters), as a real core's would. The counts go to the core's batch
+// counters, published to Stats with the batch's last packet.
+func (h *HPU) execute(co *core, p *Packet, start int64, last bool) (end int64) {
 	t := &co.task
 	t.reset(p, co.cluster.id, co.id)
 	t.started = h.epochUnix + start
 	ok := t.run()
 	end = h.now()
 	busy := end - start
-	s := &co.stats
+	b := &co.batch
 	if ok {
-		s.packets.Add(1)
+		b.packets++
 	} else {
-		s.rejected.Add(1)
+		b.rejected++
 	}
-	s.busyNs.Add(busy)
-	s.hist[histBucket(busy)].Add(1)
-	s.cycles.Add(t.cycles)
-	if t.contends > 0 {
-		s.contended.Add(t.contends)
-		s.waitNs.Add(t.waitNs)
-		s.waitCycles.Add(t.waitCyc)
+	b.busyNs += busy
+	b.hist[histBucket(busy)]++
+	b.cycles += t.cycles
+	b.contended += t.contends
+	b.waitNs += t.waitNs
+	b.waitCycles += t.waitCyc
+	if last {
+		b.publish(&co.stats)
 	}
 	t.Pkt = nil
 	if h.done != nil {
@@ -208,7 +209,9 @@ func (h *HPU) execute(co *core, p *Packet, start int64) (end int64) {
 // cluster when the home queue is full. It returns ErrQueueFull when no
 // eligible queue has room; the caller drops or retries.
 func (h *HPU) Submit(p *Packet) error {
-	co, err := h.place(p)
+	var a arrivals
+	co, err := h.place(p, &a)
+	a.flush()
 	if err != nil {
 		return err
 	}
@@ -247,7 +250,7 @@ func (co *core) leave() {
 
 // place picks the cluster and core for p and counts it in; ErrQueueFull
 // when no eligible cluster has room.
-func (h *HPU) place(p *Packet) (*core, error) {
+func (h *HPU) place(p *Packet, a *arrivals) (*core, error) {
 	if h.stopped.Load() {
 		return nil, ErrClosed
 	}
@@ -259,7 +262,7 @@ func (h *HPU) place(p *Packet) (*core, error) {
 	if overflow {
 		cl.overflowIn.Add(1)
 	}
-	return h.dispatch(cl, p), nil
+	return h.dispatch(cl, p, a), nil
 }
 
 // The HPU's occupancy, for the placement policy: the clusters' counts are
@@ -271,15 +274,17 @@ func (h *HPU) work(ci, j int) int64 { return h.clusters[ci].cores[j].load.Load()
 // SubmitWait is Submit with back-pressure: when every eligible queue is
 // full it waits for room in the home cluster, or for ctx.
 func (h *HPU) SubmitWait(ctx context.Context, p *Packet) error {
-	co, err := h.placeWait(ctx, p)
+	var a arrivals
+	co, err := h.placeWait(ctx, p, &a)
+	a.flush()
 	if err != nil {
 		return err
 	}
 	return h.commit(co, p)
 }
 
-func (h *HPU) placeWait(ctx context.Context, p *Packet) (*core, error) {
-	co, err := h.place(p)
+func (h *HPU) placeWait(ctx context.Context, p *Packet, a *arrivals) (*core, error) {
+	co, err := h.place(p, a)
 	if err != ErrQueueFull {
 		return co, err
 	}
@@ -296,7 +301,7 @@ func (h *HPU) placeWait(ctx context.Context, p *Packet) (*core, error) {
 			return nil, ErrClosed
 		}
 	}
-	return h.dispatch(home, p), nil
+	return h.dispatch(home, p, a), nil
 }
 
 // SubmitBatch submits ps in order with SubmitWait's back-pressure, but wakes
@@ -314,11 +319,13 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 		np = 0
 	}
 	defer wakeAll()
+	var a arrivals
+	defer a.flush()
 	for i, p := range ps {
-		co, err := h.place(p)
+		co, err := h.place(p, &a)
 		if err == ErrQueueFull {
 			wakeAll() // the cores must run for room to appear
-			co, err = h.placeWait(ctx, p)
+			co, err = h.placeWait(ctx, p, &a)
 		}
 		if err != nil {
 			return i, err
@@ -350,8 +357,10 @@ func (co *core) push(p *Packet, wake bool) (sleeping, ok bool) {
 		return false, false
 	}
 	co.q = append(co.q, p)
-	sleeping = co.sleeping
-	co.sleeping = false
+	if sleeping = co.sleeping; sleeping {
+		co.sleeping = false
+		co.setAwake(true)
+	}
 	co.mu.Unlock()
 	if sleeping && wake {
 		co.signal()
@@ -377,19 +386,4 @@ func (cl *cluster) enter() bool {
 			return true
 		}
 	}
-}
-
-// dispatch samples the queue occupancy the packet sees (itself included)
-// and assigns it to a core of the block's subset: the lowest-numbered idle
-// one, or else the one with the least work.
-func (h *HPU) dispatch(cl *cluster, p *Packet) *core {
-	occ := cl.occ.Load()
-	cl.occSum.Add(occ)
-	cl.occSamples.Add(1)
-	for m := cl.occMax.Load(); occ > m && !cl.occMax.CompareAndSwap(m, occ); m = cl.occMax.Load() {
-	}
-	j, _ := h.pl.core(cl.id, p.Hdr.Block, h)
-	best := cl.cores[j]
-	best.load.Add(1)
-	return best
 }

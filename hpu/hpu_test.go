@@ -48,11 +48,20 @@ func (e *nopEgress) Emit(*wire.Header, []byte) { e.n.Add(1) }
 
 // startUnit runs a unit until the test ends; done counts finished packets.
 func startUnit(t *testing.T, cfg Config) (*HPU, *sync.WaitGroup) {
+	return startUnitProcs(t, cfg, 0)
+}
+
+// startUnitProcs is startUnit with the unit believing the Go runtime runs
+// procs goroutines at once (0: GOMAXPROCS, as New found it).
+func startUnitProcs(t *testing.T, cfg Config, procs int32) (*HPU, *sync.WaitGroup) {
 	t.Helper()
 	var wg sync.WaitGroup
 	u, err := New(cfg, &nopEgress{}, func(*Packet) { wg.Done() })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if procs > 0 {
+		u.procs = procs
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -114,6 +123,54 @@ func TestHomeClusterAndSubset(t *testing.T) {
 			if len(cores) > s {
 				t.Fatalf("S=%d: block %d ran on %d cores", s, b, len(cores))
 			}
+		}
+	}
+}
+
+// waitParked waits until every core's goroutine has parked.
+func waitParked(t *testing.T, u *HPU) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); u.awake.Load() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d cores still awake after 10 s with nothing queued", u.awake.Load())
+		}
+	}
+}
+
+// A burst wakes no more core goroutines than the runtime can run at once
+// while an awake core of the block's subset can queue the packets; with
+// as many procs as cores every idle core takes one, as the placement
+// policy says.
+func TestBurstWakesFewCores(t *testing.T) {
+	for _, tc := range []struct {
+		procs int32
+		cores int // distinct cores the burst may run on
+	}{{1, 1}, {2, 2}, {8, 8}} {
+		u, wg := startUnitProcs(t, Config{Clusters: 1, CoresPerCluster: 8, QueueDepth: 64}, tc.procs)
+		waitParked(t, u)
+		r := newRecorder()
+		r.hold = make(chan struct{})
+		ps := make([]*Packet, 8)
+		for i := range ps {
+			ps[i] = pkt(r, uint32(i))
+		}
+		wg.Add(len(ps))
+		if n, err := u.SubmitBatch(context.Background(), ps); n != len(ps) || err != nil {
+			t.Fatalf("procs %d: SubmitBatch = %d, %v", tc.procs, n, err)
+		}
+		close(r.hold)
+		wg.Wait()
+		cores := map[int]bool{}
+		for _, runs := range r.ran {
+			for _, cc := range runs {
+				cores[cc[1]] = true
+			}
+		}
+		if len(cores) != tc.cores {
+			t.Errorf("procs %d: a burst of 8 packets on 8 parked cores ran on %d cores, want %d", tc.procs, len(cores), tc.cores)
+		}
+		if st := u.Stats(); st.Total().Packets != 8 {
+			t.Errorf("procs %d: %d packets counted, want 8", tc.procs, st.Total().Packets)
 		}
 	}
 }

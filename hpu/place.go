@@ -8,7 +8,10 @@ package hpu
 // it, the lowest-numbered idle one first, or else the one with the least
 // work. The runners differ only in what they do with a busy subset: the
 // HPU queues on that least-loaded core, the VirtualUnit queues in the
-// cluster (see VirtualUnit).
+// cluster (see VirtualUnit). The HPU also leaves an idle core's goroutine
+// parked while every CPU the Go runtime has already runs an awake core,
+// queueing on an awake core of the subset instead (HPU.dispatch): its
+// cores are goroutines that share the box's few CPUs.
 type placement struct {
 	clusters, cores, subset int
 	overflow                bool
@@ -65,6 +68,16 @@ func (pl placement) subsetBase(block uint32) int {
 	return int(uint64(block/uint32(pl.clusters)) * uint64(pl.subset) % uint64(pl.cores))
 }
 
+// next is the core after c in a subset's order, wrapping at the cluster's
+// end: the placement scans a subset per packet, and a division per core
+// (c mod C, C not a constant) cost more than the scan's loads.
+func (pl placement) next(c int) int {
+	if c++; c == pl.cores {
+		return 0
+	}
+	return c
+}
+
 // inSubset reports whether core j may run block's requests.
 func (pl placement) inSubset(block uint32, j int) bool {
 	return (j-pl.subsetBase(block)+pl.cores)%pl.cores < pl.subset
@@ -74,10 +87,8 @@ func (pl placement) inSubset(block uint32, j int) bool {
 // one of its subset (idle true), or else the one with the least work, the
 // first of equals.
 func (pl placement) core(ci int, block uint32, o occupancy) (j int, idle bool) {
-	base := pl.subsetBase(block)
 	best, bestWork := -1, int64(0)
-	for k := range pl.subset {
-		c := (base + k) % pl.cores
+	for c, k := pl.subsetBase(block), 0; k < pl.subset; c, k = pl.next(c), k+1 {
 		w := o.work(ci, c)
 		if w == 0 {
 			return c, true

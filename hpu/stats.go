@@ -34,7 +34,11 @@ type Stats struct {
 }
 
 // Stats reads every counter. It allocates; call it at scrape time, not per
-// packet.
+// packet. A core publishes its counts once per batch, before it gives the
+// batch's last packet back, and a submitter its occupancy samples before
+// Submit, SubmitWait or SubmitBatch returns: once every packet is back,
+// every count is in; while cores run, the counts of the batches running
+// are not yet.
 func (h *HPU) Stats() Stats {
 	var s Stats
 	for _, cl := range h.clusters {

@@ -157,8 +157,15 @@ func (t *Task) Unlock(l *Lock) {
 	l.mu.Unlock()
 }
 
+// reset makes t the task of packet p, keeping the runner's fields (cost,
+// egress, now, sim). It sets the per-packet fields one by one rather than
+// assigning a whole Task, which copied the struct (out included) per
+// packet: a field added to Task that a packet changes must be reset here.
 func (t *Task) reset(p *Packet, cluster, core int) {
-	*t = Task{Pkt: p, Cluster: cluster, Core: core, cost: t.cost, egress: t.egress, pegress: t.pegress, now: t.now, started: t.now, sim: t.sim}
+	t.Pkt, t.Cluster, t.Core = p, cluster, core
+	t.started = t.now
+	t.cycles, t.waitNs, t.waitCyc, t.contends = 0, 0, 0, 0
+	t.complete = false
 }
 
 // run executes the handler's stages for the task's packet. It reports

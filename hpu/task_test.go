@@ -1,0 +1,67 @@
+package hpu
+
+import (
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/flare-net/flare/wire"
+)
+
+type packetEgress struct{ nopEgress }
+
+func (*packetEgress) EmitFor(*Packet, *wire.Header, []byte) {}
+
+// reset clears every per-packet field of a Task and keeps the runner's:
+// it sets fields one by one, so a field added to Task must be added there
+// (or here, to the kept ones) too.
+func TestTaskResetClearsPacketFields(t *testing.T) {
+	kept := map[string]bool{"cost": true, "egress": true, "pegress": true, "now": true, "sim": true,
+		"out": true} // out: Emit's copy of a header, written whole before each use
+	var task Task
+	v := reflect.ValueOf(&task).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			f.SetInt(7)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Interface:
+			f.Set(reflect.ValueOf(&packetEgress{}))
+		case reflect.Struct:
+			// wire.Header: left as it is (out is kept)
+		default:
+			t.Fatalf("field %s: kind %s not covered by this test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	p := &Packet{}
+	task.reset(p, 2, 3)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		f := v.Field(i)
+		switch {
+		case name == "Pkt":
+			if task.Pkt != p {
+				t.Errorf("Pkt not set")
+			}
+		case name == "Cluster" || name == "Core":
+			if task.Cluster != 2 || task.Core != 3 {
+				t.Errorf("Cluster, Core = %d, %d; want 2, 3", task.Cluster, task.Core)
+			}
+		case name == "started":
+			if task.started != task.now {
+				t.Errorf("started = %d, want now (%d)", task.started, task.now)
+			}
+		case kept[name]:
+			if f.IsZero() && f.Kind() != reflect.Struct {
+				t.Errorf("runner field %s was cleared", name)
+			}
+		case !f.IsZero():
+			t.Errorf("per-packet field %s = %v after reset, want zero", name, f)
+		}
+	}
+}
