@@ -27,8 +27,8 @@ type MemNetwork struct {
 	// 0 means DefaultMemQueueLen.
 	QueueLen int
 
-	mu    sync.Mutex // guards conns, port and rng
-	conns map[netip.AddrPort]*memConn
+	mu    sync.Mutex // guards conns, their groups' members, port and rng
+	conns map[netip.AddrPort]*memGroup
 	port  uint16     // last ephemeral port handed out
 	rng   *rand.Rand // fault decisions, seeded from Faults.Seed on first use
 	free  chan *memPacket
@@ -79,7 +79,7 @@ type memPacket struct {
 // NewMemNetwork returns an empty network without faults.
 func NewMemNetwork() *MemNetwork {
 	return &MemNetwork{
-		conns: make(map[netip.AddrPort]*memConn),
+		conns: make(map[netip.AddrPort]*memGroup),
 		free:  make(chan *memPacket, memFreeLen),
 	}
 }
@@ -89,6 +89,22 @@ func NewMemNetwork() *MemNetwork {
 // (0.0.0.0, ::) receives what is sent to its port at any address of its
 // family (:: takes IPv4 too), as with sockets.
 func (n *MemNetwork) Listen(addr netip.AddrPort) (Conn, error) {
+	cs, err := n.ListenGroup(addr, GroupConfig{Sockets: 1})
+	if err != nil {
+		return nil, err
+	}
+	return cs[0], nil
+}
+
+// ListenGroup binds g.Sockets conns to one address, as ListenUDPGroup does
+// with SO_REUSEPORT: each datagram sent to the address is queued at one of
+// them, chosen by g's steering (the key's value mod the conns still open,
+// or a hash of the sender's address and port). Its steering is always the
+// one asked for.
+func (n *MemNetwork) ListenGroup(addr netip.AddrPort, g GroupConfig) ([]Conn, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("mem listen %v: %w", addr, err)
+	}
 	a := addr.Addr().Unmap()
 	if !a.IsValid() {
 		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
@@ -114,9 +130,26 @@ func (n *MemNetwork) Listen(addr netip.AddrPort) (Conn, error) {
 	if n.conns[ap] != nil {
 		return nil, fmt.Errorf("mem listen %v: address already in use", ap)
 	}
-	c := &memConn{net: n, addr: ap, q: make(chan *memPacket, qlen), done: make(chan struct{})}
-	n.conns[ap] = c
-	return c, nil
+	grp := &memGroup{cfg: g}
+	out := make([]Conn, g.Sockets)
+	for i := range out {
+		c := &memConn{net: n, addr: ap, group: grp, q: make(chan *memPacket, qlen), done: make(chan struct{})}
+		grp.conns = append(grp.conns, c)
+		out[i] = c
+	}
+	n.conns[ap] = grp
+	return out, nil
+}
+
+// memGroup is the conns bound to one address.
+type memGroup struct {
+	cfg   GroupConfig
+	conns []*memConn // open ones, in the order they were made; under MemNetwork.mu
+}
+
+// pick is the conn datagram b from `from` is queued at. n.mu is held.
+func (g *memGroup) pick(b []byte, from netip.AddrPort) *memConn {
+	return g.conns[g.cfg.pick(len(g.conns), b, from)]
 }
 
 // Stats returns the network's counters so far.
@@ -132,9 +165,9 @@ func (n *MemNetwork) Stats() MemStats {
 	}
 }
 
-// route finds the conn for dst, falling back to one bound to the
+// route finds the conns of dst, falling back to those bound to the
 // unspecified address of dst's family and then to [::]. n.mu is held.
-func (n *MemNetwork) route(dst netip.AddrPort) *memConn {
+func (n *MemNetwork) route(dst netip.AddrPort) *memGroup {
 	a := dst.Addr().Unmap()
 	if c := n.conns[netip.AddrPortFrom(a, dst.Port())]; c != nil {
 		return c
@@ -218,6 +251,7 @@ func (n *MemNetwork) put(p *memPacket) {
 type memConn struct {
 	net       *MemNetwork
 	addr      netip.AddrPort
+	group     *memGroup // the conns bound to addr with this one
 	q         chan *memPacket // never closed: late deliveries check done
 	done      chan struct{}
 	closeOnce sync.Once
@@ -235,7 +269,16 @@ func (c *memConn) Close() error {
 	err := errMemClosed
 	c.closeOnce.Do(func() {
 		c.net.mu.Lock()
-		delete(c.net.conns, c.addr)
+		g := c.group
+		for i, o := range g.conns {
+			if o == c {
+				g.conns = append(g.conns[:i], g.conns[i+1:]...)
+				break
+			}
+		}
+		if len(g.conns) == 0 {
+			delete(c.net.conns, c.addr)
+		}
 		c.net.mu.Unlock()
 		close(c.done)
 		err = nil
@@ -310,7 +353,7 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
 			continue
 		}
-		n.send(dst, c.addr, d.Buf[:d.N])
+		n.send(dst.pick(d.Buf[:d.N], c.addr), c.addr, d.Buf[:d.N])
 	}
 	return len(msgs), nil
 }
