@@ -251,7 +251,7 @@ func (n *MemNetwork) put(p *memPacket) {
 type memConn struct {
 	net       *MemNetwork
 	addr      netip.AddrPort
-	group     *memGroup // the conns bound to addr with this one
+	group     *memGroup       // the conns bound to addr with this one
 	q         chan *memPacket // never closed: late deliveries check done
 	done      chan struct{}
 	closeOnce sync.Once
