@@ -32,6 +32,22 @@ type GroupConfig struct {
 	// datagram of one sender lands on one socket.
 	ByKey     bool
 	KeyOffset int
+	// Only, with ByKey, steers by the key only the datagrams whose byte at
+	// Only.Offset is in Only.Min..Only.Max (Flare's per-block packet
+	// types); the others go to socket 0, so that one sender's other
+	// datagrams (joins, aborts, leaves) keep their order among themselves.
+	Only *ByteRange
+}
+
+// ByteRange is the datagrams whose byte at Offset is in Min..Max.
+type ByteRange struct {
+	Offset   int
+	Min, Max byte
+}
+
+// has reports whether b is in the range.
+func (r *ByteRange) has(b []byte) bool {
+	return len(b) > r.Offset && b[r.Offset] >= r.Min && b[r.Offset] <= r.Max
 }
 
 // Steering is how a group spreads datagrams over its sockets.
@@ -60,6 +76,10 @@ func (g GroupConfig) Validate() error {
 		return fmt.Errorf("group sockets = %d: must be in 1..%d", g.Sockets, MaxGroup)
 	case g.ByKey && (g.KeyOffset < 0 || g.KeyOffset > MaxDatagramLimit-4):
 		return fmt.Errorf("group key offset = %d: must be in 0..%d", g.KeyOffset, MaxDatagramLimit-4)
+	case g.Only != nil && (g.Only.Offset < 0 || g.Only.Offset > MaxDatagramLimit-1):
+		return fmt.Errorf("group key range offset = %d: must be in 0..%d", g.Only.Offset, MaxDatagramLimit-1)
+	case g.Only != nil && g.Only.Min > g.Only.Max:
+		return fmt.Errorf("group key range %d..%d: min must not exceed max", g.Only.Min, g.Only.Max)
 	}
 	return nil
 }
@@ -104,7 +124,7 @@ func (g GroupConfig) pick(n int, b []byte, from netip.AddrPort) int {
 		return 0
 	}
 	if g.ByKey {
-		if len(b) < g.KeyOffset+4 {
+		if len(b) < g.KeyOffset+4 || (g.Only != nil && !g.Only.has(b)) {
 			return 0
 		}
 		return int(binary.BigEndian.Uint32(b[g.KeyOffset:]) % uint32(n))

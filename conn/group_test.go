@@ -15,7 +15,20 @@ const groupKeyOffset = 20
 
 // arrival is one datagram a group's socket took: the sender's index and
 // the key it carried.
-type arrival struct{ sender, key int }
+type arrival struct{ sender, key, typ int }
+
+// groupOnly is the steering tests' key range: byte 1 (a Flare packet
+// type) in 4..7 is steered by the key, anything else goes to socket 0.
+var groupOnly = &ByteRange{Offset: 1, Min: 4, Max: 7}
+
+// keyType is the type byte the tests send with key k: every fifth is
+// outside groupOnly's range.
+func keyType(k int) byte {
+	if k%5 == 0 {
+		return 1
+	}
+	return byte(4 + k%4)
+}
 
 // steerThrough sends, from each of senders, one datagram per key in
 // 0..keys-1 to the group's address, and returns what each of the group's
@@ -41,7 +54,7 @@ func steerThrough(t *testing.T, group []Conn, to netip.AddrPort, senders []Conn,
 				}
 				mu.Lock()
 				for _, m := range msgs[:n] {
-					got[i] = append(got[i], arrival{int(m.Buf[0]), int(binary.BigEndian.Uint32(m.Buf[groupKeyOffset:]))})
+					got[i] = append(got[i], arrival{int(m.Buf[0]), int(binary.BigEndian.Uint32(m.Buf[groupKeyOffset:])), int(m.Buf[1])})
 				}
 				if total += n; total == want {
 					close(all)
@@ -53,7 +66,7 @@ func steerThrough(t *testing.T, group []Conn, to netip.AddrPort, senders []Conn,
 	for s, c := range senders {
 		for k := range keys {
 			b := make([]byte, 32)
-			b[0] = byte(s)
+			b[0], b[1] = byte(s), keyType(k)
 			binary.BigEndian.PutUint32(b[groupKeyOffset:], uint32(k))
 			if _, err := c.WriteBatch([]Datagram{{Buf: b, N: len(b), Addr: to}}); err != nil {
 				t.Fatal(err)
@@ -77,9 +90,9 @@ func steerThrough(t *testing.T, group []Conn, to netip.AddrPort, senders []Conn,
 
 // checkSteering checks what each socket of a group received against the
 // steering the group says is in effect: by key, socket k mod n took every
-// datagram of key k; by flow, every datagram of one sender reached one
+// datagram of key k (socket 0 those outside only's range); by flow, every datagram of one sender reached one
 // socket. It returns how many sockets received anything.
-func checkSteering(t *testing.T, got [][]arrival, steer Steering) int {
+func checkSteering(t *testing.T, got [][]arrival, steer Steering, only *ByteRange) int {
 	t.Helper()
 	used := 0
 	senderAt := map[int]int{}
@@ -90,8 +103,12 @@ func checkSteering(t *testing.T, got [][]arrival, steer Steering) int {
 		for _, a := range as {
 			switch steer {
 			case SteerKey:
-				if a.key%len(got) != i {
-					t.Errorf("key %d from sender %d reached socket %d of %d, want %d", a.key, a.sender, i, len(got), a.key%len(got))
+				want := a.key % len(got)
+				if only != nil && (a.typ < int(only.Min) || a.typ > int(only.Max)) {
+					want = 0
+				}
+				if want != i {
+					t.Errorf("key %d (type %d) from sender %d reached socket %d of %d, want %d", a.key, a.typ, a.sender, i, len(got), want)
 				}
 			case SteerFlow:
 				if at, ok := senderAt[a.sender]; ok && at != i {
@@ -111,6 +128,7 @@ func TestMemGroupSteering(t *testing.T) {
 		want Steering
 	}{
 		{"key", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset}, SteerKey},
+		{"key-only", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset, Only: groupOnly}, SteerKey},
 		{"flow", GroupConfig{Sockets: 3}, SteerFlow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,7 +150,7 @@ func TestMemGroupSteering(t *testing.T) {
 				senders = append(senders, c)
 			}
 			got := steerThrough(t, group, at, senders, 30)
-			if used := checkSteering(t, got, tc.want); tc.want == SteerKey && used != len(group) {
+			if used := checkSteering(t, got, tc.want, tc.g.Only); tc.want == SteerKey && used != len(group) {
 				t.Errorf("%d of %d sockets received: key steering spreads 30 keys over all", used, len(group))
 			}
 		})
@@ -160,7 +178,8 @@ func TestMemGroupClose(t *testing.T) {
 }
 
 func TestGroupConfigValidate(t *testing.T) {
-	for _, g := range []GroupConfig{{Sockets: 0}, {Sockets: MaxGroup + 1}, {Sockets: 2, ByKey: true, KeyOffset: -1}} {
+	for _, g := range []GroupConfig{{Sockets: 0}, {Sockets: MaxGroup + 1}, {Sockets: 2, ByKey: true, KeyOffset: -1},
+		{Sockets: 2, ByKey: true, Only: &ByteRange{Offset: -1}}, {Sockets: 2, ByKey: true, Only: &ByteRange{Min: 5, Max: 4}}} {
 		if g.Validate() == nil {
 			t.Errorf("%+v: valid, want an error", g)
 		}

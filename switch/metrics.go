@@ -72,8 +72,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.rx, float64(s.rxPackets.Load()))
 	counter(c.tx, float64(s.txPackets.Load()))
 	drops := s.drops.snapshot()
-	if tc, ok := s.conn.(interface{ Truncated() uint64 }); ok {
-		drops[dropOversize] += int64(tc.Truncated())
+	for _, cn := range s.conns {
+		if tc, ok := cn.(interface{ Truncated() uint64 }); ok {
+			drops[dropOversize] += int64(tc.Truncated())
+		}
 	}
 	for reason, n := range drops {
 		counter(c.drops, float64(n), reason)

@@ -22,10 +22,11 @@ import (
 // Switch is the daemon: a UDP data port, the job table, the processing
 // unit and the egress.
 type Switch struct {
-	cfg  Config
-	log  *slog.Logger
-	conn conn.Conn
-	unit *hpu.HPU
+	cfg   Config
+	log   *slog.Logger
+	conns []conn.Conn // the data port's sockets: reader and writer i use conns[i]
+	steer conn.Steering
+	unit  *hpu.HPU
 	jobs *jobTable
 
 	joinLimit rateLimit
@@ -54,7 +55,7 @@ type Switch struct {
 
 	inFree    *freeList[inPacket]
 	outFree   *freeList[outPacket]
-	out       chan *outPacket
+	outs      []chan *outPacket // writer i's queue; control packets go to writer 0
 	wg        sync.WaitGroup // job teardown goroutines
 	admitting sync.WaitGroup // handlers being built (build)
 	bigBuilds chan struct{}  // one large handler built at a time (bigBuild)
@@ -76,6 +77,7 @@ type inPacket struct {
 	pkt  hpu.Packet
 	job  *job     // counted in its inflight until done
 	live *liveJob // the job as admitted: where the handler's emits go
+	rd   int      // the reader that took it: its results leave through that reader's writer
 }
 
 // outPacket is one encoded packet on its way to one or more addresses.
@@ -96,22 +98,25 @@ func New(cfg Config) (*Switch, error) {
 		return nil, err
 	}
 	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newReasonCounters("refusal", refusalReasons), evictions: newReasonCounters("eviction", evictionReasons),
-		out: make(chan *outPacket, 4096), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
+		outs: make([]chan *outPacket, cfg.Readers), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
 	s.budget.limit = cfg.MaxMemory
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
 	s.ioLogLimit = rateLimit{rate: 1, tokens: 1, last: time.Now()}
+	for i := range s.outs {
+		s.outs[i] = make(chan *outPacket, writerQueue)
+	}
 	maxDgram := cfg.Socket.MaxDatagram
-	// In flight at once: what the clusters' queues and one receive batch
-	// hold; what the writer's channel and its batch hold, and one packet
-	// per core blocked on a full channel.
-	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+conn.MaxBatchSize, func() *inPacket {
+	// In flight at once: what the clusters' queues and each reader's
+	// receive batch hold; what each writer's channel and its batch hold,
+	// and one packet per core blocked on a full channel.
+	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+cfg.Readers*conn.MaxBatchSize, func() *inPacket {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
 		ip.pkt.Ref = ip
 		return ip
 	})
-	s.outFree = newFreeList(cap(s.out)+writerHold+cfg.HPU.Clusters*cfg.HPU.CoresPerCluster, func() *outPacket {
+	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold)+cfg.HPU.Clusters*cfg.HPU.CoresPerCluster, func() *outPacket {
 		return &outPacket{buf: make([]byte, 0, maxDgram)}
 	})
 	unit, err := hpu.New(cfg.HPU, s, s.done)
@@ -127,7 +132,16 @@ func New(cfg Config) (*Switch, error) {
 }
 
 // Addr is the data port's address once Run has bound it (Ready closed).
-func (s *Switch) Addr() netip.AddrPort { return s.conn.LocalAddr() }
+func (s *Switch) Addr() netip.AddrPort { return s.conns[0].LocalAddr() }
+
+// Readers is the number of sockets of the data port, each with its reader
+// and writer (Config.Readers, defaults applied).
+func (s *Switch) Readers() int { return s.cfg.Readers }
+
+// Steering is how the data port's sockets share the datagrams: by block id
+// (conn.SteerKey), or by sender where the kernel could not take the
+// steering program; with one socket, by block. Valid once Ready is closed.
+func (s *Switch) Steering() conn.Steering { return s.steer }
 
 // AdminAddr is the admin HTTP address once bound, or nil.
 func (s *Switch) AdminAddr() net.Addr { return s.admin }
@@ -135,54 +149,89 @@ func (s *Switch) AdminAddr() net.Addr { return s.admin }
 // Ready is closed once the sockets are bound.
 func (s *Switch) Ready() <-chan struct{} { return s.ready }
 
-// listen returns Config.Conn, or a UDP socket on Config.Listen.
-func (s *Switch) listen() (conn.Conn, error) {
-	if s.cfg.Conn != nil {
-		return s.cfg.Conn, nil
+// listen sets the data port's sockets: Config.Conns, Config.Conn, or
+// Config.Readers UDP sockets on Config.Listen steered by block id.
+func (s *Switch) listen() error {
+	s.steer = conn.SteerKey
+	switch {
+	case len(s.cfg.Conns) > 0:
+		s.conns = s.cfg.Conns
+		return nil
+	case s.cfg.Conn != nil:
+		s.conns = []conn.Conn{s.cfg.Conn}
+		return nil
 	}
-	c, err := conn.ListenUDP(s.cfg.Listen, s.cfg.Socket)
+	cs, steer, err := conn.ListenUDPGroup(s.cfg.Listen, s.cfg.Socket, DataPortGroup(s.cfg.Readers))
 	if err != nil {
-		return nil, fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
+		return fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
 	}
-	return c, nil
+	s.conns, s.steer = cs, steer
+	return nil
+}
+
+// DataPortGroup is how a data port of n sockets spreads the datagrams: the
+// per-block packets (data, result, sparse, spill: types 4..7) by block id,
+// so that a block's P packets meet on one reader and its result leaves
+// through that reader's writer; every other packet (join, leave, abort,
+// the parent's acks and errors) on socket 0, where one sender's control
+// packets keep their order (a join repeated just before an abort must not
+// be handled after it). Tests make a conn.MemNetwork group with it.
+func DataPortGroup(n int) conn.GroupConfig {
+	return conn.GroupConfig{Sockets: n, ByKey: true, KeyOffset: wire.OffBlock,
+		Only: &conn.ByteRange{Offset: wire.OffType, Min: byte(wire.TypeData), Max: byte(wire.TypeSpill)}}
+}
+
+// closeConns closes the data port's sockets, which unblocks the readers.
+func (s *Switch) closeConns() error {
+	var first error
+	for _, c := range s.conns {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Run binds the ports and serves until ctx is done, then stops reading,
 // lets queued packets run, flushes the egress and returns.
 func (s *Switch) Run(ctx context.Context) error {
-	c, err := s.listen()
-	if err != nil {
+	if err := s.listen(); err != nil {
 		return err
 	}
-	s.conn = c
+	var err error
 	if s.cfg.PcapPath != "" {
-		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, c.LocalAddr(), s.log.Warn); err != nil {
-			c.Close()
+		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, s.Addr(), s.log.Warn); err != nil {
+			s.closeConns()
 			return fmt.Errorf("Config.PcapPath = %s: %w", s.cfg.PcapPath, err)
 		}
 	}
 	var adminSrv *adminServer
 	if s.cfg.Admin != "off" {
 		if adminSrv, err = s.startAdmin(); err != nil {
-			c.Close()
+			s.closeConns()
 			return fmt.Errorf("Config.Admin = %s: %w", s.cfg.Admin, err)
 		}
 		s.admin = adminSrv.addr
 	}
-	off := c.Offload()
-	s.log.Info("switch listening", "data", c.LocalAddr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
+	off := s.conns[0].Offload()
+	s.log.Info("switch listening", "data", s.Addr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
 		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
-		"gso", off.GSO, "gro", off.GRO)
+		"readers", len(s.conns), "steering", s.steer.String(), "gso", off.GSO, "gro", off.GRO)
 	close(s.ready)
 
 	unitCtx, stopUnit := context.WithCancel(context.Background())
 	unitDone := make(chan struct{})
 	go func() { s.unit.Run(unitCtx); close(unitDone) }()
-	writerDone := make(chan struct{})
-	go func() { s.writer(); close(writerDone) }()
+	var writers sync.WaitGroup
+	for i := range s.outs {
+		writers.Add(1)
+		go func() { defer writers.Done(); s.writer(i) }()
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.reader(gctx) })
+	for i := range s.conns {
+		g.Go(func() error { return s.reader(gctx, i) })
+	}
 	g.Go(func() error { s.reaper(gctx); return nil })
 	g.Go(func() error { s.expirer(gctx); return nil })
 	if s.hasParent() {
@@ -190,7 +239,7 @@ func (s *Switch) Run(ctx context.Context) error {
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		return c.Close() // unblocks the reader
+		return s.closeConns() // unblocks the readers
 	})
 	err = g.Wait()
 	// The admin port closes first: once it has, no request (a DELETE that
@@ -198,13 +247,15 @@ func (s *Switch) Run(ctx context.Context) error {
 	if adminSrv != nil {
 		adminSrv.close()
 	}
-	// Drain: the reader has stopped; handlers being built finish (and ack
+	// Drain: the readers have stopped; handlers being built finish (and ack
 	// their members), queued packets run, their results go out.
 	s.settle()
 	stopUnit()
 	<-unitDone
-	close(s.out)
-	<-writerDone
+	for _, out := range s.outs {
+		close(out)
+	}
+	writers.Wait()
 	if s.cap != nil {
 		if cerr := s.cap.close(); err == nil {
 			err = cerr
@@ -279,20 +330,22 @@ func (s *Switch) tick(j *job, now time.Time) {
 	}
 	ip := s.inFree.get()
 	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
-	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live = live.expire, now.UnixNano(), nil, j, live
+	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live, ip.rd = live.expire, now.UnixNano(), nil, j, live, 0
 	if s.unit.Submit(&ip.pkt) != nil {
 		s.done(&ip.pkt)
 	}
 }
 
-// reader receives batches and dispatches each datagram: data to the HPU,
-// joins and leaves to the control path, everything else dropped and
-// counted. The data packets of one batch go to the processing unit
-// together, so each core is woken once per batch. The reader never blocks
-// on anything but the socket and, for back pressure, a full processing
-// unit.
-func (s *Switch) reader(ctx context.Context) error {
-	n := s.conn.BatchSize()
+// reader rd receives batches on its socket and dispatches each datagram:
+// data to the HPU, joins and leaves to the control path, everything else
+// dropped and counted. The data packets of one batch go to the processing
+// unit together, so each core is woken once per batch. The reader never
+// blocks on anything but the socket and, for back pressure, a full
+// processing unit. Readers share the job table and the unit; each marks
+// its packets with rd, so that their results leave through its writer.
+func (s *Switch) reader(ctx context.Context, rd int) error {
+	c := s.conns[rd]
+	n := c.BatchSize()
 	msgs := make([]conn.Datagram, n)
 	slots := make([]*inPacket, n)
 	batch := make([]*hpu.Packet, 0, n)
@@ -302,7 +355,7 @@ func (s *Switch) reader(ctx context.Context) error {
 	}
 	var retry readRetry
 	for {
-		k, err := s.conn.ReadBatch(msgs)
+		k, err := c.ReadBatch(msgs)
 		if err != nil {
 			if retry.failed(ctx, err) {
 				return nil
@@ -320,6 +373,7 @@ func (s *Switch) reader(ctx context.Context) error {
 		now := time.Now().UnixNano()
 		for i := 0; i < k; i++ {
 			if s.handle(&msgs[i], slots[i], now) {
+				slots[i].rd = rd
 				batch = append(batch, &slots[i].pkt)
 				slots[i] = s.inFree.get()
 				msgs[i].Buf = slots[i].buf
@@ -548,7 +602,7 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 	op := s.outFree.get()
 	op.buf = encode(op.buf[:0])
 	op.to, op.job = to, nil
-	s.out <- op
+	s.outs[0] <- op
 }
 
 // EmitFor is the egress the handlers call from core goroutines
@@ -570,7 +624,7 @@ func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 		op.to = live.addrs[h.Child]
 	}
 	j.tx.Add(1)
-	s.out <- op
+	s.outs[ip.rd] <- op
 }
 
 // Emit is hpu.Egress's method, which the unit never calls on a
@@ -581,13 +635,14 @@ func (s *Switch) Emit(*wire.Header, []byte) {
 
 var _ hpu.PacketEgress = (*Switch)(nil)
 
-// writer sends queued packets in batches. One channel receive wakes it,
+// writer rd sends the packets queued for it on its socket, in batches. One channel receive wakes it,
 // then it takes whatever else is queued (up to writerHold packets) and
 // fans the multicasts out destination-major: every held result for member
 // 0, then every one for member 1, and so on. Runs of datagrams to one
 // address are what GSO turns into one send, so a batch of 64 results to 8
 // hosts crosses the kernel as 8 segmented sends instead of 512 plain ones.
-func (s *Switch) writer() {
+func (s *Switch) writer(rd int) {
+	c, out := s.conns[rd], s.outs[rd]
 	msgs := make([]conn.Datagram, 0, writerHold*8)
 	held := make([]*outPacket, 0, writerHold)
 	flush := func() {
@@ -613,7 +668,7 @@ func (s *Switch) writer() {
 			s.cap.record(msgs, false)
 		}
 		s.links.countTx(msgs)
-		s.sendAll(msgs)
+		s.sendAll(c, msgs)
 		s.txPackets.Add(int64(len(msgs)))
 		clear(msgs) // keep no references to pooled buffers
 		msgs = msgs[:0]
@@ -623,14 +678,14 @@ func (s *Switch) writer() {
 		}
 		held = held[:0]
 	}
-	for op := range s.out {
+	for op := range out {
 		held = append(held, op)
 		// Take what is queued; when that is little, let the cores run a
 		// moment first (they are mid-burst more often than not) so the
 		// batch, and its per-destination runs, grow.
 		for yields := 0; len(held) < writerHold; {
 			select {
-			case op, ok := <-s.out:
+			case op, ok := <-out:
 				if !ok {
 					flush()
 					return
@@ -649,15 +704,15 @@ func (s *Switch) writer() {
 	}
 }
 
-// sendAll sends msgs through the conn. WriteBatch stops at a datagram it
+// sendAll sends msgs through c. WriteBatch stops at a datagram it
 // cannot send, after sending those before it: that datagram is tried once
 // more when the error is transient (transient), and otherwise, or when it
 // fails again, dropped and counted once; the rest of the batch goes on.
 // On a closed socket (shutdown) the rest is dropped.
-func (s *Switch) sendAll(msgs []conn.Datagram) {
+func (s *Switch) sendAll(c conn.Conn, msgs []conn.Datagram) {
 	retried := false
 	for sent := 0; sent < len(msgs); {
-		k, err := s.conn.WriteBatch(msgs[sent:])
+		k, err := c.WriteBatch(msgs[sent:])
 		if err == nil {
 			return
 		}
@@ -687,6 +742,9 @@ func (s *Switch) logIOError(op string, err error, consecutive int) {
 		s.log.Warn("socket error, going on", "op", op, "error", err, "consecutive", consecutive)
 	}
 }
+
+// writerQueue is each writer's channel, in packets.
+const writerQueue = 4096
 
 // writerHold is the most queued packets the writer takes per round: enough
 // for a full GSO run (64 segments) per destination.
