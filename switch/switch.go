@@ -27,7 +27,7 @@ type Switch struct {
 	conns []conn.Conn // the data port's sockets: reader and writer i use conns[i]
 	steer conn.Steering
 	unit  *hpu.HPU
-	jobs *jobTable
+	jobs  *jobTable
 
 	joinLimit rateLimit
 	// unknownLimit bounds the answers to data packets of unknown jobs,
@@ -56,9 +56,9 @@ type Switch struct {
 	inFree    *freeList[inPacket]
 	outFree   *freeList[outPacket]
 	outs      []chan *outPacket // writer i's queue; control packets go to writer 0
-	wg        sync.WaitGroup // job teardown goroutines
-	admitting sync.WaitGroup // handlers being built (build)
-	bigBuilds chan struct{}  // one large handler built at a time (bigBuild)
+	wg        sync.WaitGroup    // job teardown goroutines
+	admitting sync.WaitGroup    // handlers being built (build)
+	bigBuilds chan struct{}     // one large handler built at a time (bigBuild)
 	ready     chan struct{}
 	admin     net.Addr
 	cap       *capture // nil unless --pcap
