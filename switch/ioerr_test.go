@@ -154,14 +154,14 @@ func TestReaderSurvivesTransientErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for s.rxPackets.Load() == 0 && time.Now().Before(deadline) {
+	for s.perReader[0].rx.Load() == 0 && time.Now().Before(deadline) {
 		select {
 		case err := <-done:
 			t.Fatalf("the reader returned after transient receive errors: %v", err)
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if s.rxPackets.Load() != 1 {
+	if s.perReader[0].rx.Load() != 1 {
 		t.Fatalf("the datagram sent after the errors was not received")
 	}
 	got := s.ioErrors.snapshot()

@@ -47,8 +47,7 @@ type Switch struct {
 	evictions   *reasonCounters // pending jobs ended by the limits, by evictionReasons
 	budget      memBudget       // host memory of all jobs (Config.MaxMemory)
 	pending     pendingJobs     // under jobs.mu
-	rxPackets   atomic.Int64
-	txPackets   atomic.Int64
+	perReader   []readerCounters // datagrams in and out through each socket of the data port
 	// blocks completed by jobs that have ended, and their summed latency
 	// (live jobs are read at scrape)
 	completedEnded, latencyEnded atomic.Int64
@@ -80,6 +79,22 @@ type inPacket struct {
 	rd   int      // the reader that took it: its results leave through that reader's writer
 }
 
+// readerCounters count one socket's datagrams, each on its own cache
+// line: a reader and a writer add to them once per batch, on their own CPU.
+type readerCounters struct {
+	rx, tx atomic.Int64
+	_      [48]byte
+}
+
+// packets is the datagrams received and sent on the data port so far.
+func (s *Switch) packets() (rx, tx int64) {
+	for i := range s.perReader {
+		rx += s.perReader[i].rx.Load()
+		tx += s.perReader[i].tx.Load()
+	}
+	return rx, tx
+}
+
 // outPacket is one encoded packet on its way to one or more addresses.
 type outPacket struct {
 	buf []byte
@@ -98,7 +113,7 @@ func New(cfg Config) (*Switch, error) {
 		return nil, err
 	}
 	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newReasonCounters("refusal", refusalReasons), evictions: newReasonCounters("eviction", evictionReasons),
-		outs: make([]chan *outPacket, cfg.Readers), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
+		outs: make([]chan *outPacket, cfg.Readers), perReader: make([]readerCounters, cfg.Readers), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
 	s.budget.limit = cfg.MaxMemory
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
@@ -261,7 +276,8 @@ func (s *Switch) Run(ctx context.Context) error {
 			err = cerr
 		}
 	}
-	s.log.Info("switch stopped", "rx_packets", s.rxPackets.Load(), "tx_packets", s.txPackets.Load())
+	rx, tx := s.packets()
+	s.log.Info("switch stopped", "rx_packets", rx, "tx_packets", tx)
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -365,7 +381,7 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 			continue
 		}
 		retry.ok()
-		s.rxPackets.Add(int64(k))
+		s.perReader[rd].rx.Add(int64(k))
 		s.links.countRx(msgs[:k])
 		if s.cap != nil {
 			s.cap.record(msgs[:k], true)
@@ -669,7 +685,7 @@ func (s *Switch) writer(rd int) {
 		}
 		s.links.countTx(msgs)
 		s.sendAll(c, msgs)
-		s.txPackets.Add(int64(len(msgs)))
+		s.perReader[rd].tx.Add(int64(len(msgs)))
 		clear(msgs) // keep no references to pooled buffers
 		msgs = msgs[:0]
 		for _, op := range held {
