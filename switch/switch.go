@@ -43,10 +43,10 @@ type Switch struct {
 	boundedWake chan struct{}
 	drops       dropCounters
 	ioErrors    ioErrorCounters
-	refusals    *reasonCounters // refused joins, by refusalReasons
-	evictions   *reasonCounters // pending jobs ended by the limits, by evictionReasons
-	budget      memBudget       // host memory of all jobs (Config.MaxMemory)
-	pending     pendingJobs     // under jobs.mu
+	refusals    *reasonCounters  // refused joins, by refusalReasons
+	evictions   *reasonCounters  // pending jobs ended by the limits, by evictionReasons
+	budget      memBudget        // host memory of all jobs (Config.MaxMemory)
+	pending     pendingJobs      // under jobs.mu
 	perReader   []readerCounters // datagrams in and out through each socket of the data port
 	// blocks completed by jobs that have ended, and their summed latency
 	// (live jobs are read at scrape)
