@@ -27,7 +27,11 @@ type MemNetwork struct {
 	// 0 means DefaultMemQueueLen.
 	QueueLen int
 
-	mu    sync.Mutex // guards conns, their groups' members, port and rng
+	// mu guards conns, their groups' members, port and rng. Senders hold
+	// it to read (several copy their datagrams at once, as sockets do in
+	// the kernel) unless Faults are set: then one at a time, so that the
+	// fault decisions follow the send order.
+	mu    sync.RWMutex
 	conns map[netip.AddrPort]*memGroup
 	port  uint16     // last ephemeral port handed out
 	rng   *rand.Rand // fault decisions, seeded from Faults.Seed on first use
@@ -184,20 +188,17 @@ func (n *MemNetwork) route(dst netip.AddrPort) *memGroup {
 // which keeps the fault decisions in send order.
 func (n *MemNetwork) send(dst *memConn, from netip.AddrPort, b []byte) {
 	f := &n.Faults
-	if n.rng == nil {
-		n.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
-	}
-	if f.Drop > 0 && n.rng.Float64() < f.Drop {
+	if f.Drop > 0 && n.draw() < f.Drop {
 		n.dropped.Add(1)
 		return
 	}
 	copies := 1
-	if f.Dup > 0 && n.rng.Float64() < f.Dup {
+	if f.Dup > 0 && n.draw() < f.Dup {
 		n.duplicated.Add(1)
 		copies = 2
 	}
 	delay := f.Delay
-	if f.Reorder > 0 && n.rng.Float64() < f.Reorder {
+	if f.Reorder > 0 && n.draw() < f.Reorder {
 		n.reordered.Add(1)
 		delay += MemReorderHold
 	}
@@ -211,6 +212,16 @@ func (n *MemNetwork) send(dst *memConn, from netip.AddrPort, b []byte) {
 			time.AfterFunc(delay, func() { n.deliver(dst, p) })
 		}
 	}
+}
+
+// draw is the next fault decision's number in [0, 1). n.mu is held to
+// write.
+func (n *MemNetwork) draw() float64 {
+	if n.rng == nil {
+		f := &n.Faults
+		n.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+	}
+	return n.rng.Float64()
 }
 
 // deliver queues p at dst without blocking.
@@ -341,8 +352,13 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 		return 0, errMemClosed
 	}
 	n := c.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	if n.Faults == (Faults{}) {
+		n.mu.RLock() // nothing to decide: senders copy in parallel
+		defer n.mu.RUnlock()
+	} else {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+	}
 	for i := range msgs {
 		d := &msgs[i]
 		if err := checkSend(d, DefaultMaxDatagram); err != nil {
