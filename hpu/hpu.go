@@ -107,6 +107,8 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1)}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
 			co.task.pegress, _ = egress.(PacketEgress)
+			co.task.cegress, _ = egress.(CoreEgress)
+			co.task.index = c*cfg.CoresPerCluster + k
 			cl.cores = append(cl.cores, co)
 		}
 		h.clusters = append(h.clusters, cl)
@@ -164,6 +166,9 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 		now := h.now()
 		for _, p := range batch {
 			now = h.execute(co, p, now)
+		}
+		if ce := co.task.cegress; ce != nil {
+			ce.Flush(co.task.index)
 		}
 		clear(batch)
 	}

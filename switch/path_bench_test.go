@@ -49,9 +49,11 @@ func processCPU() int64 {
 // packet straight back), which price the network and the driver. pkts/s
 // counts data packets into the switch per second, ns/pkt their wall-clock
 // cost and cpu-ns/pkt the CPU time the whole process spent per packet;
-// run with -cpu 1,2 for the scaling with cores.
+// run with -cpu 1,2 for the scaling with cores. switch-readers-2 is the
+// switch with two readers and writers on a group of two conns, steered by
+// block id as the daemon's SO_REUSEPORT sockets are.
 func BenchmarkMemPath(b *testing.B) {
-	for _, path := range []string{"switch", "fanout", "echo"} {
+	for _, path := range []string{"switch", "switch-readers-2", "fanout", "echo"} {
 		b.Run(path, func(b *testing.B) { benchMemPath(b, path) })
 	}
 }
@@ -59,11 +61,16 @@ func BenchmarkMemPath(b *testing.B) {
 func benchMemPath(b *testing.B, path string) {
 	network := conn.NewMemNetwork()
 	network.QueueLen = 4 * pathRanks * swtch.DefaultWindow // a round of every rank's window, with room
-	c, err := network.Listen(netip.MustParseAddrPort("127.0.0.1:7470"))
+	readers := 1
+	if path == "switch-readers-2" {
+		path, readers = "switch", 2
+	}
+	cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(readers))
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := swtch.Config{Conn: c, Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := cs[0]
+	cfg := swtch.Config{Conns: cs, Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var srv inproc.Server
 	want := float32(1) // a relay returns one rank's data: every element 1
 	switch path {
@@ -74,6 +81,7 @@ func benchMemPath(b *testing.B, path string) {
 		}
 		srv, want = sw, pathRanks // the sum of P ones
 	case "fanout", "echo":
+		cfg.Conns, cfg.Conn = nil, c // a relay has one socket
 		build := swtch.NewRelay
 		if path == "fanout" {
 			build = swtch.NewFanoutRelay

@@ -54,7 +54,8 @@ type Switch struct {
 
 	inFree    *freeList[inPacket]
 	outFree   *freeList[outPacket]
-	outs      []chan *outPacket // writer i's queue; control packets go to writer 0
+	outs      []chan *outPacket // writer i's queue of runs; control packets go to writer 0
+	cores     []coreRuns        // per core: its emits not yet handed on (EmitFrom, Flush)
 	wg        sync.WaitGroup    // job teardown goroutines
 	admitting sync.WaitGroup    // handlers being built (build)
 	bigBuilds chan struct{}     // one large handler built at a time (bigBuild)
@@ -96,11 +97,32 @@ func (s *Switch) packets() (rx, tx int64) {
 }
 
 // outPacket is one encoded packet on its way to one or more addresses.
+// Packets handed to a writer together are chained by next: a writer's
+// channel carries the first of each run.
 type outPacket struct {
-	buf []byte
-	job *liveJob       // multicast to the job's members when to is invalid
-	to  netip.AddrPort // unicast destination
+	buf  []byte
+	job  *liveJob       // multicast to the job's members when to is invalid
+	to   netip.AddrPort // unicast destination
+	next *outPacket
 }
+
+// outRun is a chain of outPackets for one writer, collected on a core.
+type outRun struct {
+	head, tail *outPacket
+	n          int
+}
+
+// coreRuns is one core's emits not yet handed on, one run per writer; only
+// its core's goroutine touches it.
+type coreRuns struct {
+	runs []outRun
+	_    [40]byte // its own cache line
+}
+
+// coreRun is the most emits a core collects for one writer before it
+// hands them on: the results of a core's batch go together, and a writer
+// still takes a full GSO run at a time.
+const coreRun = 16
 
 // New checks cfg and builds the daemon; Run starts it.
 func New(cfg Config) (*Switch, error) {
@@ -122,6 +144,10 @@ func New(cfg Config) (*Switch, error) {
 	for i := range s.outs {
 		s.outs[i] = make(chan *outPacket, writerQueue)
 	}
+	s.cores = make([]coreRuns, cfg.HPU.Clusters*cfg.HPU.CoresPerCluster)
+	for i := range s.cores {
+		s.cores[i].runs = make([]outRun, cfg.Readers)
+	}
 	maxDgram := cfg.Socket.MaxDatagram
 	// In flight at once: what the clusters' queues and each reader's
 	// receive batch hold; what each writer's channel and its batch hold,
@@ -131,7 +157,7 @@ func New(cfg Config) (*Switch, error) {
 		ip.pkt.Ref = ip
 		return ip
 	})
-	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold)+cfg.HPU.Clusters*cfg.HPU.CoresPerCluster, func() *outPacket {
+	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold+coreRun)+len(s.cores)*cfg.Readers*coreRun, func() *outPacket {
 		return &outPacket{buf: make([]byte, 0, maxDgram)}
 	})
 	unit, err := hpu.New(cfg.HPU, s, s.done)
@@ -626,8 +652,51 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 // writer, which sends it to every member (a result), to one member (a
 // resent result) or up to the parent. The members are those of the job
 // the packet p came with, which its handler belongs to; a job of the same
-// id and token created since is another job.
+// id and token created since is another job. The unit's cores call
+// EmitFrom, which collects; EmitFor hands on at once.
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
+	op, rd := s.encode(p, h, payload)
+	s.outs[rd] <- op
+}
+
+// EmitFrom is EmitFor on core `core` (hpu.CoreEgress): the packet joins
+// the core's run for its writer, which goes to the writer when the core
+// has run its batch (Flush) or the run is full, one channel send for the
+// lot.
+func (s *Switch) EmitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte) {
+	op, rd := s.encode(p, h, payload)
+	r := &s.cores[core].runs[rd]
+	if r.head == nil {
+		r.head = op
+	} else {
+		r.tail.next = op
+	}
+	r.tail = op
+	if r.n++; r.n == coreRun {
+		s.handOn(rd, r)
+	}
+}
+
+// Flush hands core's collected runs to their writers (hpu.CoreEgress).
+func (s *Switch) Flush(core int) {
+	runs := s.cores[core].runs
+	for rd := range runs {
+		if runs[rd].head != nil {
+			s.handOn(rd, &runs[rd])
+		}
+	}
+}
+
+// handOn gives run r to writer rd and empties it.
+func (s *Switch) handOn(rd int, r *outRun) {
+	head := r.head
+	*r = outRun{}
+	s.outs[rd] <- head
+}
+
+// encode makes the outPacket of an emit of packet p and returns it with
+// the writer it leaves through: that of the reader that took p.
+func (s *Switch) encode(p *hpu.Packet, h *wire.Header, payload []byte) (*outPacket, int) {
 	ip := p.Ref.(*inPacket)
 	j, live := ip.job, ip.live
 	op := s.outFree.get()
@@ -640,7 +709,7 @@ func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 		op.to = live.addrs[h.Child]
 	}
 	j.tx.Add(1)
-	s.outs[ip.rd] <- op
+	return op, ip.rd
 }
 
 // Emit is hpu.Egress's method, which the unit never calls on a
@@ -649,7 +718,7 @@ func (s *Switch) Emit(*wire.Header, []byte) {
 	panic("swtch: Emit without its packet; the processing unit calls EmitFor")
 }
 
-var _ hpu.PacketEgress = (*Switch)(nil)
+var _ hpu.CoreEgress = (*Switch)(nil)
 
 // writer rd sends the packets queued for it on its socket, in batches. One channel receive wakes it,
 // then it takes whatever else is queued (up to writerHold packets) and
@@ -660,7 +729,15 @@ var _ hpu.PacketEgress = (*Switch)(nil)
 func (s *Switch) writer(rd int) {
 	c, out := s.conns[rd], s.outs[rd]
 	msgs := make([]conn.Datagram, 0, writerHold*8)
-	held := make([]*outPacket, 0, writerHold)
+	held := make([]*outPacket, 0, writerHold+coreRun)
+	take := func(head *outPacket) {
+		for op := head; op != nil; {
+			next := op.next
+			op.next = nil
+			held = append(held, op)
+			op = next
+		}
+	}
 	flush := func() {
 		fan := 0
 		for _, op := range held {
@@ -694,19 +771,19 @@ func (s *Switch) writer(rd int) {
 		}
 		held = held[:0]
 	}
-	for op := range out {
-		held = append(held, op)
+	for head := range out {
+		take(head)
 		// Take what is queued; when that is little, let the cores run a
 		// moment first (they are mid-burst more often than not) so the
 		// batch, and its per-destination runs, grow.
 		for yields := 0; len(held) < writerHold; {
 			select {
-			case op, ok := <-out:
+			case head, ok := <-out:
 				if !ok {
 					flush()
 					return
 				}
-				held = append(held, op)
+				take(head)
 				continue
 			default:
 			}
