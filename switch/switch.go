@@ -180,8 +180,10 @@ func (s *Switch) Addr() netip.AddrPort { return s.conns[0].LocalAddr() }
 func (s *Switch) Readers() int { return s.cfg.Readers }
 
 // Steering is how the data port's sockets share the datagrams: by block id
-// (conn.SteerKey), or by sender where the kernel could not take the
-// steering program; with one socket, by block. Valid once Ready is closed.
+// (conn.SteerKey), or by sender (conn.SteerFlow) where the kernel could
+// not take the steering program. Conns given in Config.Conn or
+// Config.Conns steer as they were made; the switch reports SteerKey for
+// them. Valid once Ready is closed.
 func (s *Switch) Steering() conn.Steering { return s.steer }
 
 // AdminAddr is the admin HTTP address once bound, or nil.
