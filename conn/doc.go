@@ -3,8 +3,12 @@
 // batch Conn that receives N datagrams into caller-owned buffers and sends
 // N in one call. On Linux, ListenUDP uses recvmmsg/sendmmsg with UDP GSO
 // and GRO where the kernel has them; elsewhere one datagram per call.
-// MemNetwork is the same interface without sockets, with faults (drop,
-// duplicate, reorder, delay), for tests and benchmarks.
+// ListenUDPGroup opens several such sockets on one address with
+// SO_REUSEPORT, the kernel steering each datagram to one of them by a key
+// in its payload (a cBPF program) or by its sender, so that a daemon can
+// read and write on as many CPUs. MemNetwork is the same interface
+// without sockets, with faults (drop, duplicate, reorder, delay) and
+// groups, for tests and benchmarks.
 //
 //	c, err := conn.ListenUDP("127.0.0.1:0", conn.Config{})
 //	msgs := make([]conn.Datagram, c.BatchSize()) // each with a Buf of conn.DefaultMaxDatagram bytes

@@ -27,8 +27,12 @@ type MemNetwork struct {
 	// 0 means DefaultMemQueueLen.
 	QueueLen int
 
-	mu    sync.Mutex // guards conns, port and rng
-	conns map[netip.AddrPort]*memConn
+	// mu guards conns, their groups' members, port and rng. Senders hold
+	// it to read (several copy their datagrams at once, as sockets do in
+	// the kernel) unless Faults are set: then one at a time, so that the
+	// fault decisions follow the send order.
+	mu    sync.RWMutex
+	conns map[netip.AddrPort]*memGroup
 	port  uint16     // last ephemeral port handed out
 	rng   *rand.Rand // fault decisions, seeded from Faults.Seed on first use
 	free  chan *memPacket
@@ -79,7 +83,7 @@ type memPacket struct {
 // NewMemNetwork returns an empty network without faults.
 func NewMemNetwork() *MemNetwork {
 	return &MemNetwork{
-		conns: make(map[netip.AddrPort]*memConn),
+		conns: make(map[netip.AddrPort]*memGroup),
 		free:  make(chan *memPacket, memFreeLen),
 	}
 }
@@ -89,6 +93,22 @@ func NewMemNetwork() *MemNetwork {
 // (0.0.0.0, ::) receives what is sent to its port at any address of its
 // family (:: takes IPv4 too), as with sockets.
 func (n *MemNetwork) Listen(addr netip.AddrPort) (Conn, error) {
+	cs, err := n.ListenGroup(addr, GroupConfig{Sockets: 1})
+	if err != nil {
+		return nil, err
+	}
+	return cs[0], nil
+}
+
+// ListenGroup binds g.Sockets conns to one address, as ListenUDPGroup does
+// with SO_REUSEPORT: each datagram sent to the address is queued at one of
+// them, chosen by g's steering (the key's value mod the conns still open,
+// or a hash of the sender's address and port). Its steering is always the
+// one asked for.
+func (n *MemNetwork) ListenGroup(addr netip.AddrPort, g GroupConfig) ([]Conn, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("mem listen %v: %w", addr, err)
+	}
 	a := addr.Addr().Unmap()
 	if !a.IsValid() {
 		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
@@ -114,9 +134,26 @@ func (n *MemNetwork) Listen(addr netip.AddrPort) (Conn, error) {
 	if n.conns[ap] != nil {
 		return nil, fmt.Errorf("mem listen %v: address already in use", ap)
 	}
-	c := &memConn{net: n, addr: ap, q: make(chan *memPacket, qlen), done: make(chan struct{})}
-	n.conns[ap] = c
-	return c, nil
+	grp := &memGroup{cfg: g}
+	out := make([]Conn, g.Sockets)
+	for i := range out {
+		c := &memConn{net: n, addr: ap, group: grp, q: make(chan *memPacket, qlen), done: make(chan struct{})}
+		grp.conns = append(grp.conns, c)
+		out[i] = c
+	}
+	n.conns[ap] = grp
+	return out, nil
+}
+
+// memGroup is the conns bound to one address.
+type memGroup struct {
+	cfg   GroupConfig
+	conns []*memConn // open ones, in the order they were made; under MemNetwork.mu
+}
+
+// pick is the conn datagram b from `from` is queued at. n.mu is held.
+func (g *memGroup) pick(b []byte, from netip.AddrPort) *memConn {
+	return g.conns[g.cfg.pick(len(g.conns), b, from)]
 }
 
 // Stats returns the network's counters so far.
@@ -132,9 +169,9 @@ func (n *MemNetwork) Stats() MemStats {
 	}
 }
 
-// route finds the conn for dst, falling back to one bound to the
+// route finds the conns of dst, falling back to those bound to the
 // unspecified address of dst's family and then to [::]. n.mu is held.
-func (n *MemNetwork) route(dst netip.AddrPort) *memConn {
+func (n *MemNetwork) route(dst netip.AddrPort) *memGroup {
 	a := dst.Addr().Unmap()
 	if c := n.conns[netip.AddrPortFrom(a, dst.Port())]; c != nil {
 		return c
@@ -151,20 +188,17 @@ func (n *MemNetwork) route(dst netip.AddrPort) *memConn {
 // which keeps the fault decisions in send order.
 func (n *MemNetwork) send(dst *memConn, from netip.AddrPort, b []byte) {
 	f := &n.Faults
-	if n.rng == nil {
-		n.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
-	}
-	if f.Drop > 0 && n.rng.Float64() < f.Drop {
+	if f.Drop > 0 && n.draw() < f.Drop {
 		n.dropped.Add(1)
 		return
 	}
 	copies := 1
-	if f.Dup > 0 && n.rng.Float64() < f.Dup {
+	if f.Dup > 0 && n.draw() < f.Dup {
 		n.duplicated.Add(1)
 		copies = 2
 	}
 	delay := f.Delay
-	if f.Reorder > 0 && n.rng.Float64() < f.Reorder {
+	if f.Reorder > 0 && n.draw() < f.Reorder {
 		n.reordered.Add(1)
 		delay += MemReorderHold
 	}
@@ -178,6 +212,16 @@ func (n *MemNetwork) send(dst *memConn, from netip.AddrPort, b []byte) {
 			time.AfterFunc(delay, func() { n.deliver(dst, p) })
 		}
 	}
+}
+
+// draw is the next fault decision's number in [0, 1). n.mu is held to
+// write.
+func (n *MemNetwork) draw() float64 {
+	if n.rng == nil {
+		f := &n.Faults
+		n.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+	}
+	return n.rng.Float64()
 }
 
 // deliver queues p at dst without blocking.
@@ -218,6 +262,7 @@ func (n *MemNetwork) put(p *memPacket) {
 type memConn struct {
 	net       *MemNetwork
 	addr      netip.AddrPort
+	group     *memGroup       // the conns bound to addr with this one
 	q         chan *memPacket // never closed: late deliveries check done
 	done      chan struct{}
 	closeOnce sync.Once
@@ -235,7 +280,16 @@ func (c *memConn) Close() error {
 	err := errMemClosed
 	c.closeOnce.Do(func() {
 		c.net.mu.Lock()
-		delete(c.net.conns, c.addr)
+		g := c.group
+		for i, o := range g.conns {
+			if o == c {
+				g.conns = append(g.conns[:i], g.conns[i+1:]...)
+				break
+			}
+		}
+		if len(g.conns) == 0 {
+			delete(c.net.conns, c.addr)
+		}
 		c.net.mu.Unlock()
 		close(c.done)
 		err = nil
@@ -298,8 +352,13 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 		return 0, errMemClosed
 	}
 	n := c.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	if n.Faults == (Faults{}) {
+		n.mu.RLock() // nothing to decide: senders copy in parallel
+		defer n.mu.RUnlock()
+	} else {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+	}
 	for i := range msgs {
 		d := &msgs[i]
 		if err := checkSend(d, DefaultMaxDatagram); err != nil {
@@ -310,7 +369,7 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
 			continue
 		}
-		n.send(dst, c.addr, d.Buf[:d.N])
+		n.send(dst.pick(d.Buf[:d.N], c.addr), c.addr, d.Buf[:d.N])
 	}
 	return len(msgs), nil
 }

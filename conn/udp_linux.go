@@ -116,7 +116,12 @@ func listenUDP(addr string, cfg Config) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	uc := pc.(*net.UDPConn)
+	return newMmsgConn(pc.(*net.UDPConn), addr, cfg)
+}
+
+// newMmsgConn makes a Conn of a bound socket, closing it on failure.
+func newMmsgConn(uc *net.UDPConn, addr string, cfg Config) (*mmsgConn, error) {
+	var err error
 	c := &mmsgConn{pc: uc, batch: cfg.BatchSize, maxDgram: cfg.MaxDatagram}
 	c.local = uc.LocalAddr().(*net.UDPAddr).AddrPort()
 	if c.rc, err = uc.SyscallConn(); err == nil {

@@ -104,6 +104,8 @@ func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
 			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1), awake: &h.awake}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
 			co.task.pegress, _ = egress.(PacketEgress)
+			co.task.cegress, _ = egress.(CoreEgress)
+			co.task.index = c*cfg.CoresPerCluster + k
 			cl.cores = append(cl.cores, co)
 			co.setAwake(true)
 		}
@@ -163,6 +165,9 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 		now := h.now()
 		for i, p := range batch {
 			now = h.execute(co, p, now, i == len(batch)-1)
+		}
+		if ce := co.task.cegress; ce != nil {
+			ce.Flush(co.task.index)
 		}
 		clear(batch)
 	}

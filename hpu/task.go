@@ -54,6 +54,19 @@ type PacketEgress interface {
 	EmitFor(p *Packet, h *wire.Header, payload []byte)
 }
 
+// CoreEgress is a PacketEgress that collects each core's emits and hands
+// them on once the core has run the packets it took together, so that a
+// burst's results cross to the sender in one step instead of one per
+// packet. The real-time unit calls EmitFrom, with the core's index
+// (cluster × CoresPerCluster + core), instead of EmitFor, and Flush(core)
+// on that core's goroutine after every batch it ran (before it sleeps or
+// exits), so nothing stays collected. A VirtualUnit calls Emit.
+type CoreEgress interface {
+	PacketEgress
+	EmitFrom(core int, p *Packet, h *wire.Header, payload []byte)
+	Flush(core int)
+}
+
 // Lock guards an aggregation buffer (or a block's state). Handlers take it
 // through Task.Lock so that waiting is measured and charged.
 //
@@ -75,6 +88,8 @@ type Task struct {
 	cost     *CostModel
 	egress   Egress
 	pegress  PacketEgress // egress, when it is one
+	cegress  CoreEgress   // egress, when it is one (real time only)
+	index    int          // the core's index for cegress: cluster × CoresPerCluster + core
 	now      int64        // virtual: the current cycle of this handler
 	started  int64        // when the handler started: ns on the daemon's clock (real time) or the cycle (virtual)
 	cycles   int64        // cycles charged to this packet
@@ -110,6 +125,10 @@ func (t *Task) ChargeCopy(n int) { t.Charge(t.cost.Copy(n)) }
 // the handler decides the type, the daemon the addresses).
 func (t *Task) Emit(h *wire.Header, payload []byte) {
 	t.out = *h
+	if t.cegress != nil {
+		t.cegress.EmitFrom(t.index, t.Pkt, &t.out, payload)
+		return
+	}
 	if t.pegress != nil {
 		t.pegress.EmitFor(t.Pkt, &t.out, payload)
 		return
@@ -158,9 +177,10 @@ func (t *Task) Unlock(l *Lock) {
 }
 
 // reset makes t the task of packet p, keeping the runner's fields (cost,
-// egress, now, sim). It sets the per-packet fields one by one rather than
-// assigning a whole Task, which copied the struct (out included) per
-// packet: a field added to Task that a packet changes must be reset here.
+// the egresses and the core's index, now, sim). It sets the per-packet
+// fields one by one rather than assigning a whole Task, which copied the
+// struct (out included) per packet: a field added to Task that a packet
+// changes must be reset here.
 func (t *Task) reset(p *Packet, cluster, core int) {
 	t.Pkt, t.Cluster, t.Core = p, cluster, core
 	t.started = t.now

@@ -189,7 +189,7 @@ func TestAdmissionOffTheReader(t *testing.T) {
 	fx.noWait = true // the large job's build waits for its turn
 	fx.deliver(fzRank0, testJoin(2, 2, 0, 1, 0))
 	fx.waitAdmitted(2)
-	for len(fx.s.out) == 0 { // the ack follows the admission
+	for len(fx.s.outs[0]) == 0 { // the ack follows the admission
 		runtime.Gosched()
 	}
 	if r := fx.replies(); r.acks[2] != 1 || r.acks[1] != 0 {

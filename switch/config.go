@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/flare-net/flare/conn"
@@ -74,7 +75,22 @@ type Config struct {
 	// Conn is the data port. nil (the usual case) opens a UDP socket on
 	// Listen with Socket's settings; tests and benchmarks give a
 	// conn.MemNetwork conn instead. The switch owns it: Run closes it.
-	Conn     conn.Conn
+	Conn conn.Conn
+	// Conns, instead of Conn, is a data port of several conns bound to one
+	// address (conn.MemNetwork.ListenGroup), one reader and one writer
+	// each. The switch owns them.
+	Conns []conn.Conn
+	// Readers is how many sockets the data port has, each with its own
+	// reader and writer goroutine, so that receiving and sending spread
+	// over that many CPUs: on Listen they share the address with
+	// SO_REUSEPORT and the kernel steers each datagram by its block id
+	// (all P packets of a block reach one reader; conn.ListenUDPGroup), and
+	// a result leaves on the socket of the reader that took its block's
+	// last packet. The job table, the processing unit and the counters are
+	// shared. 0: min(GOMAXPROCS, HPU.Clusters) on Listen, len(Conns) with
+	// Conns, 1 with Conn. 1 is one socket, one reader, one writer. The
+	// relays always use one socket.
+	Readers  int
 	Socket   conn.Config // socket batch size, offload and buffers (when Conn is nil)
 	PcapPath string      // capture every datagram in and out to this pcap file; "" = off
 	PcapMax  int64       // size bound of the capture file in bytes (0 = DefaultPcapMax)
@@ -163,6 +179,16 @@ func (c Config) WithDefaults() Config {
 	}
 	c.HPU.BufferBytes = c.PacketBytes
 	c.HPU = c.HPU.WithDefaults()
+	if c.Readers == 0 {
+		switch {
+		case len(c.Conns) > 0:
+			c.Readers = len(c.Conns)
+		case c.Conn != nil:
+			c.Readers = 1
+		default:
+			c.Readers = max(1, min(runtime.GOMAXPROCS(0), c.HPU.Clusters, conn.MaxGroup))
+		}
+	}
 	c.Socket = c.Socket.WithDefaults()
 	if c.Socket.MaxDatagram < wire.HeaderLen+c.PacketBytes {
 		c.Socket.MaxDatagram = wire.HeaderLen + c.PacketBytes
@@ -181,6 +207,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.validateReaders(); err != nil {
 		return err
 	}
 	if err := c.validateTree(); err != nil {
@@ -221,6 +250,26 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("Config.JoinRate = %d: must be in 1..%d per second", c.JoinRate, MaxJoinRate)
 	case c.PcapMax < 1<<10 || c.PcapMax > 1<<40:
 		return fmt.Errorf("Config.PcapMax = %d: must be in 1KiB..1TiB", c.PcapMax)
+	}
+	return nil
+}
+
+// validateReaders checks the data port's sockets against its readers.
+func (c Config) validateReaders() error {
+	switch {
+	case c.Conn != nil && len(c.Conns) > 0:
+		return fmt.Errorf("Config.Conn and Config.Conns (%d conns) are both set: give one conn, or a group of them", len(c.Conns))
+	case c.Readers < 1 || c.Readers > conn.MaxGroup:
+		return fmt.Errorf("Config.Readers = %d: must be in 1..%d (0: min(GOMAXPROCS, clusters))", c.Readers, conn.MaxGroup)
+	case c.Conn != nil && c.Readers != 1:
+		return fmt.Errorf("Config.Readers = %d with Config.Conn: one conn has one reader; give a group in Config.Conns", c.Readers)
+	case len(c.Conns) > 0 && c.Readers != len(c.Conns):
+		return fmt.Errorf("Config.Readers = %d with %d Config.Conns: one reader per conn", c.Readers, len(c.Conns))
+	}
+	for i, cn := range c.Conns {
+		if cn == nil {
+			return fmt.Errorf("Config.Conns[%d] is nil", i)
+		}
 	}
 	return nil
 }

@@ -1,9 +1,41 @@
 package swtch
 
 import (
+	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/flare-net/flare/conn"
 )
+
+// memConns is a group of n in-memory conns on one address.
+func memConns(t *testing.T, n int) []conn.Conn {
+	cs, err := conn.NewMemNetwork().ListenGroup(netip.AddrPort{}, conn.GroupConfig{Sockets: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// Readers' default: one per CPU up to the clusters on a UDP port, one per
+// conn of a group, one for a single conn.
+func TestConfigReadersDefault(t *testing.T) {
+	c := Config{}
+	c.HPU.Clusters = 1
+	if got := c.WithDefaults().Readers; got != 1 {
+		t.Errorf("1 cluster: %d readers, want 1", got)
+	}
+	if got, want := (Config{}).WithDefaults().Readers, min(runtime.GOMAXPROCS(0), 4); got != want {
+		t.Errorf("default: %d readers, want min(GOMAXPROCS, 4 clusters) = %d", got, want)
+	}
+	if got := (Config{Conns: memConns(t, 3)}).WithDefaults().Readers; got != 3 {
+		t.Errorf("3 conns: %d readers", got)
+	}
+	if got := (Config{Conn: memConns(t, 1)[0]}).WithDefaults().Readers; got != 1 {
+		t.Errorf("one conn: %d readers", got)
+	}
+}
 
 // Every setting out of range is refused by Validate with the Config field
 // that holds it and the range it must be in (the CLI maps the field to its
@@ -37,6 +69,12 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.HPU.SubsetS = 9 }, "Config.HPU.SubsetS: policy S = 9: must be in 1..8"},
 		{func(c *Config) { c.HPU.L1Bytes = 1 << 40 }, "Config.HPU.L1Bytes: L1 = 1099511627776 bytes: must be in"},
 		{func(c *Config) { c.Socket.BatchSize = -1 }, "Config.Socket.BatchSize: batch size = -1: must be in 1..1024"},
+		{func(c *Config) { c.Readers = -1 }, "Config.Readers = -1: must be in 1..256"},
+		{func(c *Config) { c.Readers = 257 }, "Config.Readers = 257: must be in 1..256"},
+		{func(c *Config) { c.Conn, c.Readers = memConns(t, 1)[0], 2 }, "Config.Readers = 2 with Config.Conn: one conn has one reader"},
+		{func(c *Config) { c.Conns, c.Readers = memConns(t, 2), 3 }, "Config.Readers = 3 with 2 Config.Conns: one reader per conn"},
+		{func(c *Config) { c.Conn, c.Conns = memConns(t, 1)[0], memConns(t, 2) }, "Config.Conn and Config.Conns (2 conns) are both set"},
+		{func(c *Config) { c.Conns = []conn.Conn{nil} }, "Config.Conns[0] is nil"},
 	} {
 		c := Config{Listen: "127.0.0.1:0"}
 		tc.edit(&c)

@@ -1,6 +1,7 @@
 // Package swtch is the Flare switch daemon (the folder is switch/; switch
-// is a Go keyword). It owns the data port's reader and writer over a
-// conn.Conn (a UDP socket with batched I/O, or Config.Conn), the job
+// is a Go keyword). It owns the data port's readers and writers, one
+// pair per socket (Config.Readers UDP sockets with batched I/O sharing one
+// address with SO_REUSEPORT, or Config.Conn, Config.Conns), the job
 // table and admission, the match rule that hands a packet to the
 // processing unit, the egress that multicasts results, timeouts, metrics
 // and graceful shutdown. It never touches an aggregation buffer: handlers

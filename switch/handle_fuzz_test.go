@@ -341,7 +341,7 @@ func (fx *handleFixture) drain(t *testing.T) []sent {
 	var out []sent
 	for {
 		select {
-		case op := <-fx.s.out:
+		case op := <-fx.s.outs[0]:
 			var h wire.Header
 			if _, err := h.Unmarshal(op.buf); err != nil {
 				t.Fatalf("the switch sends a packet that does not decode: %v", err)
@@ -394,7 +394,7 @@ func (fx *handleFixture) close(t *testing.T) {
 	if m := s.unit.Memory(); m.InUse() != 0 || m.Free() != m.Total() {
 		t.Fatalf("after every job ended: %d buffers in use, %d of %d free", m.InUse(), m.Free(), m.Total())
 	}
-	if n := len(s.out); n != 0 {
+	if n := len(s.outs[0]); n != 0 {
 		t.Fatalf("%d packets left queued for the writer", n)
 	}
 }

@@ -92,7 +92,7 @@ func TestWriterSkipsFailedDatagram(t *testing.T) {
 				t.Fatal(err)
 			}
 			fc := &faultConn{Conn: base, failPorts: map[uint16]int{9: tc.failures}, writeErr: tc.err, offered: map[netip.AddrPort]int{}}
-			s.conn = fc
+			s.conns = []conn.Conn{fc}
 			bad := netip.MustParseAddrPort("127.0.0.1:9")
 			dests := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1001"), netip.MustParseAddrPort("127.0.0.1:1002"),
 				bad, netip.MustParseAddrPort("127.0.0.1:1004")}
@@ -101,8 +101,8 @@ func TestWriterSkipsFailedDatagram(t *testing.T) {
 					return wire.AppendPacket(b, &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
 				})
 			}
-			close(s.out)
-			s.writer()
+			close(s.outs[0])
+			s.writer(0)
 			for _, to := range dests {
 				want := 1
 				if to == bad {
@@ -140,10 +140,10 @@ func TestReaderSurvivesTransientErrors(t *testing.T) {
 	for _, e := range injected {
 		fc.readErrs = append(fc.readErrs, sysErr("recv", e))
 	}
-	s.conn = fc
+	s.conns = []conn.Conn{fc}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.reader(ctx) }()
+	go func() { done <- s.reader(ctx, 0) }()
 
 	host, err := net0.Listen(netip.AddrPort{})
 	if err != nil {
@@ -154,14 +154,14 @@ func TestReaderSurvivesTransientErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for s.rxPackets.Load() == 0 && time.Now().Before(deadline) {
+	for s.perReader[0].rx.Load() == 0 && time.Now().Before(deadline) {
 		select {
 		case err := <-done:
 			t.Fatalf("the reader returned after transient receive errors: %v", err)
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if s.rxPackets.Load() != 1 {
+	if s.perReader[0].rx.Load() != 1 {
 		t.Fatalf("the datagram sent after the errors was not received")
 	}
 	got := s.ioErrors.snapshot()

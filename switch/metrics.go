@@ -11,11 +11,11 @@ import (
 // collector turns the daemon's plain atomic counters into Prometheus
 // metrics at scrape time; nothing on the packet path knows Prometheus.
 type collector struct {
-	s                                                                                  *Switch
-	rx, tx, drops, jobs, bufs, bufsTotal, blocks, blockLat, bufSeconds, handler, queue *prometheus.Desc
-	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC                     *prometheus.Desc
-	linkBytes, linkPackets                                                             *prometheus.Desc
-	memBudget, memReserved, pending, refusals, evictions, ioErrors                     *prometheus.Desc
+	s                                                                                          *Switch
+	rx, tx, reader, drops, jobs, bufs, bufsTotal, blocks, blockLat, bufSeconds, handler, queue *prometheus.Desc
+	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC                             *prometheus.Desc
+	linkBytes, linkPackets                                                                     *prometheus.Desc
+	memBudget, memReserved, pending, refusals, evictions, ioErrors                             *prometheus.Desc
 }
 
 func newCollector(s *Switch) *collector {
@@ -25,6 +25,7 @@ func newCollector(s *Switch) *collector {
 	return &collector{
 		s:           s,
 		rx:          d("flare_rx_packets_total", "Datagrams received on the data port."),
+		reader:      d("flare_reader_packets_total", "Datagrams received (rx) and sent (tx) on each socket of the data port (--readers), by the reader's index.", "reader", "dir"),
 		tx:          d("flare_tx_packets_total", "Datagrams sent from the data port."),
 		drops:       d("flare_dropped_packets_total", "Packets dropped, by reason.", "reason"),
 		jobs:        d("flare_jobs_active", "Jobs in the job table (pending or admitted)."),
@@ -54,7 +55,7 @@ func newCollector(s *Switch) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.blockLat, c.bufSeconds, c.handler, c.queue,
+	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.reader, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.blockLat, c.bufSeconds, c.handler, c.queue,
 		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC, c.linkBytes, c.linkPackets,
 		c.memBudget, c.memReserved, c.pending, c.refusals, c.evictions, c.ioErrors} {
 		ch <- d
@@ -69,11 +70,19 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
 	}
-	counter(c.rx, float64(s.rxPackets.Load()))
-	counter(c.tx, float64(s.txPackets.Load()))
+	rx, tx := s.packets()
+	counter(c.rx, float64(rx))
+	counter(c.tx, float64(tx))
+	for i := range s.perReader {
+		r := strconv.Itoa(i)
+		counter(c.reader, float64(s.perReader[i].rx.Load()), r, "rx")
+		counter(c.reader, float64(s.perReader[i].tx.Load()), r, "tx")
+	}
 	drops := s.drops.snapshot()
-	if tc, ok := s.conn.(interface{ Truncated() uint64 }); ok {
-		drops[dropOversize] += int64(tc.Truncated())
+	for _, cn := range s.conns {
+		if tc, ok := cn.(interface{ Truncated() uint64 }); ok {
+			drops[dropOversize] += int64(tc.Truncated())
+		}
 	}
 	for reason, n := range drops {
 		counter(c.drops, float64(n), reason)

@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/inproc"
@@ -49,9 +52,15 @@ func processCPU() int64 {
 // packet straight back), which price the network and the driver. pkts/s
 // counts data packets into the switch per second, ns/pkt their wall-clock
 // cost and cpu-ns/pkt the CPU time the whole process spent per packet;
-// run with -cpu 1,2 for the scaling with cores.
+// run with -cpu 1,2 for the scaling with cores. switch-readers-2 is the
+// switch with two readers and writers on a group of two conns, steered by
+// block id as the daemon's SO_REUSEPORT sockets are. The hosts are one
+// goroutine, a serial share of the process's CPU (about a sixth) that
+// caps what a second CPU can buy; the -par paths play each rank on a
+// goroutine of its own, as separate hosts would, so that the switch's own
+// scaling shows.
 func BenchmarkMemPath(b *testing.B) {
-	for _, path := range []string{"switch", "fanout", "echo"} {
+	for _, path := range []string{"switch", "switch-readers-2", "switch-par", "switch-readers-2-par", "fanout", "echo"} {
 		b.Run(path, func(b *testing.B) { benchMemPath(b, path) })
 	}
 }
@@ -59,11 +68,17 @@ func BenchmarkMemPath(b *testing.B) {
 func benchMemPath(b *testing.B, path string) {
 	network := conn.NewMemNetwork()
 	network.QueueLen = 4 * pathRanks * swtch.DefaultWindow // a round of every rank's window, with room
-	c, err := network.Listen(netip.MustParseAddrPort("127.0.0.1:7470"))
+	readers := 1
+	path, par := strings.CutSuffix(path, "-par")
+	if path == "switch-readers-2" {
+		path, readers = "switch", 2
+	}
+	cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(readers))
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := swtch.Config{Conn: c, Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := cs[0]
+	cfg := swtch.Config{Conns: cs, Admin: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var srv inproc.Server
 	want := float32(1) // a relay returns one rank's data: every element 1
 	switch path {
@@ -74,6 +89,7 @@ func benchMemPath(b *testing.B, path string) {
 		}
 		srv, want = sw, pathRanks // the sum of P ones
 	case "fanout", "echo":
+		cfg.Conns, cfg.Conn = nil, c // a relay has one socket
 		build := swtch.NewRelay
 		if path == "fanout" {
 			build = swtch.NewFanoutRelay
@@ -91,6 +107,7 @@ func benchMemPath(b *testing.B, path string) {
 	<-srv.Ready()
 
 	d := newPathDriver(b, network, c.LocalAddr())
+	d.par = par
 	defer d.close()
 	gen := uint32(1)
 	d.call(b, gen, want) // warm: pools, queues and the job's buffers
@@ -124,6 +141,8 @@ type pathDriver struct {
 	order    [][]uint32
 	window   int
 	blocks   int
+	par      bool              // each rank on its own goroutine (callPar)
+	rxs      [][]conn.Datagram // per rank, with par
 	progress atomic.Int64
 	stop     chan struct{}
 	once     sync.Once
@@ -187,6 +206,10 @@ func newPathDriver(b *testing.B, network *conn.MemNetwork, sw netip.AddrPort) *p
 // call runs one allreduce of generation gen; every result's first element
 // must be want.
 func (d *pathDriver) call(b *testing.B, gen uint32, want float32) {
+	if d.par {
+		d.callPar(b, gen, want)
+		return
+	}
 	for g := 0; g < d.blocks; g += d.window {
 		n := min(d.window, d.blocks-g)
 		for r, c := range d.hosts {
@@ -215,6 +238,61 @@ func (d *pathDriver) call(b *testing.B, gen uint32, want float32) {
 		}
 		d.progress.Add(1)
 	}
+}
+
+// callPar is call with each rank on a goroutine of its own, sending its
+// round and taking its results independently: a rank may start its next
+// round while others finish this one, never more (its next round's
+// results need every rank's).
+func (d *pathDriver) callPar(b *testing.B, gen uint32, want float32) {
+	if d.rxs == nil {
+		d.rxs = make([][]conn.Datagram, len(d.hosts))
+		for r := range d.rxs {
+			d.rxs[r] = make([]conn.Datagram, conn.DefaultBatchSize)
+			for i := range d.rxs[r] {
+				d.rxs[r][i].Buf = make([]byte, conn.DefaultMaxDatagram)
+			}
+		}
+	}
+	var g errgroup.Group
+	for r, c := range d.hosts {
+		g.Go(func() error { return d.rank(r, c, gen, want) })
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rank runs rank r's part of callPar.
+func (d *pathDriver) rank(r int, c conn.Conn, gen uint32, want float32) error {
+	rx := d.rxs[r]
+	for g := 0; g < d.blocks; g += d.window {
+		n := min(d.window, d.blocks-g)
+		msgs := d.tx[r][:n]
+		for k := range msgs {
+			binary.BigEndian.PutUint32(msgs[k].Buf[wire.OffBlock:], d.order[r][g+k])
+			binary.BigEndian.PutUint32(msgs[k].Buf[wire.OffGeneration:], gen)
+		}
+		if _, err := c.WriteBatch(msgs); err != nil {
+			return err
+		}
+		for got := 0; got < n; {
+			k, err := c.ReadBatch(rx)
+			if err != nil {
+				return fmt.Errorf("rank %d, generation %d: %v (a lost packet stalls the lock-step driver)", r, gen, err)
+			}
+			for _, m := range rx[:k] {
+				if err := checkResult(m.Buf[:m.N], gen, want); err != nil {
+					return fmt.Errorf("rank %d: %v", r, err)
+				}
+			}
+			got += k
+		}
+		if r == 0 {
+			d.progress.Add(1)
+		}
+	}
+	return nil
 }
 
 // checkResult checks a result of generation gen whose first element is want.

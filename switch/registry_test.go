@@ -196,7 +196,7 @@ func drainSent(t *testing.T, s *Switch) []sentPacket {
 	var out []sentPacket
 	for {
 		select {
-		case op := <-s.out:
+		case op := <-s.outs[0]:
 			p := sentPacket{to: op.to}
 			payload, err := p.hdr.Unmarshal(op.buf)
 			if err != nil {

@@ -157,6 +157,9 @@ func toResult(h *wire.Header, d *conn.Datagram) {
 // listenRelay returns cfg.Conn, or a UDP socket on cfg.Listen; what names
 // the relay in errors.
 func listenRelay(cfg *Config, what string) (conn.Conn, error) {
+	if len(cfg.Conns) > 0 {
+		return nil, fmt.Errorf("Config.Conns = %d conns: the %s uses one socket (Config.Conn)", len(cfg.Conns), what)
+	}
 	if cfg.Conn != nil {
 		return cfg.Conn, nil
 	}

@@ -22,11 +22,12 @@ import (
 // Switch is the daemon: a UDP data port, the job table, the processing
 // unit and the egress.
 type Switch struct {
-	cfg  Config
-	log  *slog.Logger
-	conn conn.Conn
-	unit *hpu.HPU
-	jobs *jobTable
+	cfg   Config
+	log   *slog.Logger
+	conns []conn.Conn // the data port's sockets: reader and writer i use conns[i]
+	steer conn.Steering
+	unit  *hpu.HPU
+	jobs  *jobTable
 
 	joinLimit rateLimit
 	// unknownLimit bounds the answers to data packets of unknown jobs,
@@ -42,22 +43,22 @@ type Switch struct {
 	boundedWake chan struct{}
 	drops       dropCounters
 	ioErrors    ioErrorCounters
-	refusals    *reasonCounters // refused joins, by refusalReasons
-	evictions   *reasonCounters // pending jobs ended by the limits, by evictionReasons
-	budget      memBudget       // host memory of all jobs (Config.MaxMemory)
-	pending     pendingJobs     // under jobs.mu
-	rxPackets   atomic.Int64
-	txPackets   atomic.Int64
+	refusals    *reasonCounters  // refused joins, by refusalReasons
+	evictions   *reasonCounters  // pending jobs ended by the limits, by evictionReasons
+	budget      memBudget        // host memory of all jobs (Config.MaxMemory)
+	pending     pendingJobs      // under jobs.mu
+	perReader   []readerCounters // datagrams in and out through each socket of the data port
 	// blocks completed by jobs that have ended, and their summed latency
 	// (live jobs are read at scrape)
 	completedEnded, latencyEnded atomic.Int64
 
 	inFree    *freeList[inPacket]
 	outFree   *freeList[outPacket]
-	out       chan *outPacket
-	wg        sync.WaitGroup // job teardown goroutines
-	admitting sync.WaitGroup // handlers being built (build)
-	bigBuilds chan struct{}  // one large handler built at a time (bigBuild)
+	outs      []chan *outPacket // writer i's queue of runs; control packets go to writer 0
+	cores     []coreRuns        // per core: its emits not yet handed on (EmitFrom, Flush)
+	wg        sync.WaitGroup    // job teardown goroutines
+	admitting sync.WaitGroup    // handlers being built (build)
+	bigBuilds chan struct{}     // one large handler built at a time (bigBuild)
 	ready     chan struct{}
 	admin     net.Addr
 	cap       *capture // nil unless --pcap
@@ -76,14 +77,52 @@ type inPacket struct {
 	pkt  hpu.Packet
 	job  *job     // counted in its inflight until done
 	live *liveJob // the job as admitted: where the handler's emits go
+	rd   int      // the reader that took it: its results leave through that reader's writer
+}
+
+// readerCounters count one socket's datagrams, each on its own cache
+// line: a reader and a writer add to them once per batch, on their own CPU.
+type readerCounters struct {
+	rx, tx atomic.Int64
+	_      [48]byte
+}
+
+// packets is the datagrams received and sent on the data port so far.
+func (s *Switch) packets() (rx, tx int64) {
+	for i := range s.perReader {
+		rx += s.perReader[i].rx.Load()
+		tx += s.perReader[i].tx.Load()
+	}
+	return rx, tx
 }
 
 // outPacket is one encoded packet on its way to one or more addresses.
+// Packets handed to a writer together are chained by next: a writer's
+// channel carries the first of each run.
 type outPacket struct {
-	buf []byte
-	job *liveJob       // multicast to the job's members when to is invalid
-	to  netip.AddrPort // unicast destination
+	buf  []byte
+	job  *liveJob       // multicast to the job's members when to is invalid
+	to   netip.AddrPort // unicast destination
+	next *outPacket
 }
+
+// outRun is a chain of outPackets for one writer, collected on a core.
+type outRun struct {
+	head, tail *outPacket
+	n          int
+}
+
+// coreRuns is one core's emits not yet handed on, one run per writer; only
+// its core's goroutine touches it.
+type coreRuns struct {
+	runs []outRun
+	_    [40]byte // its own cache line
+}
+
+// coreRun is the most emits a core collects for one writer before it
+// hands them on: the results of a core's batch go together, and a writer
+// still takes a full GSO run at a time.
+const coreRun = 16
 
 // New checks cfg and builds the daemon; Run starts it.
 func New(cfg Config) (*Switch, error) {
@@ -96,22 +135,29 @@ func New(cfg Config) (*Switch, error) {
 		return nil, err
 	}
 	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newReasonCounters("refusal", refusalReasons), evictions: newReasonCounters("eviction", evictionReasons),
-		out: make(chan *outPacket, 4096), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
+		outs: make([]chan *outPacket, cfg.Readers), perReader: make([]readerCounters, cfg.Readers), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
 	s.budget.limit = cfg.MaxMemory
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
 	s.ioLogLimit = rateLimit{rate: 1, tokens: 1, last: time.Now()}
+	for i := range s.outs {
+		s.outs[i] = make(chan *outPacket, writerQueue)
+	}
+	s.cores = make([]coreRuns, cfg.HPU.Clusters*cfg.HPU.CoresPerCluster)
+	for i := range s.cores {
+		s.cores[i].runs = make([]outRun, cfg.Readers)
+	}
 	maxDgram := cfg.Socket.MaxDatagram
-	// In flight at once: what the clusters' queues and one receive batch
-	// hold; what the writer's channel and its batch hold, and one packet
-	// per core blocked on a full channel.
-	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+conn.MaxBatchSize, func() *inPacket {
+	// In flight at once: what the clusters' queues and each reader's
+	// receive batch hold; what each writer's channel and its batch hold,
+	// and one packet per core blocked on a full channel.
+	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+cfg.Readers*conn.MaxBatchSize, func() *inPacket {
 		ip := &inPacket{buf: make([]byte, maxDgram)}
 		ip.pkt.Ref = ip
 		return ip
 	})
-	s.outFree = newFreeList(cap(s.out)+writerHold+cfg.HPU.Clusters*cfg.HPU.CoresPerCluster, func() *outPacket {
+	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold+coreRun)+len(s.cores)*cfg.Readers*coreRun, func() *outPacket {
 		return &outPacket{buf: make([]byte, 0, maxDgram)}
 	})
 	unit, err := hpu.New(cfg.HPU, s, s.done)
@@ -127,7 +173,18 @@ func New(cfg Config) (*Switch, error) {
 }
 
 // Addr is the data port's address once Run has bound it (Ready closed).
-func (s *Switch) Addr() netip.AddrPort { return s.conn.LocalAddr() }
+func (s *Switch) Addr() netip.AddrPort { return s.conns[0].LocalAddr() }
+
+// Readers is the number of sockets of the data port, each with its reader
+// and writer (Config.Readers, defaults applied).
+func (s *Switch) Readers() int { return s.cfg.Readers }
+
+// Steering is how the data port's sockets share the datagrams: by block id
+// (conn.SteerKey), or by sender (conn.SteerFlow) where the kernel could
+// not take the steering program. Conns given in Config.Conn or
+// Config.Conns steer as they were made; the switch reports SteerKey for
+// them. Valid once Ready is closed.
+func (s *Switch) Steering() conn.Steering { return s.steer }
 
 // AdminAddr is the admin HTTP address once bound, or nil.
 func (s *Switch) AdminAddr() net.Addr { return s.admin }
@@ -135,54 +192,89 @@ func (s *Switch) AdminAddr() net.Addr { return s.admin }
 // Ready is closed once the sockets are bound.
 func (s *Switch) Ready() <-chan struct{} { return s.ready }
 
-// listen returns Config.Conn, or a UDP socket on Config.Listen.
-func (s *Switch) listen() (conn.Conn, error) {
-	if s.cfg.Conn != nil {
-		return s.cfg.Conn, nil
+// listen sets the data port's sockets: Config.Conns, Config.Conn, or
+// Config.Readers UDP sockets on Config.Listen steered by block id.
+func (s *Switch) listen() error {
+	s.steer = conn.SteerKey
+	switch {
+	case len(s.cfg.Conns) > 0:
+		s.conns = s.cfg.Conns
+		return nil
+	case s.cfg.Conn != nil:
+		s.conns = []conn.Conn{s.cfg.Conn}
+		return nil
 	}
-	c, err := conn.ListenUDP(s.cfg.Listen, s.cfg.Socket)
+	cs, steer, err := conn.ListenUDPGroup(s.cfg.Listen, s.cfg.Socket, DataPortGroup(s.cfg.Readers))
 	if err != nil {
-		return nil, fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
+		return fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
 	}
-	return c, nil
+	s.conns, s.steer = cs, steer
+	return nil
+}
+
+// DataPortGroup is how a data port of n sockets spreads the datagrams: the
+// per-block packets (data, result, sparse, spill: types 4..7) by block id,
+// so that a block's P packets meet on one reader and its result leaves
+// through that reader's writer; every other packet (join, leave, abort,
+// the parent's acks and errors) on socket 0, where one sender's control
+// packets keep their order (a join repeated just before an abort must not
+// be handled after it). Tests make a conn.MemNetwork group with it.
+func DataPortGroup(n int) conn.GroupConfig {
+	return conn.GroupConfig{Sockets: n, ByKey: true, KeyOffset: wire.OffBlock,
+		Only: &conn.ByteRange{Offset: wire.OffType, Min: byte(wire.TypeData), Max: byte(wire.TypeSpill)}}
+}
+
+// closeConns closes the data port's sockets, which unblocks the readers.
+func (s *Switch) closeConns() error {
+	var first error
+	for _, c := range s.conns {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Run binds the ports and serves until ctx is done, then stops reading,
 // lets queued packets run, flushes the egress and returns.
 func (s *Switch) Run(ctx context.Context) error {
-	c, err := s.listen()
-	if err != nil {
+	if err := s.listen(); err != nil {
 		return err
 	}
-	s.conn = c
+	var err error
 	if s.cfg.PcapPath != "" {
-		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, c.LocalAddr(), s.log.Warn); err != nil {
-			c.Close()
+		if s.cap, err = openCapture(s.cfg.PcapPath, s.cfg.PcapMax, s.Addr(), s.log.Warn); err != nil {
+			s.closeConns()
 			return fmt.Errorf("Config.PcapPath = %s: %w", s.cfg.PcapPath, err)
 		}
 	}
 	var adminSrv *adminServer
 	if s.cfg.Admin != "off" {
 		if adminSrv, err = s.startAdmin(); err != nil {
-			c.Close()
+			s.closeConns()
 			return fmt.Errorf("Config.Admin = %s: %w", s.cfg.Admin, err)
 		}
 		s.admin = adminSrv.addr
 	}
-	off := c.Offload()
-	s.log.Info("switch listening", "data", c.LocalAddr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
+	off := s.conns[0].Offload()
+	s.log.Info("switch listening", "data", s.Addr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
 		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
-		"gso", off.GSO, "gro", off.GRO)
+		"readers", len(s.conns), "steering", s.steer.String(), "gso", off.GSO, "gro", off.GRO)
 	close(s.ready)
 
 	unitCtx, stopUnit := context.WithCancel(context.Background())
 	unitDone := make(chan struct{})
 	go func() { s.unit.Run(unitCtx); close(unitDone) }()
-	writerDone := make(chan struct{})
-	go func() { s.writer(); close(writerDone) }()
+	var writers sync.WaitGroup
+	for i := range s.outs {
+		writers.Add(1)
+		go func() { defer writers.Done(); s.writer(i) }()
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.reader(gctx) })
+	for i := range s.conns {
+		g.Go(func() error { return s.reader(gctx, i) })
+	}
 	g.Go(func() error { s.reaper(gctx); return nil })
 	g.Go(func() error { s.expirer(gctx); return nil })
 	if s.hasParent() {
@@ -190,7 +282,7 @@ func (s *Switch) Run(ctx context.Context) error {
 	}
 	g.Go(func() error {
 		<-gctx.Done()
-		return c.Close() // unblocks the reader
+		return s.closeConns() // unblocks the readers
 	})
 	err = g.Wait()
 	// The admin port closes first: once it has, no request (a DELETE that
@@ -198,19 +290,22 @@ func (s *Switch) Run(ctx context.Context) error {
 	if adminSrv != nil {
 		adminSrv.close()
 	}
-	// Drain: the reader has stopped; handlers being built finish (and ack
+	// Drain: the readers have stopped; handlers being built finish (and ack
 	// their members), queued packets run, their results go out.
 	s.settle()
 	stopUnit()
 	<-unitDone
-	close(s.out)
-	<-writerDone
+	for _, out := range s.outs {
+		close(out)
+	}
+	writers.Wait()
 	if s.cap != nil {
 		if cerr := s.cap.close(); err == nil {
 			err = cerr
 		}
 	}
-	s.log.Info("switch stopped", "rx_packets", s.rxPackets.Load(), "tx_packets", s.txPackets.Load())
+	rx, tx := s.packets()
+	s.log.Info("switch stopped", "rx_packets", rx, "tx_packets", tx)
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -279,20 +374,22 @@ func (s *Switch) tick(j *job, now time.Time) {
 	}
 	ip := s.inFree.get()
 	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
-	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live = live.expire, now.UnixNano(), nil, j, live
+	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live, ip.rd = live.expire, now.UnixNano(), nil, j, live, 0
 	if s.unit.Submit(&ip.pkt) != nil {
 		s.done(&ip.pkt)
 	}
 }
 
-// reader receives batches and dispatches each datagram: data to the HPU,
-// joins and leaves to the control path, everything else dropped and
-// counted. The data packets of one batch go to the processing unit
-// together, so each core is woken once per batch. The reader never blocks
-// on anything but the socket and, for back pressure, a full processing
-// unit.
-func (s *Switch) reader(ctx context.Context) error {
-	n := s.conn.BatchSize()
+// reader rd receives batches on its socket and dispatches each datagram:
+// data to the HPU, joins and leaves to the control path, everything else
+// dropped and counted. The data packets of one batch go to the processing
+// unit together, so each core is woken once per batch. The reader never
+// blocks on anything but the socket and, for back pressure, a full
+// processing unit. Readers share the job table and the unit; each marks
+// its packets with rd, so that their results leave through its writer.
+func (s *Switch) reader(ctx context.Context, rd int) error {
+	c := s.conns[rd]
+	n := c.BatchSize()
 	msgs := make([]conn.Datagram, n)
 	slots := make([]*inPacket, n)
 	batch := make([]*hpu.Packet, 0, n)
@@ -302,7 +399,7 @@ func (s *Switch) reader(ctx context.Context) error {
 	}
 	var retry readRetry
 	for {
-		k, err := s.conn.ReadBatch(msgs)
+		k, err := c.ReadBatch(msgs)
 		if err != nil {
 			if retry.failed(ctx, err) {
 				return nil
@@ -312,7 +409,7 @@ func (s *Switch) reader(ctx context.Context) error {
 			continue
 		}
 		retry.ok()
-		s.rxPackets.Add(int64(k))
+		s.perReader[rd].rx.Add(int64(k))
 		s.links.countRx(msgs[:k])
 		if s.cap != nil {
 			s.cap.record(msgs[:k], true)
@@ -320,6 +417,7 @@ func (s *Switch) reader(ctx context.Context) error {
 		now := time.Now().UnixNano()
 		for i := 0; i < k; i++ {
 			if s.handle(&msgs[i], slots[i], now) {
+				slots[i].rd = rd
 				batch = append(batch, &slots[i].pkt)
 				slots[i] = s.inFree.get()
 				msgs[i].Buf = slots[i].buf
@@ -548,7 +646,7 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 	op := s.outFree.get()
 	op.buf = encode(op.buf[:0])
 	op.to, op.job = to, nil
-	s.out <- op
+	s.outs[0] <- op
 }
 
 // EmitFor is the egress the handlers call from core goroutines
@@ -556,8 +654,51 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 // writer, which sends it to every member (a result), to one member (a
 // resent result) or up to the parent. The members are those of the job
 // the packet p came with, which its handler belongs to; a job of the same
-// id and token created since is another job.
+// id and token created since is another job. The unit's cores call
+// EmitFrom, which collects; EmitFor hands on at once.
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
+	op, rd := s.encode(p, h, payload)
+	s.outs[rd] <- op
+}
+
+// EmitFrom is EmitFor on core `core` (hpu.CoreEgress): the packet joins
+// the core's run for its writer, which goes to the writer when the core
+// has run its batch (Flush) or the run is full, one channel send for the
+// lot.
+func (s *Switch) EmitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte) {
+	op, rd := s.encode(p, h, payload)
+	r := &s.cores[core].runs[rd]
+	if r.head == nil {
+		r.head = op
+	} else {
+		r.tail.next = op
+	}
+	r.tail = op
+	if r.n++; r.n == coreRun {
+		s.handOn(rd, r)
+	}
+}
+
+// Flush hands core's collected runs to their writers (hpu.CoreEgress).
+func (s *Switch) Flush(core int) {
+	runs := s.cores[core].runs
+	for rd := range runs {
+		if runs[rd].head != nil {
+			s.handOn(rd, &runs[rd])
+		}
+	}
+}
+
+// handOn gives run r to writer rd and empties it.
+func (s *Switch) handOn(rd int, r *outRun) {
+	head := r.head
+	*r = outRun{}
+	s.outs[rd] <- head
+}
+
+// encode makes the outPacket of an emit of packet p and returns it with
+// the writer it leaves through: that of the reader that took p.
+func (s *Switch) encode(p *hpu.Packet, h *wire.Header, payload []byte) (*outPacket, int) {
 	ip := p.Ref.(*inPacket)
 	j, live := ip.job, ip.live
 	op := s.outFree.get()
@@ -570,7 +711,7 @@ func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 		op.to = live.addrs[h.Child]
 	}
 	j.tx.Add(1)
-	s.out <- op
+	return op, ip.rd
 }
 
 // Emit is hpu.Egress's method, which the unit never calls on a
@@ -579,17 +720,26 @@ func (s *Switch) Emit(*wire.Header, []byte) {
 	panic("swtch: Emit without its packet; the processing unit calls EmitFor")
 }
 
-var _ hpu.PacketEgress = (*Switch)(nil)
+var _ hpu.CoreEgress = (*Switch)(nil)
 
-// writer sends queued packets in batches. One channel receive wakes it,
+// writer rd sends the packets queued for it on its socket, in batches. One channel receive wakes it,
 // then it takes whatever else is queued (up to writerHold packets) and
 // fans the multicasts out destination-major: every held result for member
 // 0, then every one for member 1, and so on. Runs of datagrams to one
 // address are what GSO turns into one send, so a batch of 64 results to 8
 // hosts crosses the kernel as 8 segmented sends instead of 512 plain ones.
-func (s *Switch) writer() {
+func (s *Switch) writer(rd int) {
+	c, out := s.conns[rd], s.outs[rd]
 	msgs := make([]conn.Datagram, 0, writerHold*8)
-	held := make([]*outPacket, 0, writerHold)
+	held := make([]*outPacket, 0, writerHold+coreRun)
+	take := func(head *outPacket) {
+		for op := head; op != nil; {
+			next := op.next
+			op.next = nil
+			held = append(held, op)
+			op = next
+		}
+	}
 	flush := func() {
 		fan := 0
 		for _, op := range held {
@@ -613,8 +763,8 @@ func (s *Switch) writer() {
 			s.cap.record(msgs, false)
 		}
 		s.links.countTx(msgs)
-		s.sendAll(msgs)
-		s.txPackets.Add(int64(len(msgs)))
+		s.sendAll(c, msgs)
+		s.perReader[rd].tx.Add(int64(len(msgs)))
 		clear(msgs) // keep no references to pooled buffers
 		msgs = msgs[:0]
 		for _, op := range held {
@@ -623,19 +773,19 @@ func (s *Switch) writer() {
 		}
 		held = held[:0]
 	}
-	for op := range s.out {
-		held = append(held, op)
+	for head := range out {
+		take(head)
 		// Take what is queued; when that is little, let the cores run a
 		// moment first (they are mid-burst more often than not) so the
 		// batch, and its per-destination runs, grow.
 		for yields := 0; len(held) < writerHold; {
 			select {
-			case op, ok := <-s.out:
+			case head, ok := <-out:
 				if !ok {
 					flush()
 					return
 				}
-				held = append(held, op)
+				take(head)
 				continue
 			default:
 			}
@@ -649,15 +799,15 @@ func (s *Switch) writer() {
 	}
 }
 
-// sendAll sends msgs through the conn. WriteBatch stops at a datagram it
+// sendAll sends msgs through c. WriteBatch stops at a datagram it
 // cannot send, after sending those before it: that datagram is tried once
 // more when the error is transient (transient), and otherwise, or when it
 // fails again, dropped and counted once; the rest of the batch goes on.
 // On a closed socket (shutdown) the rest is dropped.
-func (s *Switch) sendAll(msgs []conn.Datagram) {
+func (s *Switch) sendAll(c conn.Conn, msgs []conn.Datagram) {
 	retried := false
 	for sent := 0; sent < len(msgs); {
-		k, err := s.conn.WriteBatch(msgs[sent:])
+		k, err := c.WriteBatch(msgs[sent:])
 		if err == nil {
 			return
 		}
@@ -687,6 +837,9 @@ func (s *Switch) logIOError(op string, err error, consecutive int) {
 		s.log.Warn("socket error, going on", "op", op, "error", err, "consecutive", consecutive)
 	}
 }
+
+// writerQueue is each writer's channel, in packets.
+const writerQueue = 4096
 
 // writerHold is the most queued packets the writer takes per round: enough
 // for a full GSO run (64 segments) per destination.

@@ -2,6 +2,7 @@ package swtch_test
 
 import (
 	"context"
+	"net/netip"
 	"runtime"
 	"testing"
 	"time"
@@ -105,13 +106,26 @@ func TestSteadyStateAllocs(t *testing.T) {
 		ranks func(t *testing.T) []*hostlib.Session
 	}{
 		{"udp", func(t *testing.T) []*hostlib.Session {
-			sw := startSwitch(t, swtch.Config{})
+			sw := startSwitch(t, swtch.Config{Readers: 1})
+			return joinRanks(t, sw.Addr().String(), 1, world, elements)
+		}},
+		{"udp-readers-3", func(t *testing.T) []*hostlib.Session {
+			sw := startSwitch(t, swtch.Config{Readers: 3})
 			return joinRanks(t, sw.Addr().String(), 1, world, elements)
 		}},
 		{"lossy", func(t *testing.T) []*hostlib.Session {
 			network := conn.NewMemNetwork()
 			network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
 			return memRanks(t, network, memSwitch(t, network), 1, world, elements)
+		}},
+		{"lossy-readers-2", func(t *testing.T) []*hostlib.Session {
+			network := conn.NewMemNetwork()
+			network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
+			cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return memRanks(t, network, startSwitch(t, swtch.Config{Conns: cs}), 1, world, elements)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -64,7 +64,7 @@ func (fx *jobFixture) drain() []*outPacket {
 	var out []*outPacket
 	for {
 		select {
-		case op := <-fx.s.out:
+		case op := <-fx.s.outs[0]:
 			out = append(out, op)
 		default:
 			return out

@@ -55,7 +55,7 @@ func New(ctx context.Context) *Group {
 // port chosen by the kernel (unless Conn is given), no admin port, and a
 // logger that discards.
 func Defaults(cfg swtch.Config) swtch.Config {
-	if cfg.Listen == "" && cfg.Conn == nil {
+	if cfg.Listen == "" && cfg.Conn == nil && len(cfg.Conns) == 0 {
 		cfg.Listen = "127.0.0.1:0"
 	}
 	if cfg.Admin == "" {

@@ -1,0 +1,117 @@
+//go:build linux
+
+package conn
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// listenUDPGroup binds g.Sockets sockets to addr with SO_REUSEPORT: the
+// first one picks the port when addr's is 0, the others join it. With
+// g.ByKey a classic BPF program on the group returns each datagram's
+// socket (the key mod the sockets); if the kernel refuses it the group
+// keeps the kernel's flow hash, and says so.
+func listenUDPGroup(addr string, cfg Config, g GroupConfig) ([]Conn, Steering, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("setsockopt SO_REUSEPORT: %w", serr)
+		}
+		return nil
+	}}
+	conns := make([]Conn, 0, g.Sockets)
+	fail := func(err error) ([]Conn, Steering, error) {
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil, SteerFlow, fmt.Errorf("listen udp %s (socket %d of a group of %d): %w", addr, len(conns)+1, g.Sockets, err)
+	}
+	bind := addr
+	for range g.Sockets {
+		pc, err := lc.ListenPacket(context.Background(), "udp", bind)
+		if err != nil {
+			return fail(err)
+		}
+		c, err := newMmsgConn(pc.(*net.UDPConn), bind, cfg)
+		if err != nil {
+			return fail(err)
+		}
+		conns = append(conns, c)
+		if len(conns) == 1 {
+			// The others bind the first one's port (port 0 picked it).
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return fail(err)
+			}
+			bind = net.JoinHostPort(host, strconv.Itoa(int(c.LocalAddr().Port())))
+		}
+	}
+	steer := SteerFlow
+	if g.ByKey {
+		if err := attachKeySteering(conns[0].(*mmsgConn), g); err == nil {
+			steer = SteerKey
+		}
+	}
+	return conns, steer, nil
+}
+
+// keyProgram is the steering program: with g.Only, datagrams whose byte
+// there is outside the range return 0 (socket 0); the others load the
+// big-endian word at the key's offset of the UDP payload (the kernel runs
+// reuseport programs with the data past the UDP header), take it mod the
+// sockets and return it as the socket's index. A datagram too short for a
+// load ends the program with 0: socket 0.
+func keyProgram(g GroupConfig) ([]bpf.RawInstruction, error) {
+	var prog []bpf.Instruction
+	if r := g.Only; r != nil {
+		prog = append(prog,
+			bpf.LoadAbsolute{Off: uint32(r.Offset), Size: 1},
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(r.Min), SkipFalse: 4}, // to ret 0
+			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(r.Max), SkipTrue: 3},     // to ret 0
+		)
+	}
+	prog = append(prog,
+		bpf.LoadAbsolute{Off: uint32(g.KeyOffset), Size: 4},
+		bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(g.Sockets)},
+		bpf.RetA{},
+	)
+	if g.Only != nil {
+		prog = append(prog, bpf.RetConstant{Val: 0})
+	}
+	return bpf.Assemble(prog)
+}
+
+// attachKeySteering attaches the steering program to c's group.
+func attachKeySteering(c *mmsgConn, g GroupConfig) error {
+	raw, err := keyProgram(g)
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	var serr error
+	if err := c.rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &prog)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("setsockopt SO_ATTACH_REUSEPORT_CBPF: %w", serr)
+	}
+	return nil
+}
