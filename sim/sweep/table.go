@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/sim"
 )
@@ -17,7 +18,7 @@ import (
 func WriteRows(w io.Writer, p models.Params, rows []sim.Result, format string) error {
 	switch format {
 	case "json":
-		return writeJSONLines(w, rows)
+		return jsonl.Write(w, rows)
 	case "csv":
 		return writeCSV(w, rows)
 	}
