@@ -500,24 +500,17 @@ func refInt(dt wire.DType, op wire.Op, out, a, b []byte) {
 	copy(out, buf[:dt.Size()])
 }
 
+// intBytes and floatBytes encode one element of dt, as the reference
+// stores its results.
 func intBytes(dt wire.DType, v int64) []byte {
-	var buf [8]byte
-	binary.LittleEndian.PutUint64(buf[:], uint64(v))
-	return bytes.Clone(buf[:dt.Size()])
+	b := make([]byte, dt.Size())
+	specStoreInt(dt, b, v)
+	return b
 }
 
 func floatBytes(dt wire.DType, v float64) []byte {
 	b := make([]byte, dt.Size())
-	switch dt {
-	case wire.Float32:
-		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
-	case wire.BFloat16:
-		binary.LittleEndian.PutUint16(b, uint16(BFloat16From(float32(v))))
-	case wire.Float16:
-		binary.LittleEndian.PutUint16(b, specF16Bits(v))
-	default:
-		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
-	}
+	specStoreFloat(dt, b, v)
 	return b
 }
 
