@@ -2,12 +2,10 @@ package harness
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -200,7 +198,7 @@ func newSparseHost(rank int, in []byte, packer proto.SparsePacker, nblocks int, 
 	if len(in)%ps != 0 {
 		return nil, fmt.Errorf("sparse harness: input %d has %d bytes, not whole %s pairs", rank, len(in), cfg.DType)
 	}
-	sorted := sortPairs(in, ps)
+	sorted := proto.SortPairs(in, cfg.DType)
 	if n := len(sorted); n > 0 && int64(binary.LittleEndian.Uint32(sorted[n-ps:])) >= int64(cfg.Elements) {
 		return nil, fmt.Errorf("sparse harness: input %d has index %d, beyond %d elements", rank,
 			binary.LittleEndian.Uint32(sorted[n-ps:]), cfg.Elements)
@@ -219,23 +217,6 @@ func newSparseHost(rank int, in []byte, packer proto.SparsePacker, nblocks int, 
 		s.asm[b].DType = cfg.DType
 	}
 	return s, nil
-}
-
-// sortPairs returns a copy of pairs sorted by index (stable: a host that
-// lists an index twice keeps its order).
-func sortPairs(pairs []byte, ps int) []byte {
-	n := len(pairs) / ps
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	idx := func(i int) uint32 { return binary.LittleEndian.Uint32(pairs[i*ps:]) }
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(idx(a), idx(b)) })
-	out := make([]byte, 0, len(pairs))
-	for _, i := range order {
-		out = append(out, pairs[i*ps:(i+1)*ps]...)
-	}
-	return out
 }
 
 func (s *sparseHost) deliver(d sparseDown) {
