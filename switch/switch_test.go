@@ -10,29 +10,16 @@ import (
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
-	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
-
-// group runs in-process switches and relays until the test ends, and
-// fails it if one's Run returned an error.
-func group(t testing.TB) *inproc.Group {
-	t.Helper()
-	g := inproc.New(context.Background())
-	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return g
-}
 
 // startSwitch runs a switch of inproc.Defaults(cfg) (loopback, no admin
 // port, quiet) until the test ends.
 func startSwitch(t testing.TB, cfg swtch.Config) *swtch.Switch {
 	t.Helper()
-	sw, err := group(t).Switch(cfg)
+	sw, err := inproctest.Group(t).Switch(cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -146,7 +133,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 // TestRelayEchoes checks the ceiling's contract: it admits a job at once,
 // with the switch's window, and every host gets its own data back.
 func TestRelayEchoes(t *testing.T) {
-	relay, err := group(t).Relay(false, swtch.Config{})
+	relay, err := inproctest.Group(t).Relay(false, swtch.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

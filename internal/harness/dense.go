@@ -82,8 +82,7 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 	}
 
 	eg := &harnessEgress{hosts: cfg.Hosts, pe: cfg.PacketElems * esize}
-	pool := sync.Pool{New: func() any { return &hpu.Packet{Payload: make([]byte, 0, cfg.PacketElems*esize)} }}
-	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet) { pool.Put(p) })
+	unit, pool, err := newUnit(hcfg, eg, cfg.PacketElems*esize)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +118,7 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 	eg.out = hosts
 
 	packets, elapsed, err := runHosts(ctx, unit, len(hosts), cfg.Generations, func(ctx context.Context, i int, gen uint32) (int64, error) {
-		return hosts[i].run(ctx, unit, dense, &pool, &cfg, gen, esize)
+		return hosts[i].run(ctx, unit, dense, pool, &cfg, gen, esize)
 	})
 	if err != nil {
 		return nil, err
@@ -129,6 +128,15 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 		res.Out = append(res.Out, h.out)
 	}
 	return res, nil
+}
+
+// newUnit makes the processing unit of a harness run, over egress eg. The
+// hosts take their packets, payloads of up to packetBytes, from the pool
+// it returns, and the unit gives each back there once handled.
+func newUnit(hcfg hpu.Config, eg hpu.Egress, packetBytes int) (*hpu.HPU, *sync.Pool, error) {
+	pool := &sync.Pool{New: func() any { return &hpu.Packet{Payload: make([]byte, 0, packetBytes)} }}
+	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet) { pool.Put(p) })
+	return unit, pool, err
 }
 
 // runHosts runs the unit and, generation after generation, every host's

@@ -70,8 +70,7 @@ func RunSparse(ctx context.Context, cfg SparseConfig, inputs [][]byte) (*SparseR
 	}
 	eg := &sparseHarnessEgress{}
 	ps := wire.PairSize(cfg.DType)
-	pool := sync.Pool{New: func() any { return &hpu.Packet{Payload: make([]byte, 0, scfg.PacketPairs*ps)} }}
-	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet) { pool.Put(p) })
+	unit, pool, err := newUnit(hcfg, eg, scfg.PacketPairs*ps)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +99,7 @@ func RunSparse(ctx context.Context, cfg SparseConfig, inputs [][]byte) (*SparseR
 	eg.hosts = hosts
 
 	packets, elapsed, err := runHosts(ctx, unit, len(hosts), max(cfg.Generations, 1), func(ctx context.Context, i int, gen uint32) (int64, error) {
-		return hosts[i].run(ctx, unit, &pool, gen)
+		return hosts[i].run(ctx, unit, pool, gen)
 	})
 	if err != nil {
 		return nil, err
