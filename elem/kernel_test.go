@@ -500,14 +500,16 @@ func refInt(dt wire.DType, op wire.Op, out, a, b []byte) {
 	copy(out, buf[:dt.Size()])
 }
 
-// intBytes and floatBytes encode one element of dt, as the reference
-// stores its results.
+// intBytes encodes v as one element of dt: the low dt.Size() bytes of its
+// two's complement (of any dtype, since benchVectors asks for float ones).
 func intBytes(dt wire.DType, v int64) []byte {
-	b := make([]byte, dt.Size())
-	specStoreInt(dt, b, v)
-	return b
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(v))
+	return bytes.Clone(buf[:dt.Size()])
 }
 
+// floatBytes encodes v as one element of float dtype dt, as the reference
+// stores its results.
 func floatBytes(dt wire.DType, v float64) []byte {
 	b := make([]byte, dt.Size())
 	specStoreFloat(dt, b, v)
