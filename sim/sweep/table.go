@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -54,15 +53,4 @@ func writeCSV(w io.Writer, rows []sim.Result) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// writeJSONLines writes one JSON object per line.
-func writeJSONLines[T any](w io.Writer, rows []T) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
 }
