@@ -75,12 +75,9 @@ func RunSparse(ctx context.Context, cfg SparseConfig, inputs [][]byte) (*SparseR
 		return nil, err
 	}
 	per := scfg.BlockBuffers(hcfg.BufferBytes)
-	quota := cfg.Quota
-	if quota == 0 {
-		quota = min(unit.Memory().Total()/per, nblocks, cfg.Window*cfg.Hosts) * per
-	}
-	if scfg.Quota, err = unit.Memory().Reserve(quota); err != nil {
-		return nil, fmt.Errorf("sparse harness: job needs %d buffers: %w", quota, err)
+	dflt := min(unit.Memory().Total()/per, nblocks, cfg.Window*cfg.Hosts) * per
+	if scfg.Quota, err = reserve(unit, cfg.Quota, dflt); err != nil {
+		return nil, fmt.Errorf("sparse harness: %w", err)
 	}
 	defer scfg.Quota.Release()
 	sp, err := handlers.NewSparse(scfg)
