@@ -29,39 +29,10 @@ func startSwitch(t testing.TB, cfg swtch.Config) *swtch.Switch {
 // joinRanks joins world float32-sum sessions of job to addr.
 func joinRanks(t *testing.T, addr string, job uint32, world, elements int) []*hostlib.Session {
 	t.Helper()
-	return joinAll(t, world, func(r int) hostlib.Options {
+	return inproctest.JoinAll(t, world, func(r int) hostlib.Options {
 		return hostlib.Options{Switch: addr, Job: job, Token: 42, Rank: r, World: world,
 			DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second}
 	})
-}
-
-// joinAll joins world sessions at once (the switch answers only once every
-// rank has joined), with rank r's options from opts; they close when the
-// test ends.
-func joinAll(t testing.TB, world int, opts func(r int) hostlib.Options) []*hostlib.Session {
-	t.Helper()
-	ss := make([]*hostlib.Session, world)
-	g, ctx := errgroup.WithContext(context.Background())
-	for r := range world {
-		o := opts(r)
-		g.Go(func() error {
-			s, err := hostlib.Join(ctx, o)
-			ss[r] = s
-			return err
-		})
-	}
-	err := g.Wait()
-	t.Cleanup(func() {
-		for _, s := range ss {
-			if s != nil {
-				s.Close()
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
 }
 
 func allreduceAll(t *testing.T, ss []*hostlib.Session, bufs [][]float32) {

@@ -1,12 +1,16 @@
-// Package inproctest runs in-process switches, relays and trees for tests:
-// an inproc.Group that stops when the test ends and fails the test when a
-// server's Run returned an error.
+// Package inproctest runs in-process switches, relays and trees for tests,
+// and joins hosts to them: an inproc.Group that stops when the test ends
+// and fails the test when a server's Run returned an error, and sessions
+// joined all at once that close when the test ends.
 package inproctest
 
 import (
 	"context"
 	"testing"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/inproc"
 )
 
@@ -21,4 +25,33 @@ func Group(t testing.TB) *inproc.Group {
 		}
 	})
 	return g
+}
+
+// JoinAll joins n sessions at once (a switch answers the joins only once
+// every rank has joined), session i with the options opts(i) gives; they
+// close when t ends. A failed join fails t, once all have returned.
+func JoinAll(t testing.TB, n int, opts func(i int) hostlib.Options) []*hostlib.Session {
+	t.Helper()
+	ss := make([]*hostlib.Session, n)
+	g, ctx := errgroup.WithContext(context.Background())
+	for i := range n {
+		o := opts(i)
+		g.Go(func() error {
+			s, err := hostlib.Join(ctx, o)
+			ss[i] = s
+			return err
+		})
+	}
+	err := g.Wait()
+	t.Cleanup(func() {
+		for _, s := range ss {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
 }
