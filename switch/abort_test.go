@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -73,16 +71,7 @@ func verifiedAllReduce(t *testing.T, ss []*hostlib.Session) {
 // metric scrapes the switch's admin port for the value of name.
 func metric(t *testing.T, sw *swtch.Switch, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + sw.AdminAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(inproctest.Scrape(t, sw.AdminAddr().String())) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {

@@ -1,11 +1,14 @@
 // Package inproctest runs in-process switches, relays and trees for tests,
-// and joins hosts to them: an inproc.Group that stops when the test ends
-// and fails the test when a server's Run returned an error, and sessions
-// joined all at once that close when the test ends.
+// joins hosts to them and reads their metrics: an inproc.Group that stops
+// when the test ends and fails the test when a server's Run returned an
+// error, sessions joined all at once that close when the test ends, and a
+// scrape of a switch's /metrics (in-process or a daemon).
 package inproctest
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -54,4 +57,20 @@ func JoinAll(t testing.TB, n int, opts func(i int) hostlib.Options) []*hostlib.S
 		t.Fatal(err)
 	}
 	return ss
+}
+
+// Scrape returns the /metrics text of the switch whose admin port is at
+// addr (HOST:PORT).
+func Scrape(t testing.TB, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
