@@ -67,33 +67,12 @@ func bf16Max(a, b BFloat16) BFloat16 {
 // bf16QuietNaN is the canonical quiet NaN, the upper half of float32's.
 const bf16QuietNaN BFloat16 = 0x7fc0
 
-func bf16SumInto(d, s []BFloat16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = bf16Sum(d[i], s[i])
-	}
-}
+// The bfloat16 loops: zipInto with the operator inlined into each.
 
-func bf16ProdInto(d, s []BFloat16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = bf16Prod(d[i], s[i])
-	}
-}
-
-func bf16MinInto(d, s []BFloat16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = bf16Min(d[i], s[i])
-	}
-}
-
-func bf16MaxInto(d, s []BFloat16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = bf16Max(d[i], s[i])
-	}
-}
+func bf16SumInto(d, s []BFloat16)  { zipInto(d, s, bf16Sum) }
+func bf16ProdInto(d, s []BFloat16) { zipInto(d, s, bf16Prod) }
+func bf16MinInto(d, s []BFloat16)  { zipInto(d, s, bf16Min) }
+func bf16MaxInto(d, s []BFloat16)  { zipInto(d, s, bf16Max) }
 
 // widenBF16 adapts a float32 operator to bfloat16 operands, with the same
 // widen, combine, round semantics as the built-ins.

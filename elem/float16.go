@@ -160,33 +160,12 @@ func f16Max(a, b Float16) Float16 {
 	return a
 }
 
-func f16SumInto(d, s []Float16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = f16Sum(d[i], s[i])
-	}
-}
+// The float16 loops: zipInto with the operator inlined into each.
 
-func f16ProdInto(d, s []Float16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = f16Prod(d[i], s[i])
-	}
-}
-
-func f16MinInto(d, s []Float16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = f16Min(d[i], s[i])
-	}
-}
-
-func f16MaxInto(d, s []Float16) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] = f16Max(d[i], s[i])
-	}
-}
+func f16SumInto(d, s []Float16)  { zipInto(d, s, f16Sum) }
+func f16ProdInto(d, s []Float16) { zipInto(d, s, f16Prod) }
+func f16MinInto(d, s []Float16)  { zipInto(d, s, f16Min) }
+func f16MaxInto(d, s []Float16)  { zipInto(d, s, f16Max) }
 
 // widenF16 adapts a float32 operator to float16 operands, with the same
 // widen, combine, round semantics as the built-ins.

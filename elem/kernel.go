@@ -386,15 +386,25 @@ func addLanes(d, s []uint64, top uint64) {
 	}
 }
 
+// zipInto folds s into d with f: d[i] = f(d[i], s[i]). Called with a
+// named function of a concrete type (the bfloat16 and float16 loops), it is
+// inlined, and f with it where f is small enough (the bfloat16 operators,
+// float16 min and max), so the loop is the one written out; float16 sum and
+// prod, which round in software, stay a call per element either way, and
+// BenchmarkKernel shows no difference. The loops of the generic types are
+// written out, since their operators (+=, min) are not values and a
+// generic function value would stay a call.
+func zipInto[T element](d, s []T, f func(a, b T) T) {
+	s = s[:len(d)]
+	for i := range d {
+		d[i] = f(d[i], s[i])
+	}
+}
+
 // applyInto turns a scalar operator (a custom one) into a typed loop. The
 // call through f is indirect, which is the price of a run-time operator.
 func applyInto[T element](f func(a, b T) T) func(d, s []T) {
-	return func(d, s []T) {
-		s = s[:len(d)]
-		for i := range d {
-			d[i] = f(d[i], s[i])
-		}
-	}
+	return func(d, s []T) { zipInto(d, s, f) }
 }
 
 // portableKernel applies scalar element by element, decoding each element

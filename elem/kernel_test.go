@@ -500,24 +500,19 @@ func refInt(dt wire.DType, op wire.Op, out, a, b []byte) {
 	copy(out, buf[:dt.Size()])
 }
 
+// intBytes encodes v as one element of dt: the low dt.Size() bytes of its
+// two's complement (of any dtype, since benchVectors asks for float ones).
 func intBytes(dt wire.DType, v int64) []byte {
 	var buf [8]byte
 	binary.LittleEndian.PutUint64(buf[:], uint64(v))
 	return bytes.Clone(buf[:dt.Size()])
 }
 
+// floatBytes encodes v as one element of float dtype dt, as the reference
+// stores its results.
 func floatBytes(dt wire.DType, v float64) []byte {
 	b := make([]byte, dt.Size())
-	switch dt {
-	case wire.Float32:
-		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
-	case wire.BFloat16:
-		binary.LittleEndian.PutUint16(b, uint16(BFloat16From(float32(v))))
-	case wire.Float16:
-		binary.LittleEndian.PutUint16(b, specF16Bits(v))
-	default:
-		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
-	}
+	specStoreFloat(dt, b, v)
 	return b
 }
 

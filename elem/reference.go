@@ -158,17 +158,22 @@ func specMin(a, b float64) float64 {
 	return b
 }
 
-// unitRoundoff is the relative rounding error of one operation in dt.
-func unitRoundoff(dt wire.DType) float64 {
+// roundingBound is how far a float result of ops rounded operations in dt
+// may stray from the reference, which rounds too: 2·ops·u·scale, with u the
+// unit roundoff of dt (the relative error of one operation) and scale the
+// sum of the operands' magnitudes (a sum) or the result's (a product), plus
+// one smallest subnormal per operation for results below the normal range.
+func roundingBound(dt wire.DType, ops, scale float64) float64 {
+	u, tiny := 0x1p-53, 0x1p-1074
 	switch dt {
 	case wire.Float32:
-		return 0x1p-24
+		u, tiny = 0x1p-24, 0x1p-149
 	case wire.BFloat16:
-		return 0x1p-8
+		u, tiny = 0x1p-8, 0x1p-133
 	case wire.Float16:
-		return 0x1p-11
+		u, tiny = 0x1p-11, 0x1p-24
 	}
-	return 0x1p-53
+	return 2*ops*u*scale + ops*tiny
 }
 
 // Check compares got with the reduction of inputs. Integers and min/max
@@ -208,25 +213,12 @@ func Check(dt wire.DType, op wire.Op, inputs [][]byte, got []byte) error {
 		} else {
 			scale = math.Abs(w)
 		}
-		p := float64(len(inputs) - 1)
-		bound := 2*p*unitRoundoff(dt)*scale + p*smallestSubnormal(dt)
+		bound := roundingBound(dt, float64(len(inputs)-1), scale)
 		if math.Abs(g-w) > bound || math.IsInf(g, 0) != math.IsInf(w, 0) {
 			return fmt.Errorf("element %d: got %g, want %g (bound %g)", i/sz, g, w, bound)
 		}
 	}
 	return nil
-}
-
-func smallestSubnormal(dt wire.DType) float64 {
-	switch dt {
-	case wire.Float32:
-		return 0x1p-149
-	case wire.BFloat16:
-		return 0x1p-133
-	case wire.Float16:
-		return 0x1p-24
-	}
-	return 0x1p-1074
 }
 
 func mismatch(dt wire.DType, i int, got, want []byte) error {

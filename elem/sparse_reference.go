@@ -123,8 +123,7 @@ func CheckSparse(dt wire.DType, op wire.Op, inputs [][]byte, got []byte) error {
 		for _, v := range groups[i].vals {
 			scale += math.Abs(specLoadFloat(dt, v))
 		}
-		ops := float64(k - 1)
-		bound := 2*ops*unitRoundoff(dt)*scale + ops*smallestSubnormal(dt)
+		bound := roundingBound(dt, float64(k-1), scale)
 		if math.Abs(gf-wf) > bound || math.IsInf(gf, 0) != math.IsInf(wf, 0) {
 			return fmt.Errorf("index %d: got %g, want %g (bound %g over %d operands)", g.Index(i), gf, wf, bound, k)
 		}

@@ -2,35 +2,26 @@ package elem
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"testing"
 
+	"github.com/flare-net/flare/internal/pairtest"
 	"github.com/flare-net/flare/wire"
 )
 
-// i32pairs builds int32 pairs from (index, value) couples.
-func i32pairs(kv ...int32) []byte {
-	var b []byte
-	for i := 0; i+1 < len(kv); i += 2 {
-		b = wire.AppendPair(b, uint32(kv[i]), binary.LittleEndian.AppendUint32(nil, uint32(kv[i+1])))
-	}
-	return b
-}
-
 func TestSparseReferenceByHand(t *testing.T) {
 	inputs := [][]byte{
-		i32pairs(5, 1, 2, 10),
-		i32pairs(2, -3),
-		i32pairs(9, 0, 5, 4),
+		pairtest.Int32(5, 1, 2, 10),
+		pairtest.Int32(2, -3),
+		pairtest.Int32(9, 0, 5, 4),
 	}
 	for _, tc := range []struct {
 		op   wire.Op
 		want []byte
 	}{
-		{wire.OpSum, i32pairs(2, 7, 5, 5, 9, 0)},
-		{wire.OpMin, i32pairs(2, -3, 5, 1, 9, 0)},
-		{wire.OpMax, i32pairs(2, 10, 5, 4, 9, 0)},
+		{wire.OpSum, pairtest.Int32(2, 7, 5, 5, 9, 0)},
+		{wire.OpMin, pairtest.Int32(2, -3, 5, 1, 9, 0)},
+		{wire.OpMax, pairtest.Int32(2, 10, 5, 4, 9, 0)},
 	} {
 		got, err := SparseReference(wire.Int32, tc.op, inputs)
 		if err != nil {
@@ -52,12 +43,12 @@ func TestSparseReferenceByHand(t *testing.T) {
 }
 
 func TestCheckSparseCatches(t *testing.T) {
-	inputs := [][]byte{i32pairs(1, 1, 3, 3), i32pairs(3, 4)}
+	inputs := [][]byte{pairtest.Int32(1, 1, 3, 3), pairtest.Int32(3, 4)}
 	for name, got := range map[string][]byte{
-		"missing index": i32pairs(3, 7),
-		"extra index":   i32pairs(1, 1, 2, 0, 3, 7),
-		"wrong value":   i32pairs(1, 1, 3, 8),
-		"other index":   i32pairs(1, 1, 4, 7),
+		"missing index": pairtest.Int32(3, 7),
+		"extra index":   pairtest.Int32(1, 1, 2, 0, 3, 7),
+		"wrong value":   pairtest.Int32(1, 1, 3, 8),
+		"other index":   pairtest.Int32(1, 1, 4, 7),
 	} {
 		if CheckSparse(wire.Int32, wire.OpSum, inputs, got) == nil {
 			t.Errorf("%s: not caught", name)

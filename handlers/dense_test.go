@@ -177,9 +177,7 @@ func (nopEgress) Emit(*wire.Header, []byte) {}
 // shuffled, 10% duplicates, two generations: integers and min/max exact,
 // float sum/prod within the rounding bound of Check.
 func TestDenseRandomArrivalOrders(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
+	r, seed := seededRand(t, 0)
 	ps := []int{1, 2, 3, 7, 8, 13, 64}
 	for _, dg := range designs {
 		for _, dt := range wire.DTypes {
@@ -250,24 +248,49 @@ func treeReference(t *testing.T, dt wire.DType, op wire.Op, inputs [][]byte) []b
 // Tree float sums are bit-identical across 100 arrival orders, and equal
 // to the same pairing computed plainly.
 func TestTreeReproducible(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 1))
-	for _, dt := range []wire.DType{wire.Float32, wire.Float64, wire.BFloat16, wire.Float16} {
-		const p = 13
-		pe := 1024 / dt.Size()
-		n := 2*pe + 17
-		inputs := randomInputs(r, dt, wire.OpSum, p, n)
-		want := treeReference(t, dt, wire.OpSum, inputs)
-		d := newTestDense(t, design{wire.AlgoTree, 0}, dt, wire.OpSum, p, n, pe)
+	r, seed := seededRand(t, 1)
+	treeCases(t, r, func(c treeCase) {
+		dt, n, pe := c.DType, c.N, c.PE
+		d := newTestDense(t, design{wire.AlgoTree, 0}, dt, wire.OpSum, c.P, n, pe)
 		for run := 1; run <= 100; run++ {
 			eg := &capture{out: make([]byte, n*dt.Size()), pe: pe * dt.Size(), emitted: map[uint32]int{}}
-			virtualRun(d, eg, makePackets(r, inputs, dt, wire.OpSum, pe, uint32(run), 0.1), 8)
-			if !bytes.Equal(eg.out, want) {
+			virtualRun(d, eg, makePackets(r, c.Inputs, dt, wire.OpSum, pe, uint32(run), 0.1), 8)
+			if !bytes.Equal(eg.out, c.Want) {
 				t.Fatalf("%s run %d (seed %d): result differs from the fixed-pairing reference", dt, run, seed)
 			}
 		}
+	})
+}
+
+// treeCase is an input of the tree reproducibility tests: P hosts'
+// vectors of N elements of DType, PE to a packet (two full packets and
+// part of a third), and Want, their sum in the tree's fixed pairing.
+type treeCase struct {
+	DType    wire.DType
+	P, N, PE int
+	Inputs   [][]byte
+	Want     []byte
+}
+
+// treeCases calls f with a case of each float dtype, its vectors drawn
+// from r as f's turn comes.
+func treeCases(t *testing.T, r *rand.Rand, f func(treeCase)) {
+	for _, dt := range []wire.DType{wire.Float32, wire.Float64, wire.BFloat16, wire.Float16} {
+		c := treeCase{DType: dt, P: 13, PE: 1024 / dt.Size()}
+		c.N = 2*c.PE + 17
+		c.Inputs = randomInputs(r, dt, wire.OpSum, c.P, c.N)
+		c.Want = treeReference(t, dt, wire.OpSum, c.Inputs)
+		f(c)
 	}
+}
+
+// seededRand returns a generator seeded at random, on the given stream,
+// and its seed, which it logs so that a failure can be replayed.
+func seededRand(t *testing.T, stream uint64) (*rand.Rand, uint64) {
+	t.Helper()
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, stream)), seed
 }
 
 // In virtual time the contention of the single buffer is exact: P packets

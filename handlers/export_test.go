@@ -10,9 +10,14 @@ var (
 	RandomInputs       = randomInputs
 	RandomSparseInputs = randomSparseInputs
 	TreeReference      = treeReference
+	TreeCases          = treeCases
+	SeededRand         = seededRand
 	Designs            = designs
 	SparseDesigns      = sparseDesigns
 )
+
+// TreeCase is an input of the tree reproducibility tests (dense_test.go).
+type TreeCase = treeCase
 
 // Index patterns and the race detector's scale (sparse_test.go).
 const (

@@ -100,7 +100,7 @@ func (sh genShape) sparseInput(p, child, blk int, gen uint32) []byte {
 	if err != nil {
 		panic(err)
 	}
-	return sortPairs(out, wire.PairSize(wire.Int64))
+	return proto.SortPairs(out, wire.Int64)
 }
 
 // genJob is one job's handler under test, built on a unit's memory.

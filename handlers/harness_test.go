@@ -17,36 +17,27 @@ import (
 // order depends on goroutine scheduling as well, equal the same pairing
 // computed plainly (TestTreeReproducible checks 100 virtual-time orders).
 func TestTreeReproducibleHarness(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 1))
-	for _, dt := range []wire.DType{wire.Float32, wire.Float64, wire.BFloat16, wire.Float16} {
-		const p = 13
-		pe := 1024 / dt.Size()
-		n := 2*pe + 17
-		inputs := handlers.RandomInputs(r, dt, wire.OpSum, p, n)
-		want := handlers.TreeReference(t, dt, wire.OpSum, inputs)
+	r, seed := handlers.SeededRand(t, 1)
+	handlers.TreeCases(t, r, func(c handlers.TreeCase) {
 		for run := 0; run < 5; run++ {
-			res, err := harness.Run(context.Background(), harness.Config{Hosts: p, DType: dt, Op: wire.OpSum, Algo: wire.AlgoTree,
-				Elements: n, Window: 2, Dup: 0.1, Reorder: 0.3, Seed: uint64(run)}, inputs)
+			res, err := harness.Run(context.Background(), harness.Config{Hosts: c.P, DType: c.DType, Op: wire.OpSum, Algo: wire.AlgoTree,
+				Elements: c.N, Window: 2, Dup: 0.1, Reorder: 0.3, Seed: uint64(run)}, c.Inputs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for h, out := range res.Out {
-				if !bytes.Equal(out, want) {
-					t.Fatalf("%s harness run %d host %d: result differs from the fixed-pairing reference", dt, run, h)
+				if !bytes.Equal(out, c.Want) {
+					t.Fatalf("%s harness run %d host %d (seed %d): result differs from the fixed-pairing reference", c.DType, run, h, seed)
 				}
 			}
 		}
-	}
+	})
 }
 
 // The concurrent path: real core goroutines, staggered hosts with a
 // window, duplicates and reordering, back-to-back generations.
 func TestHarnessConcurrent(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 2))
+	r, seed := handlers.SeededRand(t, 2)
 	type tc struct {
 		dt wire.DType
 		op wire.Op

@@ -17,9 +17,7 @@ import (
 // ends with the reference's pairs, all hosts with the same bytes, and the
 // job's memory is back in its quota.
 func TestSparseHarnessConcurrent(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 12))
+	r, seed := handlers.SeededRand(t, 12)
 	type tc struct {
 		dt wire.DType
 		op wire.Op

@@ -108,7 +108,7 @@ func sparsePackets(r *rand.Rand, cfg SparseConfig, inputs [][]byte, gen uint32, 
 	ps := wire.PairSize(cfg.DType)
 	var pkts []*hpu.Packet
 	for rank, in := range inputs {
-		sorted := sortPairs(in, ps)
+		sorted := proto.SortPairs(in, cfg.DType)
 		for b := range cfg.Blocks() {
 			bp := pk.BlockPairs(sorted, b)
 			for seq := range pk.Packets(len(bp) / ps) {
@@ -209,9 +209,7 @@ func randomSparseConfig(r *rand.Rand, dg sparseDesign, dt wire.DType, op wire.Op
 // exact and bit-identical across arrival orders, float sums within the
 // rounding bound.
 func TestSparseRandomArrivalOrders(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 11))
+	r, seed := seededRand(t, 11)
 	densities := []float64{0.001, 0.01, 0.1, 0.5}
 	patterns := []string{patRandom, patIdentical, patDisjoint}
 	ps := []int{1, 2, 3, 8, 17, 32}

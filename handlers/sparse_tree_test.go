@@ -113,9 +113,7 @@ func treeShape(r *rand.Rand, dg sparseDesign, dt wire.DType, op wire.Op, hosts [
 // result checked against the reference over all hosts, and all memory
 // back at the end.
 func TestSparseTreeRandom(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 21))
+	r, seed := seededRand(t, 21)
 	densities := []float64{0.001, 0.01, 0.1, 0.5}
 	patterns := []string{patRandom, patIdentical, patDisjoint}
 	for _, dg := range sparseDesigns {

@@ -37,6 +37,24 @@ func (p SparsePacker) BlockPairs(pairs []byte, b int) []byte {
 	return pairs[i*ps : j*ps]
 }
 
+// SortPairs returns a copy of pairs, wire pairs of dt, sorted by index, the
+// order BlockPairs takes. The sort is stable: a vector that lists an index
+// twice keeps the two in its order. A partial pair at the end is dropped.
+func SortPairs(pairs []byte, dt wire.DType) []byte {
+	ps := wire.PairSize(dt)
+	order := make([]int, len(pairs)/ps)
+	for i := range order {
+		order[i] = i
+	}
+	idx := func(i int) uint32 { return binary.LittleEndian.Uint32(pairs[i*ps:]) }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(idx(a), idx(b)) })
+	out := make([]byte, 0, len(order)*ps)
+	for _, i := range order {
+		out = append(out, pairs[i*ps:(i+1)*ps]...)
+	}
+	return out
+}
+
 // Packets is the length of a block's stream when the block has n pairs.
 func (p SparsePacker) Packets(n int) int { return n/p.PacketPairs + 1 }
 

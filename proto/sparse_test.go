@@ -9,26 +9,18 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/internal/pairtest"
 	"github.com/flare-net/flare/wire"
 )
 
-// i32pairs builds int32 pairs from (index, value) couples.
-func i32pairs(kv ...int32) []byte {
-	var b []byte
-	for i := 0; i+1 < len(kv); i += 2 {
-		b = wire.AppendPair(b, uint32(kv[i]), binary.LittleEndian.AppendUint32(nil, uint32(kv[i+1])))
-	}
-	return b
-}
-
 func TestMergeSparse(t *testing.T) {
-	result := i32pairs(1, 10, 4, 40, 9, 90)
-	spill := i32pairs(9, 1, 0, 5, 4, 2, 7, 3, 4, 1)
+	result := pairtest.Int32(1, 10, 4, 40, 9, 90)
+	spill := pairtest.Int32(9, 1, 0, 5, 4, 2, 7, 3, 4, 1)
 	got, err := MergeSparse(nil, wire.Int32, wire.OpSum, result, spill)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := i32pairs(0, 5, 1, 10, 4, 43, 7, 3, 9, 91); !bytes.Equal(got, want) {
+	if want := pairtest.Int32(0, 5, 1, 10, 4, 43, 7, 3, 9, 91); !bytes.Equal(got, want) {
 		t.Fatalf("got % x, want % x", got, want)
 	}
 	// Appends to dst.
@@ -41,10 +33,10 @@ func TestMergeSparse(t *testing.T) {
 	if got, err := MergeSparse(nil, wire.Int32, wire.OpMax, nil, nil); err != nil || len(got) != 0 {
 		t.Fatalf("empty merge: % x, %v", got, err)
 	}
-	if _, err := MergeSparse(nil, wire.Int32, wire.OpSum, i32pairs(4, 1, 2, 1), nil); !errors.Is(err, ErrUnsorted) {
+	if _, err := MergeSparse(nil, wire.Int32, wire.OpSum, pairtest.Int32(4, 1, 2, 1), nil); !errors.Is(err, ErrUnsorted) {
 		t.Errorf("unsorted result: %v", err)
 	}
-	if _, err := MergeSparse(nil, wire.Int32, wire.OpSum, i32pairs(4, 1, 4, 1), nil); !errors.Is(err, ErrUnsorted) {
+	if _, err := MergeSparse(nil, wire.Int32, wire.OpSum, pairtest.Int32(4, 1, 4, 1), nil); !errors.Is(err, ErrUnsorted) {
 		t.Errorf("repeated result index: %v", err)
 	}
 	if _, err := MergeSparse(nil, wire.Int32, wire.OpSum, result[:5], nil); !errors.Is(err, elem.ErrLength) {
@@ -89,8 +81,8 @@ func TestSparsePacker(t *testing.T) {
 	pk := SparsePacker{DType: wire.Int32, BlockElems: 10, PacketPairs: 2}
 	// Global indices 3, 12, 13, 15, 17 (block 1 has four: two full packets
 	// and an empty last), 25.
-	pairs := i32pairs(3, 30, 12, 120, 13, 130, 15, 150, 17, 170, 25, 250)
-	if got := pk.BlockPairs(pairs, 1); !bytes.Equal(got, i32pairs(12, 120, 13, 130, 15, 150, 17, 170)) {
+	pairs := pairtest.Int32(3, 30, 12, 120, 13, 130, 15, 150, 17, 170, 25, 250)
+	if got := pk.BlockPairs(pairs, 1); !bytes.Equal(got, pairtest.Int32(12, 120, 13, 130, 15, 150, 17, 170)) {
 		t.Fatalf("block 1 pairs % x", got)
 	}
 	if got := pk.BlockPairs(pairs, 3); len(got) != 0 {
@@ -101,7 +93,7 @@ func TestSparsePacker(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("%d packets for 4 pairs of 2 per packet, want 3 (the last empty)", n)
 	}
-	want := [][]byte{i32pairs(2, 120, 3, 130), i32pairs(5, 150, 7, 170), nil}
+	want := [][]byte{pairtest.Int32(2, 120, 3, 130), pairtest.Int32(5, 150, 7, 170), nil}
 	for seq := range n {
 		h := wire.Header{Flags: wire.FlagLast | wire.FlagRetransmit}
 		payload := pk.Packet(nil, &h, 1, bp, seq)
@@ -113,14 +105,14 @@ func TestSparsePacker(t *testing.T) {
 		}
 	}
 	// The caller's pairs are untouched (indices are rebased in the copy).
-	if !bytes.Equal(bp, i32pairs(12, 120, 13, 130, 15, 150, 17, 170)) {
+	if !bytes.Equal(bp, pairtest.Int32(12, 120, 13, 130, 15, 150, 17, 170)) {
 		t.Fatal("Packet modified the block's pairs")
 	}
 }
 
 func TestSparseAssembler(t *testing.T) {
 	mk := func(typ wire.Type, seq uint32, last bool, kv ...int32) (wire.Header, []byte) {
-		p := i32pairs(kv...)
+		p := pairtest.Int32(kv...)
 		h := wire.Header{Type: typ, DType: wire.Int32, Op: wire.OpSum, Block: wire.SparseBlockField(2, seq), Count: uint32(len(p) / 8)}
 		if last {
 			h.Flags = wire.FlagLast
@@ -162,7 +154,7 @@ func TestSparseAssembler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := i32pairs(101, 10, 103, 37, 107, 1, 108, 80); !bytes.Equal(got, want) {
+	if want := pairtest.Int32(101, 10, 103, 37, 107, 1, 108, 80); !bytes.Equal(got, want) {
 		t.Fatalf("merged % x, want % x", got, want)
 	}
 	// Contradictions are errors and change nothing.
@@ -188,5 +180,25 @@ func TestSparseAssembler(t *testing.T) {
 	}
 	if _, err := a.Merge(nil, wire.OpSum, 0); err == nil {
 		t.Error("an incomplete stream merged")
+	}
+}
+
+// SortPairs sorts by index, keeps the order of an index listed twice, and
+// leaves its input as it was.
+func TestSortPairs(t *testing.T) {
+	in := pairtest.Int32(9, 1, 2, 2, 9, 3, 0, 4, 2, 5)
+	orig := bytes.Clone(in)
+	got := SortPairs(in, wire.Int32)
+	if want := pairtest.Int32(0, 4, 2, 2, 2, 5, 9, 1, 9, 3); !bytes.Equal(got, want) {
+		t.Fatalf("got % x, want % x", got, want)
+	}
+	if !bytes.Equal(in, orig) {
+		t.Fatal("SortPairs changed its input")
+	}
+	if got := SortPairs(append(in, 7, 7), wire.Int32); len(got) != len(in) {
+		t.Fatalf("a partial pair at the end: %d bytes, want %d", len(got), len(in))
+	}
+	if got := SortPairs(nil, wire.Float64); len(got) != 0 {
+		t.Fatalf("no pairs gave %d bytes", len(got))
 	}
 }

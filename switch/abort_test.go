@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -13,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -43,7 +40,7 @@ const abortElements = 1 << 16
 // timeout.
 func joinAbortRanks(t *testing.T, sw *swtch.Switch, world int, timeout time.Duration) []*hostlib.Session {
 	t.Helper()
-	return joinAll(t, world, func(r int) hostlib.Options {
+	return inproctest.JoinAll(t, world, func(r int) hostlib.Options {
 		return hostlib.Options{Switch: sw.Addr().String(), Job: abortJob, Token: 0xab0e7, Rank: r, World: world,
 			DType: wire.Float32, Op: wire.OpSum, Elements: abortElements, Timeout: timeout}
 	})
@@ -74,16 +71,7 @@ func verifiedAllReduce(t *testing.T, ss []*hostlib.Session) {
 // metric scrapes the switch's admin port for the value of name.
 func metric(t *testing.T, sw *swtch.Switch, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + sw.AdminAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(inproctest.Scrape(t, sw.AdminAddr().String())) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -278,27 +266,10 @@ func checkAborted(t *testing.T, r int, err error, rank int, want string) {
 // and the path the news took.
 func TestAbortTree(t *testing.T) {
 	leaves := startTree(t, 2).Leaves
-	ss := make([]*hostlib.Session, 4)
-	var g errgroup.Group
-	for r := range ss {
-		g.Go(func() error {
-			s, err := hostlib.Join(context.Background(), hostlib.Options{Switch: leaves[r/2].Addr().String(), Job: 5, Token: 77, Rank: r % 2, World: 2,
-				DType: wire.Float32, Op: wire.OpSum, Elements: 1 << 14, Timeout: 30 * time.Second})
-			ss[r] = s
-			return err
-		})
-	}
-	err := g.Wait()
-	t.Cleanup(func() {
-		for _, s := range ss {
-			if s != nil {
-				s.Close()
-			}
-		}
+	ss := inproctest.JoinAll(t, 4, func(r int) hostlib.Options {
+		return hostlib.Options{Switch: leaves[r/2].Addr().String(), Job: 5, Token: 77, Rank: r % 2, World: 2,
+			DType: wire.Float32, Op: wire.OpSum, Elements: 1 << 14, Timeout: 30 * time.Second}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Hosts 0 and 1 (leaf 0) and 2 (leaf 1, its rank 0) call; host 3
 	// holds back; host 2 cancels.
 	var mu sync.Mutex
@@ -331,7 +302,7 @@ func TestAbortTree(t *testing.T) {
 		checkTreeAborted(t, r, errs[r])
 	}
 	// Host 3, at the leaf of the host that aborted, hears it directly.
-	err = hostlib.AllReduce(context.Background(), ss[3], make([]float32, 1<<14))
+	err := hostlib.AllReduce(context.Background(), ss[3], make([]float32, 1<<14))
 	var ae *hostlib.AbortedError
 	if !errors.As(err, &ae) || ae.Rank != 0 || !strings.HasPrefix(ae.Reason, "rank 0: allreduce generation 1 cancelled") {
 		t.Errorf("host 3: %v; want an *AbortedError by rank 0 of its leaf", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -26,7 +27,7 @@ func memSwitch(t testing.TB, network *conn.MemNetwork) *swtch.Switch {
 // on network.
 func memRanks(t testing.TB, network *conn.MemNetwork, sw *swtch.Switch, job uint32, world, elements int) []*hostlib.Session {
 	t.Helper()
-	return joinAll(t, world, func(r int) hostlib.Options {
+	return inproctest.JoinAll(t, world, func(r int) hostlib.Options {
 		c, err := network.Listen(netip.AddrPort{})
 		if err != nil {
 			t.Fatal(err)

@@ -3,8 +3,6 @@ package swtch_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -99,19 +98,14 @@ func TestAdmissionRegisteredE2E(t *testing.T) {
 	}
 	wantRefused(join(), wire.CodeUnknownJob, "job 31 is not registered")
 
-	resp, err := http.Get("http://" + sw.AdminAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := inproctest.Scrape(t, sw.AdminAddr().String())
 	// A join is resent every 100 ms until answered: on a slow machine a
 	// refused host may have asked more than once.
 	for _, want := range []struct {
 		series   string
 		min, max float64
 	}{{`flare_admission_refusals_total{reason="unregistered"}`, 2, 1e9}, {`flare_admission_refusals_total{reason="source"}`, 1, 1e9}, {`flare_registered_jobs`, 0, 0}} {
-		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want.series) + ` (\S+)$`).FindStringSubmatch(string(body))
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want.series) + ` (\S+)$`).FindStringSubmatch(body)
 		if m == nil {
 			t.Errorf("/metrics lacks %s", want.series)
 			continue

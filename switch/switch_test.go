@@ -11,29 +11,16 @@ import (
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
-	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
-
-// group runs in-process switches and relays until the test ends, and
-// fails it if one's Run returned an error.
-func group(t testing.TB) *inproc.Group {
-	t.Helper()
-	g := inproc.New(context.Background())
-	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return g
-}
 
 // startSwitch runs a switch of inproc.Defaults(cfg) (loopback, no admin
 // port, quiet) until the test ends.
 func startSwitch(t testing.TB, cfg swtch.Config) *swtch.Switch {
 	t.Helper()
-	sw, err := group(t).Switch(cfg)
+	sw, err := inproctest.Group(t).Switch(cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -43,39 +30,10 @@ func startSwitch(t testing.TB, cfg swtch.Config) *swtch.Switch {
 // joinRanks joins world float32-sum sessions of job to addr.
 func joinRanks(t *testing.T, addr string, job uint32, world, elements int) []*hostlib.Session {
 	t.Helper()
-	return joinAll(t, world, func(r int) hostlib.Options {
+	return inproctest.JoinAll(t, world, func(r int) hostlib.Options {
 		return hostlib.Options{Switch: addr, Job: job, Token: 42, Rank: r, World: world,
 			DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second}
 	})
-}
-
-// joinAll joins world sessions at once (the switch answers only once every
-// rank has joined), with rank r's options from opts; they close when the
-// test ends.
-func joinAll(t testing.TB, world int, opts func(r int) hostlib.Options) []*hostlib.Session {
-	t.Helper()
-	ss := make([]*hostlib.Session, world)
-	g, ctx := errgroup.WithContext(context.Background())
-	for r := range world {
-		o := opts(r)
-		g.Go(func() error {
-			s, err := hostlib.Join(ctx, o)
-			ss[r] = s
-			return err
-		})
-	}
-	err := g.Wait()
-	t.Cleanup(func() {
-		for _, s := range ss {
-			if s != nil {
-				s.Close()
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
 }
 
 func allreduceAll(t *testing.T, ss []*hostlib.Session, bufs [][]float32) {
@@ -160,7 +118,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 // TestRelayEchoes checks the ceiling's contract: it admits a job at once,
 // with the switch's window, and every host gets its own data back.
 func TestRelayEchoes(t *testing.T) {
-	relay, err := group(t).Relay(false, swtch.Config{})
+	relay, err := inproctest.Group(t).Relay(false, swtch.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -25,7 +26,7 @@ var treeSwitch = swtch.Config{HPU: hpu.Config{Clusters: 2, CoresPerCluster: 2, L
 // test ends.
 func startTree(t *testing.T, leaves int) *inproc.Tree {
 	t.Helper()
-	tree, err := group(t).Tree(leaves, treeSwitch)
+	tree, err := inproctest.Group(t).Tree(leaves, treeSwitch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

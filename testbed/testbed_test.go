@@ -1,12 +1,11 @@
 package testbed
 
 import (
-	"encoding/json"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/internal/schematest"
 	"github.com/flare-net/flare/models"
 )
 
@@ -138,35 +137,7 @@ func TestRateWindow(t *testing.T) {
 // written, zero or not.
 func TestRowHasFixedSchema(t *testing.T) {
 	for _, v := range []any{Row{}, SweepRow{}, Capacity{}, LinkStat{}} {
-		typ := reflect.TypeOf(v)
-		fields := 0
-		var count func(reflect.Type)
-		count = func(typ reflect.Type) {
-			for i := range typ.NumField() {
-				f := typ.Field(i)
-				switch {
-				case f.Anonymous:
-					count(f.Type)
-				case f.IsExported() && f.Tag.Get("json") != "-":
-					if strings.Contains(f.Tag.Get("json"), "omitempty") {
-						t.Errorf("%s.%s is omitted when zero", typ.Name(), f.Name)
-					}
-					fields++
-				}
-			}
-		}
-		count(typ)
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		if len(m) != fields {
-			t.Errorf("%s: %d of %d fields written: %s", typ.Name(), len(m), fields, b)
-		}
+		schematest.Fixed(t, v)
 	}
 }
 

@@ -136,11 +136,7 @@ func (j *JoinBody) Append(dst []byte) []byte {
 // Count 0, then body. Set h.Child to the host's rank and h.DType, h.Op to
 // the job's.
 func AppendJoin(dst []byte, h *Header, body *JoinBody) []byte {
-	hh := *h
-	hh.Type, hh.Count = TypeJoin, 0
-	dst, tail := grow(dst, HeaderLen)
-	_ = hh.MarshalTo(tail)
-	return body.Append(dst)
+	return body.Append(appendControlHeader(dst, h, TypeJoin))
 }
 
 // JoinAckBodyLen is the size of a JoinAckBody, the whole payload of a JoinAck.
@@ -231,11 +227,17 @@ func (a *JoinAckBody) Append(dst []byte) []byte {
 // TypeJoinAck and Count 0, then body. Typically h is the Join's header, so
 // job, token, child, dtype and op echo the request.
 func AppendJoinAck(dst []byte, h *Header, body *JoinAckBody) []byte {
+	return body.Append(appendControlHeader(dst, h, TypeJoinAck))
+}
+
+// appendControlHeader appends the header of a control packet, whose body
+// follows: a copy of h with Type typ and Count 0.
+func appendControlHeader(dst []byte, h *Header, typ Type) []byte {
 	hh := *h
-	hh.Type, hh.Count = TypeJoinAck, 0
+	hh.Type, hh.Count = typ, 0
 	dst, tail := grow(dst, HeaderLen)
-	_ = hh.MarshalTo(tail)
-	return body.Append(dst)
+	_ = hh.MarshalTo(tail) // cannot fail: tail has HeaderLen bytes
+	return dst
 }
 
 // grow extends dst by n bytes and returns it with the new tail, which the

@@ -138,10 +138,7 @@ func AppendAbort(dst []byte, h *Header, code ErrorCode, text string) []byte {
 
 // appendErrorPacket appends a header of type typ and an ErrorBody.
 func appendErrorPacket(dst []byte, h *Header, typ Type, code ErrorCode, text string) []byte {
-	hh := *h
-	hh.Type, hh.Count = typ, 0
-	dst, tail := grow(dst, HeaderLen)
-	_ = hh.MarshalTo(tail)
+	dst = appendControlHeader(dst, h, typ)
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}

@@ -62,10 +62,11 @@ func runAllReduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // allReduceFlags are the flags of `flare allreduce` that are not a
 // bench.Config field as they are typed.
 type allReduceFlags struct {
-	job                              *uint32
-	token, bytes, dtype, op, storage *string
-	asJSON                           *bool
-	cpuProfile                       *string
+	job                   *uint32
+	token, bytes, storage *string
+	elementFlags
+	asJSON     *bool
+	cpuProfile *string
 }
 
 // addAllReduceFlags registers the flags, the Config's fields in c.
@@ -79,8 +80,7 @@ func addAllReduceFlags(fs *pflag.FlagSet, c *bench.Config) *allReduceFlags {
 	fs.IntVar(&c.World, "world", 0, "world size (with --rank)")
 	a.bytes = fs.String("bytes", "", "vector size per rank: 1000, 64KiB, 16MiB (or --count)")
 	fs.IntVar(&c.Count, "count", 0, "vector length in elements")
-	a.dtype = fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64, bfloat16 or float16")
-	a.op = fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
+	a.elementFlags = addElementFlags(fs)
 	fs.StringVar(&c.Algo, "algo", "auto", "auto, single, multi2, multi4, tree or ring (the host ring baseline)")
 	fs.IntVar(&c.Iters, "iters", 10, "measured allreduce calls")
 	fs.IntVar(&c.Warmup, "warmup", 2, "unmeasured calls first")
@@ -106,11 +106,8 @@ func addAllReduceFlags(fs *pflag.FlagSet, c *bench.Config) *allReduceFlags {
 func (a *allReduceFlags) resolve(fs *pflag.FlagSet, c *bench.Config) error {
 	c.Job = *a.job
 	var err error
-	if c.DType, err = wire.ParseDType(*a.dtype); err != nil {
-		return flagError("--dtype", err)
-	}
-	if c.Op, err = wire.ParseOp(*a.op); err != nil {
-		return flagError("--op", err)
+	if c.DType, c.Op, err = a.elementFlags.parse(); err != nil {
+		return err
 	}
 	switch {
 	case *a.bytes != "" && c.Count != 0:

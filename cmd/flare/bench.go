@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/flare-net/flare/internal/bench"
-	"github.com/flare-net/flare/wire"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,12 +47,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // benchFlags are the flags of `flare bench` that are not a bench.Suite
 // field as they are typed.
 type benchFlags struct {
-	sizes     *[]string
-	dtype, op *string
-	procs     *bool
-	tree      *string
-	packets   *[]string
-	peers     *string
+	sizes *[]string
+	elementFlags
+	procs   *bool
+	tree    *string
+	packets *[]string
+	peers   *string
 }
 
 // addBenchFlags registers the flags, the Suite's fields in s.
@@ -66,8 +65,7 @@ func addBenchFlags(fs *pflag.FlagSet, s *bench.Suite) *benchFlags {
 	b.peers = fs.String("peers", "", "a file of --json rows from host-based libraries measured apart (make bench-peers: mpi-tcp,\n"+
 		"gloo-ring) to print in the same table, with ratios, beside the rows of the same P and size")
 	fs.StringVar(&s.Switch, "switch", "", "a running switch daemon HOST:PORT (default: one embedded in this process)")
-	b.dtype = fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64, bfloat16 or float16")
-	b.op = fs.String("op", "sum", "sum, min, max, prod, and, or or xor")
+	b.elementFlags = addElementFlags(fs)
 	fs.StringVar(&s.Algo, "algo", "auto", "the switch's design: auto, single, multi2, multi4 or tree")
 	fs.IntVar(&s.Iters, "iters", 5, "measured calls per row")
 	fs.IntVar(&s.Warmup, "warmup", 1, "unmeasured calls first")
@@ -91,11 +89,8 @@ func (b *benchFlags) resolve(fs *pflag.FlagSet, s *bench.Suite, stderr io.Writer
 		s.Paths = []string{bench.PathSwitch}
 	}
 	var err error
-	if s.DType, err = wire.ParseDType(*b.dtype); err != nil {
-		return flagError("--dtype", err)
-	}
-	if s.Op, err = wire.ParseOp(*b.op); err != nil {
-		return flagError("--op", err)
+	if s.DType, s.Op, err = b.elementFlags.parse(); err != nil {
+		return err
 	}
 	for _, v := range *b.sizes {
 		n, err := parseSize(v)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/internal/bench"
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/wire"
 )
@@ -58,7 +59,7 @@ func runModelCalibrate(ctx context.Context, args []string, stdout, _ io.Writer) 
 		return withFlags(err, calibrateFlags)
 	}
 	if *format == "json" {
-		return writeJSONLines(stdout, []bench.Calibration{cal})
+		return jsonl.Write(stdout, []bench.Calibration{cal})
 	}
 	return bench.WriteCalibration(stdout, cal)
 }

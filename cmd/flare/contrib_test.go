@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,16 +65,7 @@ func liveMetrics(t *testing.T) string {
 	if _, err := allreduce(context.Background(), t, d, 1, 2, false, "--bytes", "64KiB"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + d.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return d.scrape(t)
 }
 
 // TestPromtool checks the live metrics' names, units and help texts with

@@ -25,6 +25,7 @@ import (
 
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/bench"
+	"github.com/flare-net/flare/internal/inproctest"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -127,16 +128,7 @@ func (d *daemon) metric(t *testing.T, name string) float64 {
 // scrape returns the daemon's /metrics text.
 func (d *daemon) scrape(t *testing.T) string {
 	t.Helper()
-	resp, err := http.Get("http://" + d.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return inproctest.Scrape(t, d.admin)
 }
 
 // sumMetric sums the samples of metric name in a /metrics text whose

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flare-net/flare/wire"
 	"github.com/spf13/pflag"
 )
 
@@ -60,4 +61,29 @@ func flagError(flag string, err error) error { return fmt.Errorf("%s: %w", flag,
 
 func usageError(fs *pflag.FlagSet, format string, args ...any) error {
 	return fmt.Errorf("%s: %s (see 'flare %s --help')", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
+}
+
+// elementFlags are --dtype and --op, the element type and operator of the
+// commands that run allreduces (allreduce, bench).
+type elementFlags struct{ dtype, op *string }
+
+// addElementFlags registers --dtype and --op, float32 sum by default.
+func addElementFlags(fs *pflag.FlagSet) elementFlags {
+	return elementFlags{
+		dtype: fs.String("dtype", "float32", "int8, int16, int32, int64, float32, float64, bfloat16 or float16"),
+		op:    fs.String("op", "sum", "sum, min, max, prod, and, or or xor"),
+	}
+}
+
+// parse reads the two flags, naming the one that is off.
+func (f elementFlags) parse() (wire.DType, wire.Op, error) {
+	dt, err := wire.ParseDType(*f.dtype)
+	if err != nil {
+		return 0, 0, flagError("--dtype", err)
+	}
+	op, err := wire.ParseOp(*f.op)
+	if err != nil {
+		return 0, 0, flagError("--op", err)
+	}
+	return dt, op, nil
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproctest"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -148,27 +149,10 @@ func TestFlood(t *testing.T) {
 // joinFloodJob joins the job's ranks, float32 sum.
 func joinFloodJob(t *testing.T, addr string, job uint32, token uint64, world, elems int) []*hostlib.Session {
 	t.Helper()
-	ss := make([]*hostlib.Session, world)
-	g, ctx := errgroup.WithContext(context.Background())
-	for r := range world {
-		g.Go(func() (err error) {
-			ss[r], err = hostlib.Join(ctx, hostlib.Options{Switch: addr, Job: job, Token: token, Rank: r, World: world,
-				DType: wire.Float32, Op: wire.OpSum, Elements: elems, Timeout: 30 * time.Second})
-			return err
-		})
-	}
-	err := g.Wait()
-	t.Cleanup(func() {
-		for _, s := range ss {
-			if s != nil {
-				s.Close()
-			}
-		}
+	return inproctest.JoinAll(t, world, func(r int) hostlib.Options {
+		return hostlib.Options{Switch: addr, Job: job, Token: token, Rank: r, World: world,
+			DType: wire.Float32, Op: wire.OpSum, Elements: elems, Timeout: 30 * time.Second}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
 }
 
 // allreduceLoop runs allreduce calls on every rank, each checked element by

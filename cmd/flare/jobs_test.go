@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 )
 
@@ -22,13 +22,7 @@ func TestJobsCommand(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("jobs-cli-secret-0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := inproc.New(context.Background())
-	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	sw, err := g.Switch(swtch.Config{Admin: "127.0.0.1:0", Admission: swtch.AdmissionRegistered, AdminSecretFile: secret})
+	sw, err := inproctest.Group(t).Switch(swtch.Config{Admin: "127.0.0.1:0", Admission: swtch.AdmissionRegistered, AdminSecretFile: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/wire"
 )
@@ -214,17 +214,6 @@ func sweepSizes(fromFlag, toFlag string) ([]int64, error) {
 	return models.Sizes(from, to), nil
 }
 
-// writeJSONLines writes one JSON object per line.
-func writeJSONLines[T any](w io.Writer, rows []T) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func runModelChoose(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("model choose", "Print the dense design for an allreduce of --bytes per host: single, multi2, multi4 or tree.\n"+
 		"--policy paper (the default) is the Flare paper's rule (single above 512KiB, multi4 above 256KiB,\n"+
@@ -306,7 +295,7 @@ func runModelSize(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	rows := models.JobSizes(p, ds)
 	if *format == "json" {
-		return writeJSONLines(stdout, rows)
+		return jsonl.Write(stdout, rows)
 	}
 	return models.WriteJobSizeTable(stdout, p, rows)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/wire"
 )
@@ -68,7 +69,7 @@ func runModelCollectives(_ context.Context, args []string, stdout, _ io.Writer) 
 	}
 	rows := models.Collectives(c)
 	if *format == "json" {
-		return writeJSONLines(stdout, rows)
+		return jsonl.Write(stdout, rows)
 	}
 	fmt.Fprintf(stdout, "# %s\n", models.DescribeCollectives(c, dt.String()))
 	if err := models.WriteCollectiveTable(stdout, rows); err != nil {

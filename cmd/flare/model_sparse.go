@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 )
 
@@ -53,7 +54,7 @@ func runModelSparse(_ context.Context, args []string, stdout, _ io.Writer) error
 		}
 	}
 	if *format == "json" {
-		return writeJSONLines(stdout, rows)
+		return jsonl.Write(stdout, rows)
 	}
 	fmt.Fprintf(stdout, "# %s; %d pairs per host per block\n", models.Describe(p), p.SparsePairsPerBlock)
 	return models.WriteSparseTable(stdout, rows)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 )
 
@@ -85,7 +86,7 @@ func writeModelRows(w io.Writer, p models.Params, rows []models.Row, format stri
 	case "csv":
 		return models.WriteCSV(w, rows)
 	case "json":
-		return writeJSONLines(w, rows)
+		return jsonl.Write(w, rows)
 	}
 	fmt.Fprintf(w, "# %s\n", models.Describe(p))
 	return models.WriteTable(w, rows)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/testbed"
 )
 
@@ -78,7 +79,7 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	rows, err := testbed.Run(ctx, cfg)
 	if *asJSON {
-		if jerr := writeJSONLines(stdout, rows); jerr != nil {
+		if jerr := jsonl.Write(stdout, rows); jerr != nil {
 			return jerr
 		}
 	} else if len(rows) > 0 {

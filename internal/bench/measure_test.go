@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -90,12 +90,7 @@ func TestLoopChecksEveryCall(t *testing.T) {
 // Run measures through a switch in this process, dense and sparse, and
 // the host ring over the same ranks: verified results with their traffic.
 func TestRun(t *testing.T) {
-	g := inproc.New(context.Background())
-	defer func() {
-		if err := g.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	g := inproctest.Group(t)
 	cfg := swtch.Config{}
 	cfg.HPU.Clusters, cfg.HPU.CoresPerCluster = 2, 2
 	sw, err := g.Switch(cfg)

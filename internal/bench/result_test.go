@@ -1,63 +1,21 @@
 package bench
 
 import (
-	"encoding/json"
+	"github.com/flare-net/flare/internal/schematest"
 	"math"
-	"reflect"
-	"strings"
+	"slices"
 	"testing"
 )
-
-// jsonFields lists the JSON names of t's fields, embedded structs
-// flattened, and fails on a field that may be left out (omitempty).
-func jsonFields(t *testing.T, typ reflect.Type) []string {
-	t.Helper()
-	var names []string
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		if f.Anonymous {
-			names = append(names, jsonFields(t, f.Type)...)
-			continue
-		}
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if !f.IsExported() || name == "-" {
-			continue
-		}
-		if strings.Contains(opts, "omitempty") {
-			t.Errorf("%s.%s is omitted when zero: a row's schema must not depend on its values", typ.Name(), f.Name)
-		}
-		names = append(names, name)
-	}
-	return names
-}
 
 // Every --json row has a fixed schema: its zero value marshals every
 // field, and every row carries the bus bandwidth beside the algorithm
 // bandwidth.
 func TestRowsHaveFixedSchema(t *testing.T) {
 	for _, row := range []any{Result{}, Row{}, SparseRow{}, TreeRow{}} {
-		typ := reflect.TypeOf(row)
-		want := jsonFields(t, typ)
-		b, err := json.Marshal(row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got map[string]any
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range want {
-			if _, ok := got[k]; !ok {
-				t.Errorf("%s: the zero row has no %q: %s", typ.Name(), k, b)
-			}
-		}
-		if len(got) != len(want) {
-			t.Errorf("%s: %d keys, %d fields: %s", typ.Name(), len(got), len(want), b)
-		}
+		keys := schematest.Fixed(t, row)
 		for _, k := range []string{"algbw_GBps", "busbw_GBps"} {
-			if _, ok := got[k]; !ok {
-				t.Errorf("%s has no %s", typ.Name(), k)
+			if !slices.Contains(keys, k) {
+				t.Errorf("%T has no %s", row, k)
 			}
 		}
 	}

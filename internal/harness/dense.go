@@ -82,8 +82,7 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 	}
 
 	eg := &harnessEgress{hosts: cfg.Hosts, pe: cfg.PacketElems * esize}
-	pool := sync.Pool{New: func() any { return &hpu.Packet{Payload: make([]byte, 0, cfg.PacketElems*esize)} }}
-	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet) { pool.Put(p) })
+	unit, pool, err := newUnit(hcfg, eg, cfg.PacketElems*esize)
 	if err != nil {
 		return nil, err
 	}
@@ -91,13 +90,10 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 		Job: 1, Token: 0x5eed, Algo: cfg.Algo, Buffers: cfg.Buffers, Children: cfg.Hosts,
 		DType: cfg.DType, Op: cfg.Op, Elements: cfg.Elements, PacketElems: cfg.PacketElems,
 	}
-	quota := cfg.Quota
-	if quota == 0 {
-		// Every block a window can have open, at its peak memory.
-		quota = min(unit.Memory().Total(), min(nblocks, cfg.Window*cfg.Hosts)*dcfg.MinBuffers())
-	}
-	if dcfg.Quota, err = unit.Memory().Reserve(quota); err != nil {
-		return nil, fmt.Errorf("harness: job needs %d buffers: %w", quota, err)
+	// By default, every block a window can have open, at its peak memory.
+	dflt := min(unit.Memory().Total(), min(nblocks, cfg.Window*cfg.Hosts)*dcfg.MinBuffers())
+	if dcfg.Quota, err = reserve(unit, cfg.Quota, dflt); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 	defer dcfg.Quota.Release()
 	dense, err := handlers.NewDense(dcfg)
@@ -119,7 +115,7 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 	eg.out = hosts
 
 	packets, elapsed, err := runHosts(ctx, unit, len(hosts), cfg.Generations, func(ctx context.Context, i int, gen uint32) (int64, error) {
-		return hosts[i].run(ctx, unit, dense, &pool, &cfg, gen, esize)
+		return hosts[i].run(ctx, unit, dense, pool, &cfg, gen, esize)
 	})
 	if err != nil {
 		return nil, err
@@ -129,6 +125,28 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 		res.Out = append(res.Out, h.out)
 	}
 	return res, nil
+}
+
+// newUnit makes the processing unit of a harness run, over egress eg. The
+// hosts take their packets, payloads of up to packetBytes, from the pool
+// it returns, and the unit gives each back there once handled.
+func newUnit(hcfg hpu.Config, eg hpu.Egress, packetBytes int) (*hpu.HPU, *sync.Pool, error) {
+	pool := &sync.Pool{New: func() any { return &hpu.Packet{Payload: make([]byte, 0, packetBytes)} }}
+	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet) { pool.Put(p) })
+	return unit, pool, err
+}
+
+// reserve reserves the job's memory on unit: quota buffers, or dflt when
+// quota is 0.
+func reserve(unit *hpu.HPU, quota, dflt int) (*hpu.Quota, error) {
+	if quota == 0 {
+		quota = dflt
+	}
+	q, err := unit.Memory().Reserve(quota)
+	if err != nil {
+		return nil, fmt.Errorf("job needs %d buffers: %w", quota, err)
+	}
+	return q, nil
 }
 
 // runHosts runs the unit and, generation after generation, every host's

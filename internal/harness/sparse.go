@@ -2,12 +2,10 @@ package harness
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -72,18 +70,14 @@ func RunSparse(ctx context.Context, cfg SparseConfig, inputs [][]byte) (*SparseR
 	}
 	eg := &sparseHarnessEgress{}
 	ps := wire.PairSize(cfg.DType)
-	pool := sync.Pool{New: func() any { return &hpu.Packet{Payload: make([]byte, 0, scfg.PacketPairs*ps)} }}
-	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet) { pool.Put(p) })
+	unit, pool, err := newUnit(hcfg, eg, scfg.PacketPairs*ps)
 	if err != nil {
 		return nil, err
 	}
 	per := scfg.BlockBuffers(hcfg.BufferBytes)
-	quota := cfg.Quota
-	if quota == 0 {
-		quota = min(unit.Memory().Total()/per, nblocks, cfg.Window*cfg.Hosts) * per
-	}
-	if scfg.Quota, err = unit.Memory().Reserve(quota); err != nil {
-		return nil, fmt.Errorf("sparse harness: job needs %d buffers: %w", quota, err)
+	dflt := min(unit.Memory().Total()/per, nblocks, cfg.Window*cfg.Hosts) * per
+	if scfg.Quota, err = reserve(unit, cfg.Quota, dflt); err != nil {
+		return nil, fmt.Errorf("sparse harness: %w", err)
 	}
 	defer scfg.Quota.Release()
 	sp, err := handlers.NewSparse(scfg)
@@ -102,7 +96,7 @@ func RunSparse(ctx context.Context, cfg SparseConfig, inputs [][]byte) (*SparseR
 	eg.hosts = hosts
 
 	packets, elapsed, err := runHosts(ctx, unit, len(hosts), max(cfg.Generations, 1), func(ctx context.Context, i int, gen uint32) (int64, error) {
-		return hosts[i].run(ctx, unit, &pool, gen)
+		return hosts[i].run(ctx, unit, pool, gen)
 	})
 	if err != nil {
 		return nil, err
@@ -200,7 +194,7 @@ func newSparseHost(rank int, in []byte, packer proto.SparsePacker, nblocks int, 
 	if len(in)%ps != 0 {
 		return nil, fmt.Errorf("sparse harness: input %d has %d bytes, not whole %s pairs", rank, len(in), cfg.DType)
 	}
-	sorted := sortPairs(in, ps)
+	sorted := proto.SortPairs(in, cfg.DType)
 	if n := len(sorted); n > 0 && int64(binary.LittleEndian.Uint32(sorted[n-ps:])) >= int64(cfg.Elements) {
 		return nil, fmt.Errorf("sparse harness: input %d has index %d, beyond %d elements", rank,
 			binary.LittleEndian.Uint32(sorted[n-ps:]), cfg.Elements)
@@ -219,23 +213,6 @@ func newSparseHost(rank int, in []byte, packer proto.SparsePacker, nblocks int, 
 		s.asm[b].DType = cfg.DType
 	}
 	return s, nil
-}
-
-// sortPairs returns a copy of pairs sorted by index (stable: a host that
-// lists an index twice keeps its order).
-func sortPairs(pairs []byte, ps int) []byte {
-	n := len(pairs) / ps
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	idx := func(i int) uint32 { return binary.LittleEndian.Uint32(pairs[i*ps:]) }
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(idx(a), idx(b)) })
-	out := make([]byte, 0, len(pairs))
-	for _, i := range order {
-		out = append(out, pairs[i*ps:(i+1)*ps]...)
-	}
-	return out
 }
 
 func (s *sparseHost) deliver(d sparseDown) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -82,12 +83,7 @@ func (stuckServer) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 // A tree's leaves join its root: hosts on two leaves allreduce through
 // it and every one gets the sum of all.
 func TestTree(t *testing.T) {
-	g := inproc.New(context.Background())
-	defer func() {
-		if err := g.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	g := inproctest.Group(t)
 	cfg := swtch.Config{}
 	cfg.HPU.Clusters, cfg.HPU.CoresPerCluster = 2, 2
 	tree, err := g.Tree(2, cfg)

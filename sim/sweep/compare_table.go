@@ -5,6 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 )
 
@@ -15,7 +16,7 @@ import (
 func WriteComparison(w io.Writer, p models.Params, rows []CompareRow, format string) error {
 	switch format {
 	case "json":
-		return writeJSONLines(w, rows)
+		return jsonl.Write(w, rows)
 	case "csv":
 		writeComparisonCSV(w, rows)
 		return nil

@@ -2,12 +2,12 @@ package sweep
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/sim"
 )
@@ -17,7 +17,7 @@ import (
 func WriteRows(w io.Writer, p models.Params, rows []sim.Result, format string) error {
 	switch format {
 	case "json":
-		return writeJSONLines(w, rows)
+		return jsonl.Write(w, rows)
 	case "csv":
 		return writeCSV(w, rows)
 	}
@@ -53,15 +53,4 @@ func writeCSV(w io.Writer, rows []sim.Result) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// writeJSONLines writes one JSON object per line.
-func writeJSONLines[T any](w io.Writer, rows []T) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,0 +1,76 @@
+// Package inproctest runs in-process switches, relays and trees for tests,
+// joins hosts to them and reads their metrics: an inproc.Group that stops
+// when the test ends and fails the test when a server's Run returned an
+// error, sessions joined all at once that close when the test ends, and a
+// scrape of a switch's /metrics (in-process or a daemon).
+package inproctest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproc"
+)
+
+// Group returns an empty group that is closed when t and its subtests end;
+// an error from Close (the first a server stopped with) fails t.
+func Group(t testing.TB) *inproc.Group {
+	t.Helper()
+	g := inproc.New(context.Background())
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return g
+}
+
+// JoinAll joins n sessions at once (a switch answers the joins only once
+// every rank has joined), session i with the options opts(i) gives; they
+// close when t ends. A failed join fails t, once all have returned.
+func JoinAll(t testing.TB, n int, opts func(i int) hostlib.Options) []*hostlib.Session {
+	t.Helper()
+	ss := make([]*hostlib.Session, n)
+	g, ctx := errgroup.WithContext(context.Background())
+	for i := range n {
+		o := opts(i)
+		g.Go(func() error {
+			s, err := hostlib.Join(ctx, o)
+			ss[i] = s
+			return err
+		})
+	}
+	err := g.Wait()
+	t.Cleanup(func() {
+		for _, s := range ss {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}
+
+// Scrape returns the /metrics text of the switch whose admin port is at
+// addr (HOST:PORT).
+func Scrape(t testing.TB, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
