@@ -15,6 +15,7 @@ import (
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -35,8 +36,8 @@ func readersJobs(t *testing.T, sw *swtch.Switch, listen func() conn.Conn) {
 			return o
 		}
 	}
-	sums := joinAll(t, 4, opts(21, 4, wire.Float32, wire.OpSum))
-	maxes := joinAll(t, 3, opts(22, 3, wire.Int32, wire.OpMax))
+	sums := inproctest.JoinAll(t, 4, opts(21, 4, wire.Float32, wire.OpSum))
+	maxes := inproctest.JoinAll(t, 3, opts(22, 3, wire.Int32, wire.OpMax))
 	fbufs := make([][]float32, len(sums))
 	fwant := make([]float32, elements)
 	for r := range fbufs {
