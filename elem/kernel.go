@@ -146,6 +146,8 @@ func buildBuiltins() (t [dtypeSlots][opSlots]kernelPair) {
 	setIntegers(&t, wire.Int64, sumInto[int64])
 	setFloats(&t, wire.Float32, float32(0))
 	setFloats(&t, wire.Float64, float64(0))
+	t[wire.Float32][wire.OpSum] = pair(sumOf[float32], sumFloat32s) // vector lanes where the CPU has them
+	t[wire.Float64][wire.OpSum] = pair(sumOf[float64], sumFloat64s)
 
 	bf := &t[wire.BFloat16]
 	bf[wire.OpSum] = pair(bf16Sum, bf16SumInto)
