@@ -142,11 +142,11 @@ func buildBuiltins() (t [dtypeSlots][opSlots]kernelPair) {
 	// lanes do; benchmarks show 3-4x (int8) and 2x (int16) over one by one.
 	setIntegers(&t, wire.Int8, sumLanes8)
 	setIntegers(&t, wire.Int16, sumLanes16)
-	setIntegers(&t, wire.Int32, sumInto[int32])
-	setIntegers(&t, wire.Int64, sumInto[int64])
+	setIntegers(&t, wire.Int32, sumInt32s) // vector lanes where the CPU has them (sum_amd64.go)
+	setIntegers(&t, wire.Int64, sumInt64s)
 	setFloats(&t, wire.Float32, float32(0))
 	setFloats(&t, wire.Float64, float64(0))
-	t[wire.Float32][wire.OpSum] = pair(sumOf[float32], sumFloat32s) // vector lanes where the CPU has them
+	t[wire.Float32][wire.OpSum] = pair(sumOf[float32], sumFloat32s)
 	t[wire.Float64][wire.OpSum] = pair(sumOf[float64], sumFloat64s)
 
 	bf := &t[wire.BFloat16]

@@ -67,3 +67,67 @@ loop64:
 
 done64:
 	RET
+
+// func addInt32sAVX2(d, s []int32)
+// d[i] += s[i], wrapping, 32 elements per iteration; len(d) is a multiple
+// of 32.
+TEXT ·addInt32sAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $5, CX
+	JZ   done32i
+
+loop32i:
+	VMOVDQU 0(DI), Y0
+	VMOVDQU 32(DI), Y1
+	VMOVDQU 64(DI), Y2
+	VMOVDQU 96(DI), Y3
+	VPADDD  0(SI), Y0, Y0
+	VPADDD  32(SI), Y1, Y1
+	VPADDD  64(SI), Y2, Y2
+	VPADDD  96(SI), Y3, Y3
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	DECQ    CX
+	JNZ     loop32i
+	VZEROUPPER
+
+done32i:
+	RET
+
+// func addInt64sAVX2(d, s []int64)
+// The same for int64, 16 elements per iteration; len(d) is a multiple
+// of 16.
+TEXT ·addInt64sAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $4, CX
+	JZ   done64i
+
+loop64i:
+	VMOVDQU 0(DI), Y0
+	VMOVDQU 32(DI), Y1
+	VMOVDQU 64(DI), Y2
+	VMOVDQU 96(DI), Y3
+	VPADDQ  0(SI), Y0, Y0
+	VPADDQ  32(SI), Y1, Y1
+	VPADDQ  64(SI), Y2, Y2
+	VPADDQ  96(SI), Y3, Y3
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	DECQ    CX
+	JNZ     loop64i
+	VZEROUPPER
+
+done64i:
+	RET

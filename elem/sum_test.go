@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// The float sums' vector loops (sum_amd64.s) give the Go loop's results to
-// the bit, for every length around the vector widths, unaligned starts,
-// and operands drawn from every class: normals, subnormals, zeros of both
-// signs, infinities and NaNs with payloads (NaN + NaN keeps the first
-// operand's, as the scalar instruction does).
-func TestFloatSumsMatchLoop(t *testing.T) {
+// The sums' vector loops (sum_amd64.s) give the Go loop's results to the
+// bit, for every length around the vector widths and unaligned starts:
+// integers wrapping, and floats drawn from every class (normals,
+// subnormals, zeros of both signs, infinities, NaNs with payloads: NaN +
+// NaN keeps the first operand's, as the scalar instruction does).
+func TestSumsMatchLoop(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 14))
 	f32 := func() float32 {
 		switch r.IntN(8) {
@@ -37,30 +37,27 @@ func TestFloatSumsMatchLoop(t *testing.T) {
 			return math.Float64frombits(r.Uint64())
 		}
 	}
+	checkSum(t, "float32", sumFloat32s, f32, func(v float32) uint64 { return uint64(math.Float32bits(v)) })
+	checkSum(t, "float64", sumFloat64s, f64, math.Float64bits)
+	checkSum(t, "int32", sumInt32s, func() int32 { return int32(r.Uint32()) }, func(v int32) uint64 { return uint64(uint32(v)) })
+	checkSum(t, "int64", sumInt64s, func() int64 { return int64(r.Uint64()) }, func(v int64) uint64 { return uint64(v) })
+}
+
+// checkSum compares sum with sumInto on vectors of draw's values.
+func checkSum[T number](t *testing.T, name string, sum func(d, s []T), draw func() T, bits func(T) uint64) {
+	t.Helper()
 	for n := 0; n <= 200; n++ {
 		for _, off := range []int{0, 1, 3} {
-			d, s := make([]float32, n+off), make([]float32, n+off)
+			d, s := make([]T, n+off), make([]T, n+off)
 			for i := range d {
-				d[i], s[i] = f32(), f32()
+				d[i], s[i] = draw(), draw()
 			}
-			want := append([]float32(nil), d[off:]...)
+			want := append([]T(nil), d[off:]...)
 			sumInto(want, s[off:])
-			sumFloat32s(d[off:], s[off:])
+			sum(d[off:], s[off:])
 			for i, w := range want {
-				if math.Float32bits(d[off+i]) != math.Float32bits(w) {
-					t.Fatalf("float32 n=%d off=%d [%d]: %#x, the loop gives %#x", n, off, i, math.Float32bits(d[off+i]), math.Float32bits(w))
-				}
-			}
-			dd, ss := make([]float64, n+off), make([]float64, n+off)
-			for i := range dd {
-				dd[i], ss[i] = f64(), f64()
-			}
-			want64 := append([]float64(nil), dd[off:]...)
-			sumInto(want64, ss[off:])
-			sumFloat64s(dd[off:], ss[off:])
-			for i, w := range want64 {
-				if math.Float64bits(dd[off+i]) != math.Float64bits(w) {
-					t.Fatalf("float64 n=%d off=%d [%d]: %#x, the loop gives %#x", n, off, i, math.Float64bits(dd[off+i]), math.Float64bits(w))
+				if bits(d[off+i]) != bits(w) {
+					t.Fatalf("%s n=%d off=%d [%d]: %#x, the loop gives %#x", name, n, off, i, bits(d[off+i]), bits(w))
 				}
 			}
 		}
