@@ -56,15 +56,7 @@ func TestAllReduceOverMemNetwork(t *testing.T) {
 			sw := memSwitch(t, network)
 			const world, elements = 4, 100_000 // 391 blocks, the last one short
 			ss := memRanks(t, network, sw, 3, world, elements)
-			bufs := make([][]float32, world)
-			want := make([]float32, elements)
-			for r := range bufs {
-				bufs[r] = make([]float32, elements)
-				for i := range bufs[r] {
-					bufs[r][i] = float32((i*(r+3) + r) % 1000)
-					want[i] += bufs[r][i]
-				}
-			}
+			bufs, want := sumInputs(world, elements)
 			allreduceAll(t, ss, bufs)
 			for r := range bufs {
 				for i, v := range bufs[r] {
@@ -80,4 +72,18 @@ func TestAllReduceOverMemNetwork(t *testing.T) {
 			t.Logf("network: %+v", st)
 		})
 	}
+}
+
+// sumInputs are world ranks' float32 vectors of n small integers (their
+// sums exact in float32) and the sum every rank must get.
+func sumInputs(world, n int) (bufs [][]float32, want []float32) {
+	bufs, want = make([][]float32, world), make([]float32, n)
+	for r := range bufs {
+		bufs[r] = make([]float32, n)
+		for i := range bufs[r] {
+			bufs[r][i] = float32((i*(r+3) + r) % 1000)
+			want[i] += bufs[r][i]
+		}
+	}
+	return bufs, want
 }

@@ -38,15 +38,7 @@ func readersJobs(t *testing.T, sw *swtch.Switch, listen func() conn.Conn) {
 	}
 	sums := inproctest.JoinAll(t, 4, opts(21, 4, wire.Float32, wire.OpSum))
 	maxes := inproctest.JoinAll(t, 3, opts(22, 3, wire.Int32, wire.OpMax))
-	fbufs := make([][]float32, len(sums))
-	fwant := make([]float32, elements)
-	for r := range fbufs {
-		fbufs[r] = make([]float32, elements)
-		for i := range fbufs[r] {
-			fbufs[r][i] = float32((i*(r+3) + r) % 1000)
-			fwant[i] += fbufs[r][i]
-		}
-	}
+	fbufs, fwant := sumInputs(len(sums), elements)
 	ibufs := make([][]int32, len(maxes))
 	iwant := make([]int32, elements)
 	for r := range ibufs {
