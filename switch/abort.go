@@ -143,10 +143,15 @@ func (s *Switch) parentAborted(h *wire.Header, text string) {
 }
 
 // endAbortedLocked ends job j and remembers the abort for its members
-// (j.memberAddrs). The caller holds the table lock.
+// (j.memberAddrs). The caller holds the table lock. The abort is
+// remembered before the job leaves the table: another reader that takes
+// a member's data packet and finds no job (the table is read without the
+// lock) then finds the abort, and answers with it rather than with
+// unknown-job, which would reach the member first and fail its call with
+// the wrong reason.
 func (s *Switch) endAbortedLocked(j *job, members []netip.AddrPort, rank uint16, text, why string) {
-	s.endLocked(j, why)
 	s.aborts.remember(j.id, &abortedJob{token: j.token, rank: rank, text: text, members: members, until: time.Now().Add(abortMemory)})
+	s.endLocked(j, why)
 }
 
 // notifyAborted sends every member but skip (the one that aborted, or -1)
