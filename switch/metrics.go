@@ -121,6 +121,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for k, n := range s.ioErrors.snapshot() {
 		counter(c.ioErrors, float64(n), k.dir, k.errno)
 	}
+	c.collectUnit(counter, gauge, ch)
+}
+
+// collectUnit reports the processing unit's metrics: L1 buffers, queues,
+// cores, lock waits, τ and the handler-time histogram.
+func (c *collector) collectUnit(counter, gauge func(*prometheus.Desc, float64, ...string), ch chan<- prometheus.Metric) {
+	s := c.s
 	mem := s.unit.Memory()
 	gauge(c.bufs, float64(mem.InUse()))
 	gauge(c.bufsTotal, float64(mem.Total()))
