@@ -4,9 +4,9 @@
 //   bin/peers-gloo-ring --ranks 8 --bytes 16MiB
 //
 // The process forks one child per rank; the ranks meet through a FileStore
-// in a fresh temporary directory. Every call is timed on its own, after the
-// buffer is filled with flare's pattern, and checked element by element
-// afterwards; rank 0 prints one `flare bench --json` row (path gloo-ring)
+// in a fresh temporary directory. Every call is timed on its own, from a
+// barrier after the buffer is filled with flare's pattern, and checked
+// element by element afterwards; rank 0 prints one `flare bench --json` row (path gloo-ring)
 // with the slowest rank's median and p99. It exits 1 when a sum is wrong or
 // a rank fails.
 #include <dirent.h>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gloo/allreduce.h"
+#include "gloo/barrier.h"
 #include "gloo/math.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/file_store.h"
@@ -57,6 +58,10 @@ int runRank(int rank, const bench_args& a, const std::string& dir) {
   bool ok = true;
   for (int it = 0; it < a.warmup + a.iters; it++) {
     fill_pattern(buf.data(), n, rank, it);
+    // Every rank starts the call at once, as flare bench's rank processes
+    // do: no rank's clock holds another's filling or checking.
+    gloo::BarrierOptions bopts(ctx);
+    gloo::barrier(bopts);
     double start = now_s();
     allreduce<float>(ctx, buf.data(), n, static_cast<ReduceFn>(&gloo::sum<float>));
     double el = now_s() - start;

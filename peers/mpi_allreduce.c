@@ -3,8 +3,8 @@
  *
  *   mpirun -np 8 --oversubscribe --mca pml ob1 --mca btl tcp,self bin/peers-mpi-allreduce --bytes 16MiB
  *
- * Every call is timed on its own, after the buffer is filled with flare's
- * pattern, and checked element by element afterwards; rank 0 prints one
+ * Every call is timed on its own, from a barrier after the buffer is
+ * filled with flare's pattern, and checked element by element afterwards; rank 0 prints one
  * `flare bench --json` row (path mpi-tcp) with the slowest rank's median
  * and p99. It exits 1 when a sum is wrong.
  */
@@ -32,6 +32,10 @@ int main(int argc, char **argv) {
   int ok = 1;
   for (int it = 0; it < a.warmup + a.iters; it++) {
     fill_pattern(buf, n, rank, it);
+    /* Every rank starts the call at once (OSU's and IMB's barrier), as
+     * flare bench's rank processes do: no rank's clock holds another's
+     * filling or checking. */
+    MPI_Barrier(MPI_COMM_WORLD);
     double start = now_s();
     MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double el = now_s() - start;

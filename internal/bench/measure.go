@@ -40,6 +40,9 @@ type measurement struct {
 	// for the traffic of the calls before it to end (the tree's link
 	// counters).
 	settle func()
+	// barrier, in a rank process of Procs, starts each call when every
+	// rank is ready for it (barrier.go).
+	barrier *rankBarrier
 }
 
 // start validates c and joins its ranks (join).
@@ -51,8 +54,15 @@ func start(ctx context.Context, c Config) (*measurement, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := newPayload(c)
-	return &measurement{c: c, ranks: r, p: p, waited: make([]time.Duration, len(p.local))}, nil
+	m := &measurement{c: c, ranks: r, p: newPayload(c)}
+	m.waited = make([]time.Duration, len(m.p.local))
+	if c.Ranks == 0 {
+		if m.barrier, err = barrierFromEnv(); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 func (m *measurement) close() { m.ranks.close() }
@@ -68,6 +78,11 @@ func (m *measurement) run(ctx context.Context) error {
 			m.before = m.read()
 		}
 		m.p.fill(it)
+		if m.barrier != nil {
+			if err := m.barrier.wait(); err != nil {
+				return fmt.Errorf("call %d: %w", it, err)
+			}
+		}
 		el, err := m.call(ctx, it)
 		if err != nil {
 			return fmt.Errorf("call %d: %w", it, err)

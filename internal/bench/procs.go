@@ -24,9 +24,10 @@ type Procs struct {
 	Stderr io.Writer // the rank processes' standard error
 }
 
-// run measures c with one process per rank: the call time of the row is
-// the slowest rank's, the counts are summed, and it is verified if every
-// rank verified.
+// run measures c with one process per rank, every call started on all of
+// them at once (barrier.go): the call time of the row is the slowest
+// rank's, the counts are summed, and it is verified if every rank
+// verified.
 func (pr *Procs) run(ctx context.Context, c Config) (*Result, error) {
 	_, p := c.localRanks()
 	rc := c
@@ -40,17 +41,29 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, error) {
 			}
 		}
 	}
+	bar, err := newParentBarrier(p)
+	if err != nil {
+		return nil, err
+	}
 	results := make([]Result, p)
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return bar.run(c.Warmup + c.Iters) })
 	for r := range p {
 		rc := rc
 		rc.Rank = r
+		files, env := bar.files(r)
 		g.Go(func() error {
 			var out bytes.Buffer
 			cmd := exec.CommandContext(gctx, pr.Exe, pr.Args(rc)...)
 			cmd.Stdout, cmd.Stderr = &out, pr.Stderr
-			cmd.Env = rankEnv()
-			if err := cmd.Run(); err != nil {
+			cmd.Env = append(rankEnv(), env)
+			cmd.ExtraFiles = files
+			err := cmd.Start()
+			bar.started(r) // the child has its own copies now, or none
+			if err == nil {
+				err = cmd.Wait()
+			}
+			if err != nil {
 				return fmt.Errorf("rank %d: %w", r, err)
 			}
 			if err := json.Unmarshal(out.Bytes(), &results[r]); err != nil {

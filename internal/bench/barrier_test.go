@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// rankSides gives each rank of b its side as a rank process would open it,
+// from the ends the parent hands over.
+func rankSides(t *testing.T, b *parentBarrier) []*rankBarrier {
+	t.Helper()
+	sides := make([]*rankBarrier, len(b.child))
+	for r := range sides {
+		files, env := b.files(r)
+		if env != barrierEnv+"=3,4" || len(files) != 2 {
+			t.Fatalf("rank %d: files %v, env %q", r, files, env)
+		}
+		sides[r] = &rankBarrier{release: files[0], ready: files[1]}
+	}
+	return sides
+}
+
+// No rank starts call k before every rank is ready for it: a rank that
+// is slow to get ready holds the others' start, call after call.
+func TestBarrierStartsEveryCallTogether(t *testing.T) {
+	const ranks, rounds = 4, 5
+	b, err := newParentBarrier(ranks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sides := rankSides(t, b)
+	done := make(chan error, 1)
+	go func() { done <- b.run(rounds) }()
+	var ready [rounds]atomic.Int32
+	var wg sync.WaitGroup
+	for r, side := range sides {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range rounds {
+				if r == ranks-1 {
+					time.Sleep(5 * time.Millisecond) // the slow rank
+				}
+				ready[k].Add(1)
+				if err := side.wait(); err != nil {
+					t.Errorf("rank %d, call %d: %v", r, k, err)
+					return
+				}
+				if n := ready[k].Load(); n != ranks {
+					t.Errorf("rank %d started call %d with %d of %d ranks ready", r, k, n, ranks)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A rank process that ends early ends the others' wait with an error
+// instead of leaving them blocked, and the parent's side returns.
+func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
+	b, err := newParentBarrier(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sides := rankSides(t, b)
+	done := make(chan error, 1)
+	go func() { done <- b.run(10) }()
+	// Rank 2 "exits": its ends close, as the kernel closes them.
+	sides[2].release.(interface{ Close() error }).Close()
+	sides[2].ready.(interface{ Close() error }).Close()
+	errs := make(chan error, 2)
+	for _, side := range sides[:2] {
+		go func() { errs <- side.wait() }()
+	}
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err == nil {
+				t.Fatal("a rank started a call its dead peer never got ready for")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a rank still waits on the barrier after its peer ended")
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
