@@ -35,7 +35,6 @@ type MemNetwork struct {
 	conns map[netip.AddrPort]*memGroup
 	port  uint16     // last ephemeral port handed out
 	rng   *rand.Rand // fault decisions, seeded from Faults.Seed on first use
-	free  chan *memPacket
 
 	delivered, overflow, dropped, duplicated, reordered, noRoute, truncated atomic.Uint64
 }
@@ -67,14 +66,14 @@ const (
 	// MemReorderHold is how long Faults.Reorder holds a datagram back.
 	MemReorderHold = time.Millisecond
 
-	memFreeLen   = 4096  // recycled datagram copies kept for reuse
 	memPortFirst = 49152 // ephemeral ports, as IANA suggests
 )
 
 // errMemClosed is returned after Close; allocated once.
 var errMemClosed = fmt.Errorf("mem conn: %w", net.ErrClosed)
 
-// memPacket is one datagram in flight, recycled through MemNetwork.free.
+// memPacket is one datagram in flight, recycled through its receiver's
+// queue (memQueue.free).
 type memPacket struct {
 	b    []byte
 	from netip.AddrPort
@@ -82,10 +81,7 @@ type memPacket struct {
 
 // NewMemNetwork returns an empty network without faults.
 func NewMemNetwork() *MemNetwork {
-	return &MemNetwork{
-		conns: make(map[netip.AddrPort]*memGroup),
-		free:  make(chan *memPacket, memFreeLen),
-	}
+	return &MemNetwork{conns: make(map[netip.AddrPort]*memGroup)}
 }
 
 // Listen binds a conn to addr. Port 0 picks a free port; an invalid
@@ -137,7 +133,8 @@ func (n *MemNetwork) ListenGroup(addr netip.AddrPort, g GroupConfig) ([]Conn, er
 	grp := &memGroup{cfg: g}
 	out := make([]Conn, g.Sockets)
 	for i := range out {
-		c := &memConn{net: n, addr: ap, group: grp, q: make(chan *memPacket, qlen), done: make(chan struct{})}
+		c := &memConn{net: n, addr: ap, group: grp, done: make(chan struct{})}
+		c.q.init(qlen)
 		grp.conns = append(grp.conns, c)
 		out[i] = c
 	}
@@ -203,14 +200,12 @@ func (n *MemNetwork) send(dst *memConn, from netip.AddrPort, b []byte) {
 		delay += MemReorderHold
 	}
 	for range copies {
-		p := n.get()
-		p.b = append(p.b[:0], b...)
-		p.from = from
 		if delay == 0 {
-			n.deliver(dst, p)
-		} else {
-			time.AfterFunc(delay, func() { n.deliver(dst, p) })
+			n.deliver(dst, from, [][]byte{b})
+			continue
 		}
+		held := append([]byte(nil), b...)
+		time.AfterFunc(delay, func() { n.deliver(dst, from, [][]byte{held}) })
 	}
 }
 
@@ -224,48 +219,98 @@ func (n *MemNetwork) draw() float64 {
 	return n.rng.Float64()
 }
 
-// deliver queues p at dst without blocking.
-func (n *MemNetwork) deliver(dst *memConn, p *memPacket) {
-	select {
-	case <-dst.done:
-		n.noRoute.Add(1)
-		n.put(p)
+// deliver copies the datagrams bs from `from` onto dst's queue without
+// blocking: one lock for the lot, as a socket takes a batch.
+func (n *MemNetwork) deliver(dst *memConn, from netip.AddrPort, bs [][]byte) {
+	if dst.closed() {
+		n.noRoute.Add(uint64(len(bs)))
 		return
-	default:
 	}
-	select {
-	case dst.q <- p:
-		n.delivered.Add(1)
-	default:
-		n.overflow.Add(1)
-		n.put(p)
+	queued := dst.q.push(from, bs)
+	n.delivered.Add(uint64(queued))
+	if queued < len(bs) {
+		n.overflow.Add(uint64(len(bs) - queued))
 	}
 }
 
-func (n *MemNetwork) get() *memPacket {
-	select {
-	case p := <-n.free:
-		return p
-	default:
-		return new(memPacket)
-	}
+// memQueue is a conn's bounded receive queue: a ring of datagram copies
+// under a mutex, so that a run of datagrams to one conn is queued with one
+// lock, and a free list of copies its reader has taken, for the senders to
+// reuse. wake tells a waiting reader something was queued.
+type memQueue struct {
+	mu   sync.Mutex
+	ring []*memPacket
+	head int // the oldest queued
+	n    int // queued
+	free []*memPacket
+	wake chan struct{} // capacity 1
 }
 
-func (n *MemNetwork) put(p *memPacket) {
-	select {
-	case n.free <- p:
-	default:
+func (q *memQueue) init(qlen int) {
+	q.ring, q.wake = make([]*memPacket, qlen), make(chan struct{}, 1)
+}
+
+// push copies what fits of bs onto the queue and returns how many.
+func (q *memQueue) push(from netip.AddrPort, bs [][]byte) int {
+	q.mu.Lock()
+	k := min(len(bs), len(q.ring)-q.n)
+	for _, b := range bs[:k] {
+		var p *memPacket
+		if f := len(q.free); f > 0 {
+			p, q.free = q.free[f-1], q.free[:f-1]
+		} else {
+			p = new(memPacket)
+		}
+		p.b, p.from = append(p.b[:0], b...), from
+		q.ring[(q.head+q.n)%len(q.ring)] = p
+		q.n++
 	}
+	q.mu.Unlock()
+	if k > 0 {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return k
+}
+
+// pop moves up to len(out) queued datagrams into out, oldest first, and
+// returns how many.
+func (q *memQueue) pop(out []*memPacket) int {
+	q.mu.Lock()
+	k := min(len(out), q.n)
+	for i := range k {
+		out[i] = q.ring[q.head]
+		q.ring[q.head] = nil
+		q.head = (q.head + 1) % len(q.ring)
+	}
+	q.n -= k
+	q.mu.Unlock()
+	return k
+}
+
+// recycle keeps the copies a reader is done with for the senders, up to
+// the queue's length of them.
+func (q *memQueue) recycle(done []*memPacket) {
+	q.mu.Lock()
+	if len(q.free)+len(done) <= len(q.ring) {
+		q.free = append(q.free, done...)
+	}
+	q.mu.Unlock()
 }
 
 // memConn is a MemNetwork endpoint.
 type memConn struct {
 	net       *MemNetwork
 	addr      netip.AddrPort
-	group     *memGroup       // the conns bound to addr with this one
-	q         chan *memPacket // never closed: late deliveries check done
+	group     *memGroup // the conns bound to addr with this one
+	q         memQueue  // late deliveries check done
 	done      chan struct{}
 	closeOnce sync.Once
+
+	rmu   sync.Mutex   // one ReadBatch at a time: taken is its scratch
+	taken []*memPacket // the copies the last ReadBatch read, to recycle
 }
 
 var _ Conn = (*memConn)(nil)
@@ -310,34 +355,35 @@ func (c *memConn) ReadBatch(msgs []Datagram) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
-	if c.closed() {
-		return 0, errMemClosed
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.taken == nil {
+		c.taken = make([]*memPacket, DefaultBatchSize)
 	}
 	want := min(len(msgs), DefaultBatchSize)
-	out := 0
-	for out < want {
-		select {
-		case p := <-c.q:
-			out = c.take(msgs, out, p)
-			continue
-		default:
+	for {
+		if c.closed() {
+			return 0, errMemClosed
 		}
+		taken := c.taken[:c.q.pop(c.taken[:want])]
+		out := 0
+		for _, p := range taken {
+			out = c.take(msgs, out, p)
+		}
+		c.q.recycle(taken)
 		if out > 0 {
-			break
+			return out, nil
 		}
-		select { // nothing yet: wait
-		case p := <-c.q:
-			out = c.take(msgs, out, p)
+		select { // nothing yet (or only truncated datagrams): wait
+		case <-c.q.wake:
 		case <-c.done:
 			return 0, errMemClosed
 		}
 	}
-	return out, nil
 }
 
-// take copies p into msgs[out] and recycles it; it returns the new count.
+// take copies p into msgs[out]; it returns the new count.
 func (c *memConn) take(msgs []Datagram, out int, p *memPacket) int {
-	defer c.net.put(p)
 	if len(p.b) > cap(msgs[out].Buf) {
 		c.net.truncated.Add(1)
 		return out
@@ -352,24 +398,54 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 		return 0, errMemClosed
 	}
 	n := c.net
-	if n.Faults == (Faults{}) {
+	faults := n.Faults != (Faults{})
+	if !faults {
 		n.mu.RLock() // nothing to decide: senders copy in parallel
 		defer n.mu.RUnlock()
 	} else {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 	}
+	// Without faults, a run of datagrams to one conn (the switch's writer
+	// sends destination-major) is queued with one lock.
+	var r memRun
 	for i := range msgs {
 		d := &msgs[i]
 		if err := checkSend(d, DefaultMaxDatagram); err != nil {
+			r.flush(n, c.addr)
 			return i, err
 		}
-		dst := n.route(d.Addr)
-		if dst == nil {
+		g := n.route(d.Addr)
+		if g == nil {
 			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
 			continue
 		}
-		n.send(dst.pick(d.Buf[:d.N], c.addr), c.addr, d.Buf[:d.N])
+		dst := g.pick(d.Buf[:d.N], c.addr)
+		if faults {
+			n.send(dst, c.addr, d.Buf[:d.N])
+			continue
+		}
+		if dst != r.to || r.k == len(r.bs) {
+			r.flush(n, c.addr)
+			r.to = dst
+		}
+		r.bs[r.k] = d.Buf[:d.N]
+		r.k++
 	}
+	r.flush(n, c.addr)
 	return len(msgs), nil
+}
+
+// memRun is a run of datagrams to one conn, gathered by WriteBatch.
+type memRun struct {
+	to *memConn
+	bs [64][]byte
+	k  int
+}
+
+func (r *memRun) flush(n *MemNetwork, from netip.AddrPort) {
+	if r.k > 0 {
+		n.deliver(r.to, from, r.bs[:r.k])
+		r.k = 0
+	}
 }
