@@ -126,6 +126,9 @@ func (p *payload) checkBlocks(it int, buf []byte, counts []uint16, pe int) (part
 // verifyPattern checks buf, the elements from first on, against the plain
 // reference of every rank's pattern, a chunk of elements at a time.
 func verifyPattern(dt wire.DType, op wire.Op, world, it int, buf []byte, first int) error {
+	if dt == wire.Float32 && op == wire.OpSum && sumsExactly(world, it, buf, first) {
+		return nil
+	}
 	sz := dt.Size()
 	const chunk = 4096
 	inputs := make([][]byte, world)
