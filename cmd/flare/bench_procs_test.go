@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// flare bench with a process per rank, as a user runs it: every rank a
+// `flare allreduce` process started by the binary, each call released to
+// all of them at once by the parent's barrier. The switch row is verified
+// element by element in every rank, the fan-out relay's row comes from
+// the same filled vectors, and the run ends (no rank left waiting on the
+// barrier).
+func TestBenchProcessPerRank(t *testing.T) {
+	out, err := exec.Command(flareBin, "bench", "--json", "--ranks", "3", "--bytes", "64KiB", "--packet", "1KiB",
+		"--iters", "3", "--warmup", "1", "--paths", "switch,fanout").CombinedOutput()
+	if err != nil {
+		t.Fatalf("flare bench: %v\n%s", err, out)
+	}
+	paths := map[string]benchRow{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		r := strictRow(t, line)
+		paths[r.Path] = r
+	}
+	sw, ok := paths["switch"]
+	if !ok || !sw.Verified || sw.MedianS <= 0 || sw.Iters != 3 {
+		t.Fatalf("switch row %+v, want 3 verified calls", sw)
+	}
+	if fo, ok := paths["fanout"]; !ok || fo.MedianS <= 0 {
+		t.Fatalf("fanout row %+v, want a time", fo)
+	}
+}
