@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -132,6 +133,9 @@ func (s Suite) Run(ctx context.Context, w io.Writer) error {
 	}
 	if s.Tree != (TreeShape{}) {
 		return s.runTree(ctx, w)
+	}
+	if s.Procs != nil {
+		defer shareBox(slices.Max(s.Ranks))()
 	}
 	g := inproc.New(ctx)
 	defer g.Close() // the relays' and embedded switch's errors do not change the rows
