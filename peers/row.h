@@ -18,11 +18,23 @@
 #include <string.h>
 #include <time.h>
 
-/* pattern_value is element i of rank r's vector in call it. */
-static inline float pattern_value(uint64_t r, uint64_t i, uint64_t it) {
-  uint64_t h = i * 0x9E3779B97F4A7C15ull ^ r * 0xBF58476D1CE4E5B9ull ^ it * 0x94D049BB133111EBull;
+/* pattern_value is element i of rank r's vector in call it: patternValue
+ * for sums, an element's part plus a rank's part, so the sum over the
+ * ranks is world x the element's part plus one number per call. */
+static inline int64_t sum_elem_part(uint64_t i, uint64_t it) {
+  uint64_t h = i * 0x9E3779B97F4A7C15ull ^ it * 0x94D049BB133111EBull;
   h ^= h >> 31;
-  return (float)((int64_t)(h % 61) - 30);
+  return (int64_t)(h % 41) - 20;
+}
+
+static inline int64_t sum_rank_part(uint64_t r, uint64_t it) {
+  uint64_t h = (r + 1) * 0xBF58476D1CE4E5B9ull ^ it * 0x94D049BB133111EBull;
+  h ^= h >> 29;
+  return (int64_t)(h % 21) - 10;
+}
+
+static inline float pattern_value(uint64_t r, uint64_t i, uint64_t it) {
+  return (float)(sum_elem_part(i, it) + sum_rank_part(r, it));
 }
 
 static inline void fill_pattern(float *buf, size_t n, int rank, int it) {
@@ -32,9 +44,10 @@ static inline void fill_pattern(float *buf, size_t n, int rank, int it) {
 /* check_sum returns the first element that is not the sum over world
  * ranks' patterns, or -1 when all are. */
 static inline long check_sum(const float *buf, size_t n, int world, int it) {
+  int64_t ranks = 0;
+  for (int r = 0; r < world; r++) ranks += sum_rank_part(r, it);
   for (size_t i = 0; i < n; i++) {
-    float want = 0;
-    for (int r = 0; r < world; r++) want += pattern_value(r, i, it);
+    float want = (float)(world * sum_elem_part(i, it) + ranks);
     if (buf[i] != want) return (long)i;
   }
   return -1;
