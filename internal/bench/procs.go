@@ -119,9 +119,18 @@ func FreeTCPAddrs(n int) ([]string, error) {
 func rankEnv() []string {
 	env := os.Environ()
 	if _, ok := os.LookupEnv("GOMAXPROCS"); !ok {
-		env = append(env, "GOMAXPROCS=1")
+		env = append(env, "GOMAXPROCS="+rankGOMAXPROCS())
 	}
 	return env
+}
+
+// rankGOMAXPROCS is the GOMAXPROCS of every rank process, as the table
+// says it: the user's, or 1.
+func rankGOMAXPROCS() string {
+	if v, ok := os.LookupEnv("GOMAXPROCS"); ok {
+		return v
+	}
+	return "1"
 }
 
 // shareBox gives this process, which runs the switch and the relays while

@@ -50,7 +50,8 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 		tw = newTable(w)
 		layout := "in this process"
 		if s.Procs != nil {
-			layout = fmt.Sprintf("one process per rank (the switch's and relays' process: GOMAXPROCS=%d)", runtime.GOMAXPROCS(0))
+			layout = fmt.Sprintf("one process per rank with GOMAXPROCS=%s (this process, with the relays and any embedded switch: %d)",
+				rankGOMAXPROCS(), runtime.GOMAXPROCS(0))
 		}
 		fmt.Fprintf(w, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
 			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n\n", s.DType, s.Op, layout)
