@@ -479,21 +479,42 @@ func TestAbortCancelledJoin(t *testing.T) {
 		return hostlib.Options{Switch: sw.Addr().String(), Job: abortJob, Token: 0xab0e7, Rank: r, World: 3,
 			DType: wire.Float32, Op: wire.OpSum, Elements: 1000, JoinTimeout: 30 * time.Second}
 	}
+	// Both joins have reached the switch: two datagrams are in.
+	joined := func() bool {
+		return metric(t, sw, "flare_jobs_active") == 1 && metric(t, sw, "flare_rx_packets_total") >= 2
+	}
+	start, ae, err := cancelOneJoin(t, opts, joined)
+	if ae.Generation != 0 || !strings.Contains(err.Error(), "join: job 11 aborted by rank 1 (rank 1: join cancelled)") {
+		t.Fatalf("rank 0's join: %v; want it aborted by rank 1", err)
+	}
+	t.Logf("rank 0's join failed %v after rank 1's was cancelled: %v", time.Since(start).Round(10*time.Microsecond), err)
+	waitIdle(t, sw, time.Second)
+}
+
+// cancelOneJoin has rank 0 (opts(0)) wait in Join while rank 1's Join
+// (opts(1)) is cancelled once both joins have reached the switch (joined,
+// polled) and 250 ms more have passed: the joins repeat every 100 ms, so
+// by then both ranks' have been handled unless rank 1's goroutine ran
+// that late. It checks that rank 1's Join ends with the cancellation and
+// rank 0's with rank 1's abort within 10 s (far inside its 30 s join
+// timeout), and returns when rank 1 was cancelled, the abort in rank 0's
+// error, and that error.
+func cancelOneJoin(t *testing.T, opts func(r int) hostlib.Options, joined func() bool) (time.Time, *hostlib.AbortedError, error) {
+	t.Helper()
+	o0, o1 := opts(0), opts(1)
 	waiting := make(chan error, 1)
 	go func() {
-		s, err := hostlib.Join(context.Background(), opts(0))
+		s, err := hostlib.Join(context.Background(), o0)
 		if s != nil {
 			s.Close()
 		}
 		waiting <- err
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	cancelled := make(chan error, 1)
-	go func() { _, err := hostlib.Join(ctx, opts(1)); cancelled <- err }()
-	// Both joins have reached the switch: two datagrams are in, and the
-	// joins are repeated every 100 ms, so after 250 ms more both ranks'
-	// have been handled unless rank 1's goroutine ran that late.
-	for metric(t, sw, "flare_jobs_active") != 1 || metric(t, sw, "flare_rx_packets_total") < 2 {
+	go func() { _, err := hostlib.Join(ctx, o1); cancelled <- err }()
+	for !joined() {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(250 * time.Millisecond)
@@ -505,12 +526,12 @@ func TestAbortCancelledJoin(t *testing.T) {
 	select {
 	case err := <-waiting:
 		var ae *hostlib.AbortedError
-		if !errors.As(err, &ae) || ae.Rank != 1 || ae.Generation != 0 || !strings.Contains(err.Error(), "join: job 11 aborted by rank 1 (rank 1: join cancelled)") {
+		if !errors.As(err, &ae) || ae.Rank != 1 {
 			t.Fatalf("rank 0's join: %v; want it aborted by rank 1", err)
 		}
-		t.Logf("rank 0's join failed %v after rank 1's was cancelled: %v", time.Since(start).Round(10*time.Microsecond), err)
+		return start, ae, err
 	case <-time.After(10 * time.Second):
 		t.Fatal("rank 0 still joining 10 s after rank 1's join was cancelled (its join timeout is 30 s)")
 	}
-	waitIdle(t, sw, time.Second)
+	return start, nil, nil
 }

@@ -722,7 +722,8 @@ func (s *Switch) Emit(*wire.Header, []byte) {
 
 var _ hpu.CoreEgress = (*Switch)(nil)
 
-// writer rd sends the packets queued for it on its socket, in batches. One channel receive wakes it,
+// writer rd sends the packets queued for it on its socket, in batches.
+// One channel receive (a run from a core, or a control packet) wakes it,
 // then it takes whatever else is queued (up to writerHold packets) and
 // fans the multicasts out destination-major: every held result for member
 // 0, then every one for member 1, and so on. Runs of datagrams to one
@@ -838,7 +839,8 @@ func (s *Switch) logIOError(op string, err error, consecutive int) {
 	}
 }
 
-// writerQueue is each writer's channel, in packets.
+// writerQueue is each writer's channel, in runs: each entry is the head of
+// a chain of up to coreRun packets (one for a control packet).
 const writerQueue = 4096
 
 // writerHold is the most queued packets the writer takes per round: enough

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,8 +72,8 @@ func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- b.run(10) }()
 	// Rank 2 "exits": its ends close, as the kernel closes them.
-	sides[2].release.(interface{ Close() error }).Close()
-	sides[2].ready.(interface{ Close() error }).Close()
+	sides[2].release.(io.Closer).Close()
+	sides[2].ready.(io.Closer).Close()
 	errs := make(chan error, 2)
 	for _, side := range sides[:2] {
 		go func() { errs <- side.wait() }()
