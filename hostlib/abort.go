@@ -84,8 +84,9 @@ func (s *Session) abortReason(err error, gen uint32) (wire.ErrorCode, string, bo
 
 // joinAbort tells the switch that this rank's Join was cancelled, so the
 // ranks that joined already fail at once instead of at their join timeout.
-// A Join that timed out or was refused says nothing: a refused one holds
-// nothing at the switch, and after a timeout the others time out too.
+// A Join that timed out or was refused tells the others nothing: a
+// refused one is refused to them too, and after a timeout they time out
+// as well.
 func (s *Session) joinAbort(err error) {
 	if errors.Is(err, context.Canceled) {
 		s.sendAbort(0, wire.CodeAborted, "join cancelled")

@@ -137,14 +137,13 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 	s := newSession(o, sw, c)
 	go s.read()
 	if err := s.join(ctx); err != nil {
-		// A switch that answered holds nothing for this rank; otherwise it
-		// may have registered the join, so say goodbye.
-		var se *SwitchError
-		var ae *AbortedError
-		if !errors.As(err, &se) && !errors.As(err, &ae) {
-			s.joinAbort(err)
-		}
-		s.shutdown(!errors.As(err, &se) && !errors.As(err, &ae))
+		// Whatever ended it, a copy of the join may be on its way still
+		// (a resend that crossed the switch's refusal or abort notice), and
+		// the switch would hold a pending job for it until its join
+		// timeout: the Leave, sent after every copy on the same socket,
+		// takes it out again. A switch holding nothing drops it.
+		s.joinAbort(err)
+		s.shutdown(true)
 		return nil, fmt.Errorf("hostlib: join job %d as rank %d of %d at %v: %w", o.Job, o.Rank, o.World, sw, err)
 	}
 	return s, nil

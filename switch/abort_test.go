@@ -535,3 +535,80 @@ func cancelOneJoin(t *testing.T, opts func(r int) hostlib.Options, joined func()
 	}
 	return start, nil, nil
 }
+
+// crossingConn is a host's conn that holds back the first abort notice it
+// reads until its session has sent one more datagram: the join resend
+// that, on a real network, crosses the notice on its way.
+type crossingConn struct {
+	conn.Conn
+	held  chan struct{} // closed once a notice is held
+	wrote chan struct{} // closed at the first write after that
+	once  sync.Once
+}
+
+func (c *crossingConn) ReadBatch(msgs []conn.Datagram) (int, error) {
+	n, err := c.Conn.ReadBatch(msgs)
+	for i := range msgs[:n] {
+		var h wire.Header
+		payload, perr := h.Unmarshal(msgs[i].Buf[:msgs[i].N])
+		var e wire.ErrorBody
+		if perr == nil && h.Type == wire.TypeError && e.Unmarshal(payload) == nil && e.Code == wire.CodeAborted {
+			held := false
+			c.once.Do(func() { close(c.held); held = true })
+			if held {
+				<-c.wrote
+			}
+			break
+		}
+	}
+	return n, err
+}
+
+func (c *crossingConn) WriteBatch(msgs []conn.Datagram) (int, error) {
+	select {
+	case <-c.held:
+		select {
+		case <-c.wrote:
+		default:
+			n, err := c.Conn.WriteBatch(msgs)
+			close(c.wrote)
+			return n, err
+		}
+	default:
+	}
+	return c.Conn.WriteBatch(msgs)
+}
+
+// TestAbortCrossingJoin: rank 0's join resend crosses the abort notice
+// (its conn holds the notice back until the resend is out), so the switch
+// takes the resend after the abort and holds a new pending job with rank 0
+// in it. Rank 0's Join still fails with the abort, and the rank says
+// goodbye, so that the job it re-created ends at once rather than at the
+// switch's join timeout.
+func TestAbortCrossingJoin(t *testing.T) {
+	sw := newAbortSwitch(t)
+	var cc *crossingConn
+	opts := func(r int) hostlib.Options {
+		o := hostlib.Options{Switch: sw.Addr().String(), Job: abortJob, Token: 0xab0e7, Rank: r, World: 3,
+			DType: wire.Float32, Op: wire.OpSum, Elements: 1000, JoinTimeout: 30 * time.Second}
+		if r == 0 {
+			c, err := conn.ListenUDP("127.0.0.1:0", conn.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc = &crossingConn{Conn: c, held: make(chan struct{}), wrote: make(chan struct{})}
+			o.Conn = cc
+		}
+		return o
+	}
+	joined := func() bool {
+		return metric(t, sw, "flare_jobs_active") == 1 && metric(t, sw, "flare_rx_packets_total") >= 2
+	}
+	cancelOneJoin(t, opts, joined)
+	select {
+	case <-cc.wrote:
+	default:
+		t.Fatal("rank 0 sent nothing while its abort notice was held")
+	}
+	waitIdle(t, sw, time.Second)
+}

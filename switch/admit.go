@@ -186,12 +186,11 @@ func (s *Switch) announce(j *job, from netip.AddrPort) {
 		return // pending or being built: the ack comes when it is admitted
 	}
 	if s.hasParent() && !j.upAcked {
-		first := !j.upAsked
-		j.upAsked = true
-		s.jobs.mu.Unlock()
-		if first {
+		if !j.upAsked {
+			j.upAsked = true
 			s.joinParent(j)
 		}
+		s.jobs.mu.Unlock()
 		return
 	}
 	members := slices.Clone(j.members)

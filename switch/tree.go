@@ -40,7 +40,10 @@ const parentLeaveCopies = 2
 // hasParent reports whether this switch is a child in a tree.
 func (s *Switch) hasParent() bool { return s.parent.IsValid() }
 
-// joinParent sends job j's join to the parent.
+// joinParent sends job j's join to the parent. The caller holds the table
+// lock, as endLocked does when it sends the job's leave up: no join of a
+// job that ended here reaches the parent after the leave (it would hold a
+// pending job there until its join timeout).
 func (s *Switch) joinParent(j *job) {
 	body := j.spec
 	body.World = uint16(min(j.hosts, 1<<16-1))
@@ -77,17 +80,13 @@ func (s *Switch) uplinker(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		var pending []*job
 		s.jobs.mu.Lock()
 		for _, j := range s.jobs.all() {
-			if j.admitted && !j.upAcked {
-				pending = append(pending, j)
+			if j.admitted && j.upAsked && !j.upAcked {
+				s.joinParent(j)
 			}
 		}
 		s.jobs.mu.Unlock()
-		for _, j := range pending {
-			s.joinParent(j)
-		}
 	}
 }
 
