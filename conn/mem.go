@@ -290,13 +290,14 @@ func (q *memQueue) pop(out []*memPacket) int {
 	return k
 }
 
-// recycle keeps the copies a reader is done with for the senders, up to
-// the queue's length of them.
+// recycle keeps the copies a reader is done with for the senders. At most
+// a full ring and a reader's batch of copies are ever in use at once, so
+// the free list keeps up to that many and a queue that fills and drains
+// again allocates nothing.
 func (q *memQueue) recycle(done []*memPacket) {
 	q.mu.Lock()
-	if len(q.free)+len(done) <= len(q.ring) {
-		q.free = append(q.free, done...)
-	}
+	room := len(q.ring) + DefaultBatchSize - len(q.free)
+	q.free = append(q.free, done[:max(0, min(room, len(done)))]...)
 	q.mu.Unlock()
 }
 
