@@ -98,7 +98,7 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 	if s.hasParent() {
 		cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}
 	}
-	w, q, jerr := s.reserve(j, nblocks, cfg.MinBuffers(), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs) })
+	w, q, jerr := s.reserve(j, nblocks, s.cfg.windowFor(j.world(), pe*esize), cfg.MinBuffers(), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs) })
 	if jerr != nil {
 		return nil, jerr
 	}
@@ -110,14 +110,14 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 
 // reserve sizes the window and reserves the job's quota and host memory:
 // at most 2W of its nblocks blocks are open at once, each holding m
-// buffers. W starts at the configured target and halves until that fits
+// buffers. W starts at target (Config.windowFor) and halves until that fits
 // the free L1; a job for which W = 1 does not fit, or whose footprint
 // (given the quota's size) does not fit the budget, is refused with the
 // numbers. The job's charge becomes its footprint.
-func (s *Switch) reserve(j *job, nblocks, m int, footprint func(bufs int) handlers.Footprint) (int, *hpu.Quota, *joinError) {
+func (s *Switch) reserve(j *job, nblocks, target, m int, footprint func(bufs int) handlers.Footprint) (int, *hpu.Quota, *joinError) {
 	need := func(w int) int { return min(nblocks, 2*w) * m }
 	free := s.unit.Memory().Free()
-	w := min(s.cfg.Window, nblocks)
+	w := min(target, nblocks)
 	for w > 1 && need(w) > free {
 		w = max(1, min(w/2, free/(2*m)))
 	}

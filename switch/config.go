@@ -20,7 +20,7 @@ const (
 	DefaultPacketBytes = 1024 // payload per packet, as in the paper
 	DefaultMaxJobs     = 64
 	DefaultJobIdle     = 60 * time.Second
-	DefaultWindow      = 64 // blocks in flight per host when memory allows
+	DefaultWindow      = 64 // blocks in flight per host, the least the default sizing grants (windowFor)
 	DefaultJoinRate    = 1000
 	DefaultPcapMax     = 1 << 30
 	// DefaultMaxMemory is the host memory all jobs may hold together
@@ -38,6 +38,40 @@ const (
 	DefaultMaxPendingPerSource = 8
 	DefaultJoinTimeout         = 10 * time.Second
 )
+
+// The default window (Config.Window = 0), a first-order Little's law: the
+// blocks a host must have in flight to keep its link busy are its rate in
+// blocks a second times a block's round trip, and at a fixed rate in bytes
+// that is more blocks the smaller they are (the paper's R = M·(B/P)·L, B in
+// packets). So the default aims at DefaultWindowBytes in flight per host,
+// and at most DefaultWindowPackets blocks per host summed over the job's
+// members (the switch's socket queues and cores hold them), but never fewer
+// than DefaultWindow blocks. Measured on 2 cores, P = 8, 1 KiB packets,
+// three alternating runs (docs/PERFORMANCE.md): 256 blocks instead of 64
+// took a 1 MiB call from 25–27 ms to 22–26 ms with the ranks in one
+// process and from 33–36 to 25–32 ms with a process per rank; at P = 16,
+// 256 blocks each overran the socket queues (6,522 retransmits a call).
+const (
+	DefaultWindowBytes   = 256 << 10
+	DefaultWindowPackets = 2048
+)
+
+// windowFor is the target window of a job of world members whose blocks
+// hold up to blockBytes of payload: Config.Window where set, otherwise the
+// default sizing above. Memory may shrink it further (Switch.reserve).
+func (c *Config) windowFor(world, blockBytes int) int {
+	if c.Window > 0 {
+		return c.Window
+	}
+	return DefaultWindowFor(world, blockBytes)
+}
+
+// DefaultWindowFor is the window a switch with Config.Window = 0 aims to
+// grant a job of world members and blocks of blockBytes payload bytes.
+func DefaultWindowFor(world, blockBytes int) int {
+	w := min(DefaultWindowBytes/max(1, blockBytes), DefaultWindowPackets/max(1, world))
+	return min(max(DefaultWindow, w), MaxWindow)
+}
 
 // The largest values Validate allows for the daemon's counted limits
 // (each at least 1; a zero field takes its default first).
@@ -70,7 +104,7 @@ type Config struct {
 	MaxPendingPerSource int
 	JoinTimeout         time.Duration
 	JobIdle             time.Duration // a job with no packet for this long ends and frees its memory
-	Window              int           // target blocks in flight per host (shrunk to fit memory)
+	Window              int           // target blocks in flight per host (shrunk to fit memory); 0: sized by DefaultWindowFor
 	JoinRate            int           // joins accepted per second (a token bucket)
 	// Conn is the data port. nil (the usual case) opens a UDP socket on
 	// Listen with Socket's settings; tests and benchmarks give a
@@ -165,9 +199,6 @@ func (c Config) WithDefaults() Config {
 	if c.JobIdle == 0 {
 		c.JobIdle = DefaultJobIdle
 	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
 	if c.JoinRate == 0 {
 		c.JoinRate = DefaultJoinRate
 	}
@@ -244,8 +275,8 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("Config.JoinTimeout = %v: must be in 100ms..1h", c.JoinTimeout)
 	case c.JobIdle < time.Second || c.JobIdle > 24*time.Hour:
 		return fmt.Errorf("Config.JobIdle = %v: must be in 1s..24h", c.JobIdle)
-	case c.Window < 1 || c.Window > MaxWindow:
-		return fmt.Errorf("Config.Window = %d: must be in 1..%d", c.Window, MaxWindow)
+	case c.Window < 0 || c.Window > MaxWindow:
+		return fmt.Errorf("Config.Window = %d: must be in 0..%d (0: sized by the packet size and the members)", c.Window, MaxWindow)
 	case c.JoinRate < 1 || c.JoinRate > MaxJoinRate:
 		return fmt.Errorf("Config.JoinRate = %d: must be in 1..%d per second", c.JoinRate, MaxJoinRate)
 	case c.PcapMax < 1<<10 || c.PcapMax > 1<<40:

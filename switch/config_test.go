@@ -54,7 +54,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.MaxPending, c.MaxPendingPerSource = 4, 5 }, "Config.MaxPendingPerSource = 5: must be in 1..4 (Config.MaxPending)"},
 		{func(c *Config) { c.JoinTimeout = 1 }, "Config.JoinTimeout = 1ns: must be in 100ms..1h"},
 		{func(c *Config) { c.JobIdle = 1 }, "Config.JobIdle = 1ns: must be in 1s..24h"},
-		{func(c *Config) { c.Window = -1 }, "Config.Window = -1: must be in 1..65536"},
+		{func(c *Config) { c.Window = -1 }, "Config.Window = -1: must be in 0..65536 (0: sized by the packet size and the members)"},
 		{func(c *Config) { c.JoinRate = -1 }, "Config.JoinRate = -1: must be in 1..1000000 per second"},
 		{func(c *Config) { c.PcapMax = 1 }, "Config.PcapMax = 1: must be in 1KiB..1TiB"},
 		{func(c *Config) { c.Parent = "up" }, `Config.Parent = "up": want the parent switch's data address HOST:PORT`},
@@ -84,5 +84,34 @@ func TestConfigValidateNamesField(t *testing.T) {
 	}
 	if err := (Config{Listen: "127.0.0.1:0"}).WithDefaults().Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
+	}
+}
+
+// TestDefaultWindowFor: the default window aims at DefaultWindowBytes a
+// host and DefaultWindowPackets over the members, never below
+// DefaultWindow nor above MaxWindow; a configured window is kept.
+func TestDefaultWindowFor(t *testing.T) {
+	for _, tc := range []struct{ world, block, want int }{
+		{8, 1024, 256},  // 256 KiB a host, 2048 in all
+		{4, 1024, 256},  // bytes bound
+		{16, 1024, 128}, // members bound
+		{64, 1024, DefaultWindow},
+		{1000, 1024, DefaultWindow},
+		{8, 8192, DefaultWindow}, // 32 by bytes: the floor
+		{2, 64, 1024},
+		{1, 8, 2048},
+		{0, 0, 2048}, // nonsense sizes do not divide by zero
+	} {
+		if got := DefaultWindowFor(tc.world, tc.block); got != tc.want {
+			t.Errorf("DefaultWindowFor(%d members, %d B blocks) = %d, want %d", tc.world, tc.block, got, tc.want)
+		}
+	}
+	c := Config{Window: 10}
+	if got := c.windowFor(8, 1024); got != 10 {
+		t.Errorf("Config.Window 10: window %d", got)
+	}
+	c.Window = 0
+	if got := c.windowFor(16, 1024); got != 128 {
+		t.Errorf("Config.Window 0: window %d, want DefaultWindowFor's 128", got)
 	}
 }

@@ -67,7 +67,7 @@ func BenchmarkMemPath(b *testing.B) {
 
 func benchMemPath(b *testing.B, path string) {
 	network := conn.NewMemNetwork()
-	network.QueueLen = 4 * pathRanks * swtch.DefaultWindow // a round of every rank's window, with room
+	network.QueueLen = 4 * pathRanks * swtch.DefaultWindowFor(pathRanks, swtch.DefaultPacketBytes) // a round of every rank's window, with room
 	readers := 1
 	path, par := strings.CutSuffix(path, "-par")
 	if path == "switch-readers-2" {

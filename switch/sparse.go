@@ -72,7 +72,9 @@ func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 		}
 	}
 	bb := s.cfg.PacketBytes
-	w, q, jerr := s.reserve(j, nblocks, cfg.BlockBuffers(bb), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs, bb) })
+	// A block is a stream of up to be pairs from each member.
+	target := s.cfg.windowFor(j.world(), be*wire.PairSize(j.dtype))
+	w, q, jerr := s.reserve(j, nblocks, target, cfg.BlockBuffers(bb), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs, bb) })
 	if jerr != nil {
 		return nil, jerr
 	}

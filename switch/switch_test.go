@@ -124,8 +124,8 @@ func TestRelayEchoes(t *testing.T) {
 	}
 	const world, elements = 3, 100_000 // 391 blocks, the last one short
 	ss := joinRanks(t, relay.Addr().String(), 9, world, elements)
-	if got := ss[0].Window(); got != swtch.DefaultWindow {
-		t.Errorf("window %d, want the switch's default %d", got, swtch.DefaultWindow)
+	if got, want := ss[0].Window(), swtch.DefaultWindowFor(world, swtch.DefaultPacketBytes); got != want {
+		t.Errorf("window %d, want the switch's default %d", got, want)
 	}
 	bufs := make([][]float32, world)
 	for r := range bufs {

@@ -431,10 +431,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "2", "--count", "-1"}, "--count -1: must be in 1..1073741824 elements"},
 		{[]string{"allreduce", "--ranks", "2", "--tail-ratio", "200"}, "--tail-ratio 200 with --tail-median 2ms: want a ratio in 1..100"},
 		{[]string{"switch", "--max-jobs", "70000"}, "--max-jobs 70000: must be in 1..65536"},
+		{[]string{"switch", "--window", "-1"}, "--window -1: must be in 0..65536 (0: sized by the packet size and the members)"},
 		// 0 is the Config's "default" for these; on the command line it is
 		// refused (before the --listen that would fail New, not serve, if it were not).
 		{[]string{"switch", "--max-jobs", "0", "--listen", "x"}, "--max-jobs 0: must be in 1..65536"},
-		{[]string{"switch", "--window", "0", "--listen", "x"}, "--window 0: must be in 1..65536"},
 		{[]string{"switch", "--join-rate", "0", "--listen", "x"}, "--join-rate 0: must be in 1..1000000 per second"},
 		{[]string{"switch", "--join-timeout", "0", "--listen", "x"}, "--join-timeout 0s: must be in 100ms..1h"},
 		{[]string{"switch", "--job-idle", "0s", "--listen", "x"}, "--job-idle 0s: must be in 1s..24h"},
