@@ -2,6 +2,7 @@ package swtch_test
 
 import (
 	"context"
+	"math"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -95,21 +96,31 @@ func TestSteadyStateAllocs(t *testing.T) {
 			for range 3 {
 				allreduceAll(t, ss, bufs)
 			}
-			const calls = 4
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			for range calls {
-				allreduceAll(t, ss, bufs)
-				runtime.GC()
-			}
-			runtime.ReadMemStats(&after)
+			// The fewest allocations of three windows of calls: a busy box
+			// only adds to a window (the runtime's own, for goroutines that
+			// block at once; retransmissions' answers), while an allocation
+			// per packet, or per hundredth packet, is in every window.
+			const calls, windows = 4, 3
 			packets := calls * world * (elements / 256) * 2 // data in, results out
-			allocs := after.Mallocs - before.Mallocs
-			perCall := float64(allocs) / calls
-			t.Logf("%d allocations over %d calls of %d packets each: %.1f per call, %.4f per packet", allocs, calls, packets/calls, perCall, float64(allocs)/float64(packets))
+			fewest, seen := uint64(math.MaxUint64), make([]uint64, 0, windows)
+			for range windows {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				for range calls {
+					allreduceAll(t, ss, bufs)
+					runtime.GC()
+				}
+				runtime.ReadMemStats(&after)
+				allocs := after.Mallocs - before.Mallocs
+				seen = append(seen, allocs)
+				fewest = min(fewest, allocs)
+			}
+			perCall := float64(fewest) / calls
+			t.Logf("allocations over %d calls of %d packets each, in %d windows: %v; the fewest %.1f per call, %.4f per packet",
+				calls, packets/calls, windows, seen, perCall, float64(fewest)/float64(packets))
 			if perCall > 200 {
-				t.Errorf("%.0f allocations per allreduce call of %d packets: the packet path allocates", perCall, packets/calls)
+				t.Errorf("%.0f allocations per allreduce call of %d packets in the best of %d windows: the packet path allocates", perCall, packets/calls, windows)
 			}
 		})
 	}
