@@ -66,8 +66,8 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 		"(0 = "+strconv.Itoa(swtch.DefaultMaxPendingPerSource)+", at most --max-pending)")
 	fs.DurationVar(&cfg.JoinTimeout, "join-timeout", swtch.DefaultJoinTimeout, "end a job whose ranks have not all joined this long after the first")
 	fs.DurationVar(&cfg.JobIdle, "job-idle", swtch.DefaultJobIdle, "end a job after this long without packets")
-	fs.IntVar(&cfg.Window, "window", 0, "target blocks in flight per host (1.."+strconv.Itoa(swtch.MaxWindow)+"; 0 = "+strconv.Itoa(swtch.DefaultWindowBytes>>10)+"KiB a host\n"+
-		"and "+strconv.Itoa(swtch.DefaultWindowPackets)+" blocks over all the job's members, at least "+strconv.Itoa(swtch.DefaultWindow)+")")
+	fs.IntVar(&cfg.Window, "window", 0, "target blocks in flight per host (1.."+strconv.Itoa(swtch.MaxWindow)+"; 0, the default: "+strconv.Itoa(swtch.DefaultWindowBytes>>10)+"KiB of blocks a host,\n"+
+		"at most "+strconv.Itoa(swtch.DefaultWindowPackets)+" blocks over the job's members, at least "+strconv.Itoa(swtch.DefaultWindow)+")")
 	fs.IntVar(&cfg.JoinRate, "join-rate", swtch.DefaultJoinRate, "joins accepted per second (1.."+strconv.Itoa(swtch.MaxJoinRate)+")")
 	fs.IntVar(&cfg.Readers, "readers", 0, "sockets on the data port (SO_REUSEPORT), each with its own reader and writer goroutine, a block's\n"+
 		"packets steered to one of them by its block id (0 = min(CPUs, --clusters); 1 = one socket)")
