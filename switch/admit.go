@@ -98,7 +98,7 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 	if s.hasParent() {
 		cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}
 	}
-	w, q, jerr := s.reserve(j, nblocks, s.cfg.windowFor(j.world(), pe*esize), cfg.MinBuffers(), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs) })
+	w, q, jerr := s.reserve(j, nblocks, s.windowTarget(j.world(), pe*esize, cfg.MinBuffers()), cfg.MinBuffers(), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs) })
 	if jerr != nil {
 		return nil, jerr
 	}
@@ -108,9 +108,21 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 		log: []any{"algo", algo, "buffers", b, "window", w, "quota_buffers", q.Limit(), "blocks", nblocks}}, nil
 }
 
+// windowTarget is the window a job of world members, blocks of blockBytes
+// and m buffers a block starts from: Config.Window where set; otherwise
+// DefaultWindowFor, held to DefaultWindowShare of the L1 but at least
+// DefaultWindow.
+func (s *Switch) windowTarget(world, blockBytes, m int) int {
+	if s.cfg.Window > 0 {
+		return s.cfg.Window
+	}
+	share := s.unit.Memory().Total() / (DefaultWindowShare * 2 * max(1, m))
+	return max(DefaultWindow, min(share, DefaultWindowFor(world, blockBytes)))
+}
+
 // reserve sizes the window and reserves the job's quota and host memory:
 // at most 2W of its nblocks blocks are open at once, each holding m
-// buffers. W starts at target (Config.windowFor) and halves until that fits
+// buffers. W starts at target (windowTarget) and halves until that fits
 // the free L1; a job for which W = 1 does not fit, or whose footprint
 // (given the quota's size) does not fit the budget, is refused with the
 // numbers. The job's charge becomes its footprint.

@@ -20,7 +20,7 @@ const (
 	DefaultPacketBytes = 1024 // payload per packet, as in the paper
 	DefaultMaxJobs     = 64
 	DefaultJobIdle     = 60 * time.Second
-	DefaultWindow      = 64 // blocks in flight per host, the least the default sizing grants (windowFor)
+	DefaultWindow      = 64 // blocks in flight per host, the least the default sizing grants (Switch.windowTarget)
 	DefaultJoinRate    = 1000
 	DefaultPcapMax     = 1 << 30
 	// DefaultMaxMemory is the host memory all jobs may hold together
@@ -46,7 +46,8 @@ const (
 // packets). So the default aims at DefaultWindowBytes in flight per host,
 // and at most DefaultWindowPackets blocks per host summed over the job's
 // members (the switch's socket queues and cores hold them), but never fewer
-// than DefaultWindow blocks. Measured on 2 cores, P = 8, 1 KiB packets,
+// than DefaultWindow blocks; the switch also holds a job's default window
+// to DefaultWindowShare of the unit's L1 (Switch.windowTarget). Measured on 2 cores, P = 8, 1 KiB packets,
 // three alternating runs (docs/PERFORMANCE.md): 256 blocks instead of 64
 // took a 1 MiB call from 25–27 ms to 22–26 ms with the ranks in one
 // process and from 33–36 to 25–32 ms with a process per rank; at P = 16,
@@ -54,6 +55,11 @@ const (
 const (
 	DefaultWindowBytes   = 256 << 10
 	DefaultWindowPackets = 2048
+	// DefaultWindowShare: a job's 2W blocks of M buffers at its default
+	// window take at most 1/DefaultWindowShare of the L1, so that one job
+	// (a tree job's M is P) leaves room for the next; at least
+	// DefaultWindow blocks, as before the sizing.
+	DefaultWindowShare = 8
 )
 
 // windowFor is the target window of a job of world members whose blocks

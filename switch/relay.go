@@ -198,7 +198,7 @@ func relayAck(cfg *Config, b []byte, h *wire.Header, payload []byte) ([]byte, re
 		algo, bufs = wire.AlgoSingle, 0
 	}
 	reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: h.Job, Token: h.Token, Child: h.Child, DType: h.DType, Op: h.Op}
-	w := cfg.windowFor(int(body.World), pe*h.DType.Size()) // the switch's, for the same job
+	w := cfg.windowFor(int(body.World), pe*h.DType.Size()) // the switch's for the job with one buffer a block
 	a := wire.JoinAckBody{Window: uint32(min(w, blocks)), Algo: algo, Buffers: uint8(bufs),
 		PacketElems: uint32(pe), Blocks: uint32(blocks)}
 	return wire.AppendJoinAck(b, &reply, &a), relayShape{world: int(body.World), blocks: blocks}

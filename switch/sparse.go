@@ -73,8 +73,8 @@ func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 	}
 	bb := s.cfg.PacketBytes
 	// A block is a stream of up to be pairs from each member.
-	target := s.cfg.windowFor(j.world(), be*wire.PairSize(j.dtype))
-	w, q, jerr := s.reserve(j, nblocks, target, cfg.BlockBuffers(bb), func(bufs int) handlers.Footprint { return cfg.Footprint(bufs, bb) })
+	m := cfg.BlockBuffers(bb)
+	w, q, jerr := s.reserve(j, nblocks, s.windowTarget(j.world(), be*wire.PairSize(j.dtype), m), m, func(bufs int) handlers.Footprint { return cfg.Footprint(bufs, bb) })
 	if jerr != nil {
 		return nil, jerr
 	}

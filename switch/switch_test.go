@@ -154,3 +154,39 @@ func TestRelayEchoes(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultWindowShare: at its default window a job takes at most an
+// eighth of the L1, so a job with one buffer a block gets the window by
+// bytes (256 blocks of 1 KiB at P = 8) and a tree job, P buffers a block,
+// stays at 64; with both held the L1 has room for the next job, and a
+// configured window is granted as asked.
+func TestDefaultWindowShare(t *testing.T) {
+	const world, elements = 8, 1 << 18 // 1024 blocks of 1 KiB
+	sw := startSwitch(t, swtch.Config{})
+	join := func(job uint32, algo wire.Algo) []*hostlib.Session {
+		return inproctest.JoinAll(t, world, func(r int) hostlib.Options {
+			return hostlib.Options{Switch: sw.Addr().String(), Job: job, Token: 42, Rank: r, World: world,
+				DType: wire.Float32, Op: wire.OpSum, Elements: elements, Algo: algo, Timeout: 20 * time.Second}
+		})
+	}
+	// Held together: 512 + 1024 + 1024 of the 4096 buffers of 1 KiB. A
+	// tree job at the window by bytes alone would take all 4096, and the
+	// next job would not fit.
+	for _, tc := range []struct {
+		job  uint32
+		algo wire.Algo
+		want int
+	}{{1, wire.AlgoSingle, 256}, {2, wire.AlgoTree, 64}, {3, wire.AlgoTree, 64}} {
+		if got := join(tc.job, tc.algo)[0].Window(); got != tc.want {
+			t.Errorf("job %d, %v, beside the jobs before it: window %d, want %d", tc.job, tc.algo, got, tc.want)
+		}
+	}
+	if got := swtch.DefaultWindowFor(world, 1024); got != 256 {
+		t.Errorf("DefaultWindowFor(%d, 1 KiB) = %d, want 256", world, got)
+	}
+
+	sw = startSwitch(t, swtch.Config{Window: 10})
+	if got := join(3, wire.AlgoSingle)[0].Window(); got != 10 {
+		t.Errorf("Config.Window 10: window %d", got)
+	}
+}
