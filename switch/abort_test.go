@@ -541,9 +541,9 @@ func cancelOneJoin(t *testing.T, opts func(r int) hostlib.Options, joined func()
 // that, on a real network, crosses the notice on its way.
 type crossingConn struct {
 	conn.Conn
-	held  chan struct{} // closed once a notice is held
-	wrote chan struct{} // closed at the first write after that
-	once  sync.Once
+	held, wrote chan struct{} // closed once a notice is held, and at the first write after that
+	holdOnce    sync.Once
+	wroteOnce   sync.Once
 }
 
 func (c *crossingConn) ReadBatch(msgs []conn.Datagram) (int, error) {
@@ -554,7 +554,7 @@ func (c *crossingConn) ReadBatch(msgs []conn.Datagram) (int, error) {
 		var e wire.ErrorBody
 		if perr == nil && h.Type == wire.TypeError && e.Unmarshal(payload) == nil && e.Code == wire.CodeAborted {
 			held := false
-			c.once.Do(func() { close(c.held); held = true })
+			c.holdOnce.Do(func() { close(c.held); held = true })
 			if held {
 				<-c.wrote
 			}
@@ -565,18 +565,13 @@ func (c *crossingConn) ReadBatch(msgs []conn.Datagram) (int, error) {
 }
 
 func (c *crossingConn) WriteBatch(msgs []conn.Datagram) (int, error) {
+	n, err := c.Conn.WriteBatch(msgs)
 	select {
 	case <-c.held:
-		select {
-		case <-c.wrote:
-		default:
-			n, err := c.Conn.WriteBatch(msgs)
-			close(c.wrote)
-			return n, err
-		}
+		c.wroteOnce.Do(func() { close(c.wrote) })
 	default:
 	}
-	return c.Conn.WriteBatch(msgs)
+	return n, err
 }
 
 // TestAbortCrossingJoin: rank 0's join resend crosses the abort notice

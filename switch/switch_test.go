@@ -2,9 +2,9 @@ package swtch_test
 
 import (
 	"context"
-	"math"
 	"net/netip"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,7 +102,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 			// per packet, or per hundredth packet, is in every window.
 			const calls, windows = 4, 3
 			packets := calls * world * (elements / 256) * 2 // data in, results out
-			fewest, seen := uint64(math.MaxUint64), make([]uint64, 0, windows)
+			seen := make([]uint64, 0, windows)
 			for range windows {
 				var before, after runtime.MemStats
 				runtime.GC()
@@ -112,10 +112,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 					runtime.GC()
 				}
 				runtime.ReadMemStats(&after)
-				allocs := after.Mallocs - before.Mallocs
-				seen = append(seen, allocs)
-				fewest = min(fewest, allocs)
+				seen = append(seen, after.Mallocs-before.Mallocs)
 			}
+			fewest := slices.Min(seen)
 			perCall := float64(fewest) / calls
 			t.Logf("allocations over %d calls of %d packets each, in %d windows: %v; the fewest %.1f per call, %.4f per packet",
 				calls, packets/calls, windows, seen, perCall, float64(fewest)/float64(packets))

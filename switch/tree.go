@@ -82,7 +82,7 @@ func (s *Switch) uplinker(ctx context.Context) {
 		}
 		s.jobs.mu.Lock()
 		for _, j := range s.jobs.all() {
-			if j.admitted && j.upAsked && !j.upAcked {
+			if j.upAsked && !j.upAcked { // asked once admitted (announce)
 				s.joinParent(j)
 			}
 		}
