@@ -226,9 +226,19 @@ func (r *recvState) recvmmsg(fd uintptr) bool {
 // again after EINTR. It reports how many were moved and the errno (0 for
 // none); ok is false when the socket would block (EAGAIN), for RawConn to
 // wait.
+//
+// It is a raw syscall, without the runtime's entersyscall: the socket is
+// non-blocking (RawConn waits on the poller), so the call never sleeps
+// and lasts only as long as the kernel's copies. A batch of 64 datagrams
+// takes longer than sysmon's 20 µs tick, and through syscall.Syscall the
+// runtime took the P from every such call, handed it to another thread
+// and parked a thread when the call returned: in the daemon at
+// GOMAXPROCS=1 (P = 8, 1 MiB, 8 KiB packets) sysmon, the hand-off and
+// the futex wake-ups were 15–18% of its CPU (perf), and sysmon, kept
+// busy, never backed off its 20 µs tick. docs/PERFORMANCE.md.
 func mmsg(trap, fd uintptr, hs unsafe.Pointer, n int) (done int, errno unix.Errno, ok bool) {
 	for {
-		k, _, e := unix.Syscall6(trap, fd, uintptr(hs), uintptr(n), 0, 0, 0)
+		k, _, e := unix.RawSyscall6(trap, fd, uintptr(hs), uintptr(n), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
