@@ -11,11 +11,20 @@ import (
 // longer one is dropped, never cut short), on send Buf[:N] is what goes out.
 // N is the number of bytes used and Addr the peer: the source on receive,
 // the destination on send.
+//
+// Tail, on send only, is sent right after Buf[:N] as part of the same
+// datagram: a header in Buf and a payload where it already lies (a host's
+// vector) go out without being copied together first. The conn reads it
+// only during WriteBatch. Receive neither reads nor sets it.
 type Datagram struct {
 	Buf  []byte
 	N    int
 	Addr netip.AddrPort
+	Tail []byte
 }
+
+// Size is the datagram's length on send: Buf[:N] and Tail.
+func (d *Datagram) Size() int { return d.N + len(d.Tail) }
 
 // Conn is a UDP socket that moves datagrams in batches, so that one system
 // call (and, where the kernel offers it, one trip through the stack) carries
@@ -158,8 +167,8 @@ func ListenUDP(addr string, cfg Config) (Conn, error) {
 // Errors from WriteBatch about one datagram; the datagrams before it were
 // sent.
 var (
-	// ErrDatagramTooLarge means N exceeds the conn's MaxDatagram or the
-	// capacity of Buf (or is negative).
+	// ErrDatagramTooLarge means N exceeds the capacity of Buf (or is
+	// negative), or N and the Tail together exceed the conn's MaxDatagram.
 	ErrDatagramTooLarge = errors.New("datagram larger than the conn's MaxDatagram")
 	// ErrBadAddr means the destination is not a usable unicast address and
 	// port for this socket (zero value, port 0, or IPv6 on an IPv4 socket).
@@ -170,8 +179,8 @@ var (
 // max, or nil. It allocates only when it fails.
 func checkSend(d *Datagram, max int) error {
 	switch {
-	case d.N < 0 || d.N > cap(d.Buf) || d.N > max:
-		return fmt.Errorf("%w: N = %d (buffer %d bytes, limit %d)", ErrDatagramTooLarge, d.N, cap(d.Buf), max)
+	case d.N < 0 || d.N > cap(d.Buf) || d.Size() > max:
+		return fmt.Errorf("%w: N = %d and a tail of %d (buffer %d bytes, limit %d)", ErrDatagramTooLarge, d.N, len(d.Tail), cap(d.Buf), max)
 	case !d.Addr.IsValid() || d.Addr.Port() == 0 || d.Addr.Addr().IsUnspecified():
 		return fmt.Errorf("%w: %v", ErrBadAddr, d.Addr)
 	}

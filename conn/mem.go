@@ -312,6 +312,9 @@ type memConn struct {
 
 	rmu   sync.Mutex   // one ReadBatch at a time: taken is its scratch
 	taken []*memPacket // the copies the last ReadBatch read, to recycle
+
+	wmu    sync.Mutex // one WriteBatch with tails at a time: joined is its scratch
+	joined []byte     // datagrams with a Tail, made whole, until they are queued
 }
 
 var _ Conn = (*memConn)(nil)
@@ -407,6 +410,11 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 	}
+	if hasTail(msgs) {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		c.joined = c.joined[:0]
+	}
 	// Without faults, a run of datagrams to one conn (the switch's writer
 	// sends destination-major) is queued with one lock.
 	var r memRun
@@ -421,20 +429,37 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
 			continue
 		}
-		dst := g.pick(d.Buf[:d.N], c.addr)
+		b := d.Buf[:d.N]
+		if len(d.Tail) > 0 {
+			// The queue copies it, as the kernel gathers the iovecs.
+			start := len(c.joined)
+			c.joined = append(append(c.joined, b...), d.Tail...)
+			b = c.joined[start:len(c.joined):len(c.joined)]
+		}
+		dst := g.pick(b, c.addr)
 		if faults {
-			n.send(dst, c.addr, d.Buf[:d.N])
+			n.send(dst, c.addr, b)
 			continue
 		}
 		if dst != r.to || r.k == len(r.bs) {
 			r.flush(n, c.addr)
 			r.to = dst
 		}
-		r.bs[r.k] = d.Buf[:d.N]
+		r.bs[r.k] = b
 		r.k++
 	}
 	r.flush(n, c.addr)
 	return len(msgs), nil
+}
+
+// hasTail reports whether a datagram of msgs has a Tail.
+func hasTail(msgs []Datagram) bool {
+	for i := range msgs {
+		if len(msgs[i].Tail) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // memRun is a run of datagrams to one conn, gathered by WriteBatch.

@@ -107,6 +107,48 @@ func TestMemRoundTrip(t *testing.T) {
 	}
 }
 
+// A datagram sent in two parts, Buf and Tail, arrives whole, with and
+// without faults (which deliver one at a time).
+func TestMemTail(t *testing.T) {
+	for _, faults := range []Faults{{}, {Reorder: 0.5, Seed: 1}} {
+		n := NewMemNetwork()
+		n.Faults = faults
+		a, b := memPair(t, n)
+		const count = 300
+		out := newMsgs(DefaultBatchSize, flarePacket)
+		tails := newMsgs(DefaultBatchSize, flarePacket)
+		for sent := 0; sent < count; {
+			k := min(len(out), count-sent)
+			for i := range k {
+				m := &out[i]
+				m.N, m.Addr, m.Tail = flarePacket, b.LocalAddr(), nil
+				stamp(m.Buf[:m.N], uint64(sent+i))
+				moveToTail(m, uint64(sent+i), tails[i].Buf)
+			}
+			if w, err := a.WriteBatch(out[:k]); w != k || err != nil {
+				t.Fatalf("WriteBatch = %d, %v; want %d", w, err, k)
+			}
+			sent += k
+		}
+		in := newMsgs(DefaultBatchSize, DefaultMaxDatagram)
+		seen := make([]bool, count)
+		for got := 0; got < count; {
+			k, err := b.ReadBatch(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range in[:k] {
+				seq, ok := unstamp(m.Buf[:m.N])
+				if !ok || m.N != flarePacket || seq >= count || seen[seq] {
+					t.Fatalf("faults %+v: datagram %d of %d bytes, intact %v, seen %v", faults, seq, m.N, ok, seq < count && seen[seq])
+				}
+				seen[seq] = true
+			}
+			got += k
+		}
+	}
+}
+
 func TestMemAddressing(t *testing.T) {
 	n := NewMemNetwork()
 	at := netip.MustParseAddrPort("10.0.0.1:7470")
@@ -240,10 +282,19 @@ func TestMemDelay(t *testing.T) {
 func TestMemZeroAllocs(t *testing.T) {
 	a, b := memPair(t, NewMemNetwork())
 	out := newMsgs(DefaultBatchSize, flarePacket)
+	tails := newMsgs(DefaultBatchSize, flarePacket)
 	for i := range out {
 		out[i].N, out[i].Addr = flarePacket, b.LocalAddr()
+		if i%2 == 1 {
+			moveToTail(&out[i], uint64(i), tails[i].Buf)
+		}
 	}
 	in := newMsgs(DefaultBatchSize, DefaultMaxDatagram)
+	a.WriteBatch(out) // the first batch with tails sizes the joining scratch
+	for got := 0; got < len(out); {
+		n, _ := b.ReadBatch(in)
+		got += n
+	}
 	allocs := testing.AllocsPerRun(100, func() {
 		a.WriteBatch(out)
 		for got := 0; got < len(out); {

@@ -100,7 +100,7 @@ type recvState struct {
 // sendState is the writer's reusable sendmmsg arguments.
 type sendState struct {
 	hs    []unix.Mmsghdr
-	iovs  []unix.Iovec // one per datagram: GSO gathers a run without copying
+	iovs  []unix.Iovec // one or two per datagram (Buf, Tail): GSO gathers a run without copying
 	names []sockaddr
 	oob   []byte // oobLen per message, holds the UDP_SEGMENT cmsg
 	segs  []int  // datagrams in each message
@@ -409,7 +409,7 @@ func groSegment(oob []byte) int {
 func (w *sendState) init(c *mmsgConn) {
 	n := c.batch
 	w.hs = make([]unix.Mmsghdr, n)
-	w.iovs = make([]unix.Iovec, n)
+	w.iovs = make([]unix.Iovec, 2*n)
 	w.names = make([]sockaddr, n)
 	w.oob = make([]byte, n*oobLen)
 	w.segs = make([]int, n)
@@ -457,6 +457,7 @@ func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 	w := &c.w
 	gso := c.gso.Load()
 	limit := min(len(msgs), c.batch)
+	v := 0 // the next free iovec
 	for i := 0; i < limit; {
 		d := &msgs[i]
 		if err := checkSend(d, c.maxDgram); err != nil {
@@ -466,28 +467,30 @@ func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 		if err != nil {
 			return nmsg, err
 		}
-		setIov(&w.iovs[i], d.Buf[:d.N])
-		segs, total := 1, d.N
-		for gso && d.N > 0 && i+segs < limit && segs < gsoMaxSegments {
+		first, size := v, d.Size()
+		v = w.gather(v, d)
+		segs, total := 1, size
+		for gso && size > 0 && i+segs < limit && segs < gsoMaxSegments {
 			e := &msgs[i+segs]
-			if e.Addr != d.Addr || e.N <= 0 || e.N > d.N || total+e.N > gsoMaxBytes || checkSend(e, c.maxDgram) != nil {
+			es := e.Size()
+			if e.Addr != d.Addr || es <= 0 || es > size || total+es > gsoMaxBytes || checkSend(e, c.maxDgram) != nil {
 				break
 			}
-			setIov(&w.iovs[i+segs], e.Buf[:e.N])
-			total += e.N
+			v = w.gather(v, e)
+			total += es
 			segs++
-			if e.N < d.N {
+			if es < size {
 				break // a shorter datagram ends the run
 			}
 		}
 		h := &w.hs[nmsg]
 		h.Len = 0
 		h.Hdr.Namelen = uint32(nameLen)
-		h.Hdr.Iov = &w.iovs[i]
-		h.Hdr.SetIovlen(segs)
+		h.Hdr.Iov = &w.iovs[first]
+		h.Hdr.SetIovlen(v - first)
 		if segs > 1 {
 			oob := w.oob[nmsg*oobLen:][:unix.CmsgSpace(2)]
-			putSegmentCmsg(oob, d.N)
+			putSegmentCmsg(oob, size)
 			h.Hdr.Control = &oob[0]
 			h.Hdr.SetControllen(len(oob))
 		} else {
@@ -499,6 +502,18 @@ func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 		i += segs
 	}
 	return nmsg, nil
+}
+
+// gather points iovecs from v on at d's bytes, Buf[:N] and then Tail if
+// there is one, and returns the next free iovec.
+func (w *sendState) gather(v int, d *Datagram) int {
+	setIov(&w.iovs[v], d.Buf[:d.N])
+	v++
+	if len(d.Tail) > 0 {
+		setIov(&w.iovs[v], d.Tail)
+		v++
+	}
+	return v
 }
 
 // errGSORefused tells WriteBatch the kernel refused a segmented send and

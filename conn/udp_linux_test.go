@@ -100,6 +100,47 @@ func TestPackRuns(t *testing.T) {
 	}
 }
 
+// A datagram's Tail counts in its size for GSO runs and takes an iovec of
+// its own: a run may mix datagrams whole in Buf with split ones.
+func TestPackTails(t *testing.T) {
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	c := listenMmsg(t, "127.0.0.1:0", Config{BatchSize: 100, DisableOffload: true})
+	c.gso.Store(true) // pack makes no system call: no kernel support needed
+	tail := make([]byte, 9000)
+	msgs := newMsgs(70, 9001)
+	for i := range msgs {
+		msgs[i].Addr = a
+		switch {
+		case i == 1:
+			msgs[i].N = 1000 // whole in Buf
+		case i == 69:
+			msgs[i].N, msgs[i].Tail = 32, tail[:468] // shorter: ends the second run
+		default:
+			msgs[i].N, msgs[i].Tail = 32, tail[:968]
+		}
+	}
+	nmsg, err := c.pack(msgs)
+	if err != nil || fmt.Sprint(c.w.segs[:nmsg]) != "[64 6]" {
+		t.Fatalf("pack = %d messages of %v segments, %v; want [64 6]", nmsg, c.w.segs[:nmsg], err)
+	}
+	for m, want := range []struct{ iovs, first, seg int }{{127, 0, 1000}, {12, 127, 1000}} {
+		h := &c.w.hs[m].Hdr
+		if int(h.Iovlen) != want.iovs || h.Iov != &c.w.iovs[want.first] {
+			t.Errorf("message %d: %d iovecs from %p, want %d from %p", m, h.Iovlen, h.Iov, want.iovs, &c.w.iovs[want.first])
+		}
+		if got := segmentCmsg(t, c.w.oob[m*oobLen:][:h.Controllen]); got != want.seg {
+			t.Errorf("message %d: UDP_SEGMENT %d, want %d", m, got, want.seg)
+		}
+	}
+	if iov := c.w.iovs[1]; iov.Base != &tail[0] || iov.Len != 968 {
+		t.Errorf("datagram 0's tail iovec %p+%d, want %p+968", iov.Base, iov.Len, &tail[0])
+	}
+	msgs[5].Tail = tail[:9000] // 32 + 9000 is over the limit
+	if _, err := c.pack(msgs); !errors.Is(err, ErrDatagramTooLarge) {
+		t.Errorf("pack of a datagram whose tail passes MaxDatagram: %v, want ErrDatagramTooLarge", err)
+	}
+}
+
 // segmentCmsg returns the size in a UDP_SEGMENT control message, or 0.
 func segmentCmsg(t *testing.T, oob []byte) int {
 	t.Helper()
@@ -192,9 +233,13 @@ func TestZeroAllocs(t *testing.T) {
 			tx := listenLoopback(t, "127.0.0.1:0", cfg)
 			rx := listenLoopback(t, "127.0.0.1:0", cfg)
 			out := newMsgs(64, flarePacket)
+			tails := newMsgs(64, flarePacket)
 			for i := range out {
 				out[i].N, out[i].Addr = flarePacket, rx.LocalAddr()
 				stamp(out[i].Buf, uint64(i))
+				if i%2 == 1 {
+					moveToTail(&out[i], uint64(i), tails[i].Buf)
+				}
 			}
 			in := newMsgs(64, DefaultMaxDatagram)
 			var werr, rerr error

@@ -19,6 +19,8 @@ type stdConn struct {
 
 	rmu     sync.Mutex
 	scratch []byte // a full-size read buffer, so an oversized datagram is seen whole and dropped
+	wmu     sync.Mutex
+	joined  []byte // under wmu: a datagram with a Tail, made whole
 	trunc   atomic.Uint64
 }
 
@@ -76,12 +78,19 @@ func (c *stdConn) ReadBatch(msgs []Datagram) (int, error) {
 }
 
 func (c *stdConn) WriteBatch(msgs []Datagram) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	for i := range msgs {
 		d := &msgs[i]
 		if err := checkSend(d, c.maxDgram); err != nil {
 			return i, err
 		}
-		if _, err := c.pc.WriteToUDPAddrPort(d.Buf[:d.N], d.Addr); err != nil {
+		b := d.Buf[:d.N]
+		if len(d.Tail) > 0 {
+			c.joined = append(append(c.joined[:0], b...), d.Tail...)
+			b = c.joined
+		}
+		if _, err := c.pc.WriteToUDPAddrPort(b, d.Addr); err != nil {
 			return i, err
 		}
 	}

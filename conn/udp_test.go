@@ -89,11 +89,34 @@ func sameSizes(n, size int) []int {
 	return sizes
 }
 
+// moveToTail sends the end of m's stamped bytes, from a point that
+// depends on seq, from tail (a buffer of m's size) instead of Buf: a
+// header and a payload in different memory, as a host sends a block.
+// Some datagrams keep everything in Buf, some keep nothing.
+func moveToTail(m *Datagram, seq uint64, tail []byte) {
+	split := int(seq*7919) % (m.N + 2)
+	if split > m.N {
+		m.Tail = nil // all in Buf
+		return
+	}
+	m.Tail = tail[:m.N-split]
+	copy(m.Tail, m.Buf[split:m.N])
+	clear(m.Buf[split:m.N]) // what a conn must not send
+	m.N = split
+}
+
 // transfer sends datagram i of len(sizes[i]) bytes, stamped with i, from tx
 // to dst (where rx listens) and checks that rx receives every one exactly
 // once, separately and intact, from tx's address. The sender keeps the
 // bytes in flight within what a socket buffer holds, so nothing is lost.
 func transfer(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int) {
+	t.Helper()
+	transferTails(t, tx, rx, dst, sizes, false)
+}
+
+// transferTails is transfer, with part of each datagram sent from its
+// Tail when tails is set (moveToTail).
+func transferTails(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, tails bool) {
 	t.Helper()
 	const budget = 256 << 10 // bytes in flight, counting 1 KiB of kernel overhead per datagram
 	cost := make([]int, len(sizes)+1)
@@ -112,6 +135,7 @@ func transfer(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int) {
 	}
 
 	msgs := newMsgs(tx.BatchSize(), DefaultMaxDatagram)
+	tailBufs := newMsgs(tx.BatchSize(), DefaultMaxDatagram)
 	for sent := 0; sent < len(sizes); {
 		k := 1
 		for k < len(msgs) && sent+k < len(sizes) && cost[sent+k+1]-cost[sent] <= budget {
@@ -127,8 +151,11 @@ func transfer(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int) {
 		}
 		for i := range k {
 			m := &msgs[i]
-			m.N, m.Addr = sizes[sent+i], dst
+			m.N, m.Addr, m.Tail = sizes[sent+i], dst, nil
 			stamp(m.Buf[:m.N], uint64(sent+i))
+			if tails && m.N > 0 {
+				moveToTail(m, uint64(sent+i), tailBufs[i].Buf)
+			}
 		}
 		n, err := tx.WriteBatch(msgs[:k])
 		if err != nil || n != k {
@@ -209,13 +236,17 @@ func TestLoopbackTransfer(t *testing.T) {
 		addr  string
 		cfg   Config
 		sizes []int
+		tails bool
 	}{
-		{"flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket)},
-		{"flare/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, sameSizes(n, flarePacket)},
-		{"flare/batch1", "127.0.0.1:0", Config{BatchSize: 1}, sameSizes(n, flarePacket)},
-		{"mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 1)},
-		{"mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 2)},
-		{"ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 3)},
+		{"flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), false},
+		{"flare/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, sameSizes(n, flarePacket), false},
+		{"flare/batch1", "127.0.0.1:0", Config{BatchSize: 1}, sameSizes(n, flarePacket), false},
+		{"mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 1), false},
+		{"mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 2), false},
+		{"ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 3), false},
+		{"tails/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), true},
+		{"tails/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 4), true},
+		{"tails/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 5), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,7 +260,7 @@ func TestLoopbackTransfer(t *testing.T) {
 			defer rx.Close()
 			tx := listenLoopback(t, tt.addr, tt.cfg)
 			t.Logf("offload: tx %+v, rx %+v", tx.Offload(), rx.Offload())
-			transfer(t, tx, rx, rx.LocalAddr(), tt.sizes)
+			transferTails(t, tx, rx, rx.LocalAddr(), tt.sizes, tt.tails)
 		})
 	}
 }

@@ -93,6 +93,7 @@ func (s *Session) call(ctx context.Context, buf []byte) error {
 	start := time.Now()
 	err := s.run(ctx, buf, start)
 	s.buf = nil // keep no reference to the caller's memory
+	s.dropQueued()
 	if err != nil {
 		s.stats.failed.Add(1)
 		s.abortFor(err, s.gen)
@@ -251,7 +252,7 @@ func (s *Session) flush() error {
 		s.stats.sent.Add(uint64(n))
 		var bytes int
 		for i := range msgs[:min(n, len(msgs))] {
-			bytes += msgs[i].N
+			bytes += msgs[i].Size()
 		}
 		s.stats.sentBytes.Add(uint64(bytes))
 		if err == nil || n >= len(msgs) {
@@ -268,6 +269,15 @@ func (s *Session) flush() error {
 		msgs = msgs[n+1:]
 	}
 	return nil
+}
+
+// dropQueued forgets the packets a failed call left unsent and every
+// reference the send batch holds into the caller's vector.
+func (s *Session) dropQueued() {
+	s.ntx = 0
+	for i := range s.tx {
+		s.tx[i].Tail = nil
+	}
 }
 
 // timeoutError describes the call's missing blocks after running for after.

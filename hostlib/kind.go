@@ -81,7 +81,7 @@ func (denseKind) shape(s *Session, a *wire.JoinAckBody) (int, int, error) {
 		return 0, 0, fmt.Errorf("the switch's join-ack says %d blocks, but %d elements in packets of %d make %d",
 			a.Blocks, n, pe, blockCount(n, pe))
 	}
-	return pe, wire.HeaderLen + pe*s.esize, nil
+	return pe, wire.HeaderLen, nil // a packet's payload is sent from the vector (queue)
 }
 
 func (denseKind) admitted(s *Session) int {
@@ -98,8 +98,12 @@ func (denseKind) queue(s *Session, b uint32, flags wire.Flags) error {
 	d := &s.tx[s.ntx]
 	h := &s.hdr
 	h.Block, h.Flags, h.Count = b, flags, uint32(n)
-	_ = h.MarshalTo(d.Buf) // cannot fail: the buffer holds a header and a block
-	d.N = wire.HeaderLen + copy(d.Buf[wire.HeaderLen:], s.buf[off*s.esize:(off+n)*s.esize])
+	_ = h.MarshalTo(d.Buf) // cannot fail: the buffer holds a header
+	// The block goes out from the vector itself, gathered behind the
+	// header by the send: the vector is in wire encoding, and no result
+	// is written into it before the queued packets are sent (run flushes
+	// them before it takes results).
+	d.N, d.Tail = wire.HeaderLen, s.buf[off*s.esize:(off+n)*s.esize]
 	s.ntx++
 	if s.ntx == len(s.tx) {
 		return s.flush()
