@@ -65,6 +65,24 @@ type Conn interface {
 	Offload() Offload
 }
 
+// RegionReader is a Conn that can receive into one region of the caller's
+// memory and hand the datagrams out as slices of it, sparing the copy
+// ReadBatch makes when the kernel coalesces datagrams (GRO): conns from
+// ListenUDP on Linux are.
+type RegionReader interface {
+	// ReadInto is ReadBatch, except that it sets msgs[i].Buf to the memory
+	// holding datagram i, with length and capacity msgs[i].N: a part of
+	// region, or of the conn's own memory. The datagrams stay there until
+	// the caller gives the same region to ReadInto again or calls
+	// ReadBatch, so the caller gives a region to one ReadInto at a time
+	// and reads its datagrams first. A region of k·MaxGROMessage bytes
+	// takes up to k coalesced messages a call, where msgs has room for
+	// their 64·k datagrams. Without GRO, or with a region or msgs too
+	// small for one message, it receives into the Bufs msgs has, as
+	// ReadBatch does.
+	ReadInto(region []byte, msgs []Datagram) (n int, err error)
+}
+
 // Offload reports the UDP segmentation offloads a Conn uses. GSO (UDP_SEGMENT)
 // lets one send carry a run of equal-sized datagrams to one peer; GRO
 // (UDP_GRO) lets one receive return such a run. Both are Linux-only, probed
@@ -103,6 +121,10 @@ const (
 	// MaxDatagramLimit is the largest UDP payload IPv4 can carry
 	// (65535 − 20-byte IP header − 8-byte UDP header).
 	MaxDatagramLimit = 65507
+
+	// MaxGROMessage is the most bytes one coalesced (GRO) receive holds;
+	// RegionReader's regions are counted in it.
+	MaxGROMessage = 1<<16 - 1
 )
 
 // Config configures ListenUDP. The zero value gives the defaults.

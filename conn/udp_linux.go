@@ -38,10 +38,12 @@ const (
 	gsoMaxBytes = MaxDatagramLimit
 	// groBufSize holds the largest message GRO can hand up (64 KiB of
 	// coalesced payload).
-	groBufSize = 1<<16 - 1
+	groBufSize = MaxGROMessage
 	// groMaxMsgs caps the messages one GRO receive asks for: each needs a
-	// groBufSize buffer, and a coalesced message holds up to 64 datagrams.
-	groMaxMsgs = 64
+	// groBufSize buffer, and a coalesced message holds up to
+	// groMaxSegments datagrams (the kernel's UDP_GRO_CNT_MAX).
+	groMaxMsgs     = 64
+	groMaxSegments = 64
 	// oobLen is the control buffer per message: room for the one UDP_GRO or
 	// UDP_SEGMENT cmsg this code uses, with slack, a multiple of the cmsg
 	// alignment so consecutive slots stay aligned.
@@ -81,8 +83,10 @@ type recvState struct {
 	names []sockaddr
 	oob   []byte // oobLen per message; GRO only
 
-	// GRO only: conn-owned buffers the kernel fills, and what is left of
-	// the last receive: messages [next, count), the first from byte off.
+	// GRO only: conn-owned buffers the kernel fills for ReadBatch (made
+	// at its first call), and what is left of the last receive: messages
+	// [next, count), the first from byte off, always in bufs (ReadInto
+	// leaves nothing in the caller's region).
 	bufs        []byte
 	segs        []int // datagram size within each message
 	addrs       []netip.AddrPort
@@ -203,12 +207,9 @@ func (r *recvState) init(c *mmsgConn) {
 	}
 	if c.gro {
 		r.oob = make([]byte, n*oobLen)
-		r.bufs = make([]byte, n*groBufSize)
 		r.segs = make([]int, n)
 		r.addrs = make([]netip.AddrPort, n)
 		for i := range r.hs {
-			r.iovs[i].Base = &r.bufs[i*groBufSize]
-			r.iovs[i].SetLen(groBufSize)
 			r.hs[i].Hdr.Control = &r.oob[i*oobLen]
 		}
 	}
@@ -329,45 +330,107 @@ func (c *mmsgConn) readDirect(msgs []Datagram) (int, error) {
 // that do not fit in msgs wait for the next call.
 func (c *mmsgConn) readGRO(msgs []Datagram) (int, error) {
 	r := &c.r
+	if r.bufs == nil {
+		r.bufs = make([]byte, len(r.hs)*groBufSize)
+	}
 	for {
 		if r.next == r.count {
-			got, err := c.recv(min(len(msgs), len(r.hs)))
-			if err != nil {
+			if err := c.recvGRO(r.bufs, min(len(msgs), len(r.hs))); err != nil {
 				return 0, err
 			}
-			for j := range got {
-				h := &r.hs[j]
-				r.segs[j] = int(h.Len)
-				if seg := groSegment(r.oob[j*oobLen:][:h.Hdr.Controllen]); seg > 0 {
-					r.segs[j] = seg
-				}
-				if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
-					c.trunc.Add(1)
-					h.Len = 0 // cannot happen with 64 KiB buffers; drop if it does
-					r.segs[j] = -1
-				}
-				r.addrs[j] = r.source(j)
-			}
-			r.count, r.next, r.off = got, 0, 0
 		}
-		if n := r.split(msgs); n > 0 {
+		if n := r.split(r.bufs, msgs, false); n > 0 {
 			return n, nil
 		}
 	}
 }
 
-// split hands out pending datagrams into msgs and returns how many.
-func (r *recvState) split(msgs []Datagram) int {
+var _ RegionReader = (*mmsgConn)(nil)
+
+// ReadInto is RegionReader's: under GRO, ReadBatch receives a coalesced
+// message into the conn's memory and copies each datagram out of it into
+// the caller's buffers; ReadInto receives into region and copies nothing.
+func (c *mmsgConn) ReadInto(region []byte, msgs []Datagram) (int, error) {
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	r := &c.r
+	want := min(len(region)/groBufSize, len(msgs)/groMaxSegments, len(r.hs))
+	switch {
+	case !c.gro:
+		return c.readDirect(msgs)
+	case r.next < r.count: // left by ReadBatch, in the conn's memory
+		return r.split(r.bufs, msgs, true), nil
+	case want == 0:
+		return c.readGRO(msgs)
+	}
+	for {
+		if err := c.recvGRO(region, want); err != nil {
+			return 0, err
+		}
+		// want messages of at most groMaxSegments datagrams each fit msgs:
+		// nothing is left in region for a later call.
+		if n := r.split(region, msgs, true); n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// recvGRO waits for and receives up to want messages into base, a
+// groBufSize buffer each, and notes their datagram sizes and sources for
+// split.
+func (c *mmsgConn) recvGRO(base []byte, want int) error {
+	r := &c.r
+	for i := range want {
+		r.iovs[i].Base = &base[i*groBufSize]
+		r.iovs[i].SetLen(groBufSize)
+	}
+	got, err := c.recv(want)
+	if err != nil {
+		return err
+	}
+	for j := range got {
+		h := &r.hs[j]
+		r.segs[j] = int(h.Len)
+		if seg := groSegment(r.oob[j*oobLen:][:h.Hdr.Controllen]); seg > 0 {
+			r.segs[j] = seg
+		}
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			c.trunc.Add(1)
+			h.Len = 0 // cannot happen with 64 KiB buffers; drop if it does
+			r.segs[j] = -1
+		}
+		r.addrs[j] = r.source(j)
+	}
+	r.count, r.next, r.off = got, 0, 0
+	return nil
+}
+
+// split hands out pending datagrams of the messages received into base
+// into msgs and returns how many: copied into the caller's buffers, or,
+// lending, as slices of base.
+func (r *recvState) split(base []byte, msgs []Datagram, lend bool) int {
 	out := 0
 	for out < len(msgs) && r.next < r.count {
 		j := r.next
 		total, seg := int(r.hs[j].Len), r.segs[j]
 		if seg == 0 { // an empty datagram
 			msgs[out].N, msgs[out].Addr = 0, r.addrs[j]
+			if lend {
+				msgs[out].Buf = base[j*groBufSize : j*groBufSize : j*groBufSize]
+			}
 			out++
 		}
 		for ; seg > 0 && r.off < total && out < len(msgs); r.off += seg {
-			d := r.bufs[j*groBufSize+r.off : j*groBufSize+min(r.off+seg, total)]
+			d := base[j*groBufSize+r.off : j*groBufSize+min(r.off+seg, total)]
+			if lend {
+				msgs[out].Buf, msgs[out].N = d[:len(d):len(d)], len(d)
+				msgs[out].Addr = r.addrs[j]
+				out++
+				continue
+			}
 			if len(d) > cap(msgs[out].Buf) {
 				r.trunc.Add(1)
 				continue // does not fit the caller's buffer: dropped

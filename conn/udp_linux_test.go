@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -192,6 +193,76 @@ func TestGROLeftover(t *testing.T) {
 	}
 	if fmt.Sprint(counts) != "[10 10 10 10 10 10 2]" {
 		t.Errorf("datagrams per ReadBatch %v, want [10 10 10 10 10 10 2]", counts)
+	}
+}
+
+// ReadInto lends the datagrams in place: out of the caller's region for
+// what it receives, out of the conn's memory for what ReadBatch left.
+func TestReadInto(t *testing.T) {
+	tx := listenMmsg(t, "127.0.0.1:0", Config{})
+	rx := listenMmsg(t, "127.0.0.1:0", Config{})
+	if !tx.Offload().GSO || !rx.Offload().GRO {
+		t.Skipf("no UDP GSO/GRO here: tx %+v, rx %+v", tx.Offload(), rx.Offload())
+	}
+	const n = gsoMaxBytes / flarePacket // one coalesced message
+	send := func(first int) {
+		t.Helper()
+		msgs := newMsgs(n, flarePacket)
+		for i := range msgs {
+			msgs[i].N, msgs[i].Addr = flarePacket, rx.LocalAddr()
+			stamp(msgs[i].Buf, uint64(first+i))
+		}
+		if k, err := tx.WriteBatch(msgs); k != n || err != nil {
+			t.Fatalf("WriteBatch = %d, %v", k, err)
+		}
+	}
+	within := func(b, mem []byte) bool {
+		p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+		return p >= lo && p+uintptr(cap(b)) <= lo+uintptr(len(mem))
+	}
+	check := func(what string, in []Datagram, k, first int, mem []byte) {
+		t.Helper()
+		for i, m := range in[:k] {
+			seq, ok := unstamp(m.Buf[:m.N])
+			if !ok || seq != uint64(first+i) || m.N != flarePacket || cap(m.Buf) != m.N || m.Addr != tx.LocalAddr() {
+				t.Fatalf("%s: datagram %d: seq %d intact %v, %d bytes (cap %d) from %v", what, first+i, seq, ok, m.N, cap(m.Buf), m.Addr)
+			}
+			if !within(m.Buf, mem) {
+				t.Fatalf("%s: datagram %d is not lent from the memory it was received into", what, first+i)
+			}
+		}
+	}
+
+	// ReadBatch takes 10 and leaves the rest in the conn's memory;
+	// ReadInto lends those, then receives the next message into region.
+	send(0)
+	few := newMsgs(10, DefaultMaxDatagram)
+	if k, err := rx.ReadBatch(few); k != 10 || err != nil {
+		t.Fatalf("ReadBatch = %d, %v", k, err)
+	}
+	region := make([]byte, 2*MaxGROMessage)
+	in := make([]Datagram, 2*64)
+	k, err := rx.ReadInto(region, in)
+	if err != nil || k != n-10 {
+		t.Fatalf("ReadInto after ReadBatch = %d, %v; want the %d left", k, err, n-10)
+	}
+	check("left by ReadBatch", in, k, 10, rx.r.bufs)
+	send(n)
+	if k, err = rx.ReadInto(region, in); err != nil || k != n {
+		t.Fatalf("ReadInto = %d, %v; want %d", k, err, n)
+	}
+	check("received", in, k, n, region)
+	if rx.r.next != rx.r.count {
+		t.Errorf("ReadInto left %d messages in the region", rx.r.count-rx.r.next)
+	}
+
+	// Too small a region or msgs for one message: ReadBatch's copy into
+	// the Bufs msgs has.
+	send(2 * n)
+	small := newMsgs(10, DefaultMaxDatagram)
+	mine := small[0].Buf
+	if k, err = rx.ReadInto(region[:MaxGROMessage-1], small); err != nil || k != 10 || unsafe.SliceData(small[0].Buf) != unsafe.SliceData(mine) {
+		t.Fatalf("ReadInto with a small region = %d, %v, into the caller's buffer %v", k, err, unsafe.SliceData(small[0].Buf) == unsafe.SliceData(mine))
 	}
 }
 

@@ -111,12 +111,13 @@ func moveToTail(m *Datagram, seq uint64, tail []byte) {
 // bytes in flight within what a socket buffer holds, so nothing is lost.
 func transfer(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int) {
 	t.Helper()
-	transferTails(t, tx, rx, dst, sizes, false)
+	transferWith(t, tx, rx, dst, sizes, false, false)
 }
 
-// transferTails is transfer, with part of each datagram sent from its
-// Tail when tails is set (moveToTail).
-func transferTails(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, tails bool) {
+// transferWith is transfer, with part of each datagram sent from its
+// Tail when tails is set (moveToTail), and received with ReadInto when
+// into is set and rx has it.
+func transferWith(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, tails, into bool) {
 	t.Helper()
 	const budget = 256 << 10 // bytes in flight, counting 1 KiB of kernel overhead per datagram
 	cost := make([]int, len(sizes)+1)
@@ -125,7 +126,7 @@ func transferTails(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, t
 	}
 	var got atomic.Int64
 	done := make(chan error, 1)
-	go func() { done <- receiveAll(rx, sizes, tx.LocalAddr(), &got) }()
+	go func() { done <- receiveAll(rx, sizes, tx.LocalAddr(), &got, into) }()
 	failed := func() {
 		select {
 		case err := <-done:
@@ -174,16 +175,22 @@ func transferTails(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, t
 }
 
 // receiveAll reads len(sizes) datagrams from rx and checks them; got counts
-// them as they come.
-func receiveAll(rx Conn, sizes []int, from netip.AddrPort, got *atomic.Int64) error {
+// them as they come. With into, it reads with ReadInto where rx has it.
+func receiveAll(rx Conn, sizes []int, from netip.AddrPort, got *atomic.Int64, into bool) error {
 	seen := make([]bool, len(sizes))
 	msgs := newMsgs(rx.BatchSize(), DefaultMaxDatagram)
+	read := rx.ReadBatch
+	if rr, ok := rx.(RegionReader); ok && into {
+		region := make([]byte, 4*MaxGROMessage)
+		msgs = append(msgs, make([]Datagram, 4*64-len(msgs))...)
+		read = func(msgs []Datagram) (int, error) { return rr.ReadInto(region, msgs) }
+	}
 	for n := 0; n < len(sizes); {
-		k, err := rx.ReadBatch(msgs)
+		k, err := read(msgs)
 		if err != nil {
 			return fmt.Errorf("ReadBatch after %d datagrams: %w", n, err)
 		}
-		if k < 1 || k > rx.BatchSize() {
+		if k < 1 || k > len(msgs) || !into && k > rx.BatchSize() {
 			return fmt.Errorf("ReadBatch returned %d datagrams, want 1..%d", k, rx.BatchSize())
 		}
 		for _, m := range msgs[:k] {
@@ -237,16 +244,21 @@ func TestLoopbackTransfer(t *testing.T) {
 		cfg   Config
 		sizes []int
 		tails bool
+		into  bool
 	}{
-		{"flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), false},
-		{"flare/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, sameSizes(n, flarePacket), false},
-		{"flare/batch1", "127.0.0.1:0", Config{BatchSize: 1}, sameSizes(n, flarePacket), false},
-		{"mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 1), false},
-		{"mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 2), false},
-		{"ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 3), false},
-		{"tails/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), true},
-		{"tails/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 4), true},
-		{"tails/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 5), true},
+		{"flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), false, false},
+		{"flare/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, sameSizes(n, flarePacket), false, false},
+		{"flare/batch1", "127.0.0.1:0", Config{BatchSize: 1}, sameSizes(n, flarePacket), false, false},
+		{"mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 1), false, false},
+		{"mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 2), false, false},
+		{"ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 3), false, false},
+		{"tails/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), true, false},
+		{"tails/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 4), true, false},
+		{"tails/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 5), true, false},
+		{"into/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), false, true},
+		{"into/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 6), false, true},
+		{"into/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 7), false, true},
+		{"into/ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 8), true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,7 +272,7 @@ func TestLoopbackTransfer(t *testing.T) {
 			defer rx.Close()
 			tx := listenLoopback(t, tt.addr, tt.cfg)
 			t.Logf("offload: tx %+v, rx %+v", tx.Offload(), rx.Offload())
-			transferTails(t, tx, rx, rx.LocalAddr(), tt.sizes, tt.tails)
+			transferWith(t, tx, rx, rx.LocalAddr(), tt.sizes, tt.tails, tt.into)
 		})
 	}
 }

@@ -75,11 +75,19 @@ type Session struct {
 	stats counters
 }
 
-// rxBatch is one ReadBatch worth of datagrams with its buffers.
+// rxBatch is one ReadBatch worth of datagrams with its buffers: a buffer
+// per datagram, or, where the conn receives coalesced datagrams into a
+// region of ours (conn.RegionReader with GRO), that region, which the
+// datagrams are lent from.
 type rxBatch struct {
-	msgs []conn.Datagram
-	n    int
+	msgs   []conn.Datagram
+	region []byte
+	n      int
 }
+
+// rxRegionMessages is how many coalesced messages a batch's region takes
+// in one receive: 256 KiB, up to 256 datagrams.
+const rxRegionMessages = 4
 
 // counters are the session's statistics, atomics so that Stats may run
 // during a call.
@@ -173,7 +181,16 @@ func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 		Op:    o.Op,
 	}
 	n := c.BatchSize()
+	_, lends := c.(conn.RegionReader)
+	lends = lends && c.Offload().GRO
 	for range rxBatches {
+		if lends {
+			s.free <- &rxBatch{
+				msgs:   make([]conn.Datagram, rxRegionMessages*64),
+				region: make([]byte, rxRegionMessages*conn.MaxGROMessage),
+			}
+			continue
+		}
 		b := &rxBatch{msgs: make([]conn.Datagram, n)}
 		backing := make([]byte, n*maxDatagram)
 		for i := range b.msgs {
@@ -201,7 +218,7 @@ func (s *Session) read() {
 		case <-s.closing:
 			return
 		}
-		n, err := s.conn.ReadBatch(b.msgs)
+		n, err := s.fill(b)
 		if err != nil {
 			s.free <- b
 			if errors.Is(err, net.ErrClosed) {
@@ -225,6 +242,14 @@ func (s *Session) read() {
 		b.n = n
 		s.full <- b
 	}
+}
+
+// fill reads a batch from the socket into b: lent from b's region where it has one.
+func (s *Session) fill(b *rxBatch) (int, error) {
+	if b.region != nil {
+		return s.conn.(conn.RegionReader).ReadInto(b.region, b.msgs)
+	}
+	return s.conn.ReadBatch(b.msgs)
 }
 
 // joinTimeoutError is Join's timeout: no admission in time, because the
