@@ -122,9 +122,12 @@ const (
 	// (65535 − 20-byte IP header − 8-byte UDP header).
 	MaxDatagramLimit = 65507
 
-	// MaxGROMessage is the most bytes one coalesced (GRO) receive holds;
-	// RegionReader's regions are counted in it.
-	MaxGROMessage = 1<<16 - 1
+	// MaxGROMessage is the room one coalesced (GRO) receive takes: 64 KiB,
+	// more than the 65,535 bytes it can hold, so that each message starts
+	// aligned and so do the datagrams in it, whose payloads the switch's
+	// element kernels read in place. RegionReader's regions are counted in
+	// it.
+	MaxGROMessage = 1 << 16
 )
 
 // Config configures ListenUDP. The zero value gives the defaults.

@@ -37,7 +37,7 @@ const (
 	// IPv4 datagram's length field.
 	gsoMaxBytes = MaxDatagramLimit
 	// groBufSize holds the largest message GRO can hand up (64 KiB of
-	// coalesced payload).
+	// coalesced payload), and keeps the next message's buffer aligned.
 	groBufSize = MaxGROMessage
 	// groMaxMsgs caps the messages one GRO receive asks for: each needs a
 	// groBufSize buffer, and a coalesced message holds up to

@@ -164,6 +164,10 @@ type Config struct {
 	// daemon gives its flags (--max-memory). nil, or "" for a field: the
 	// field as Config.MaxMemory.
 	SettingName func(field string) string
+
+	// regions is each reader's receive regions, for tests (0:
+	// readerRegions; region.go).
+	regions int
 }
 
 // setting is how a refusal names Config field field (SettingName).

@@ -78,13 +78,22 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer stop()
 	n := c.BatchSize()
 	msgs := make([]conn.Datagram, n)
-	out := make([]conn.Datagram, 0, n)
 	for i := range msgs {
 		msgs[i].Buf = make([]byte, r.cfg.Socket.MaxDatagram)
 	}
+	// Where the conn can, it lends the datagrams from a region, as the
+	// switch's readers take them: each batch is answered before the next
+	// receive, so one region does.
+	read := c.ReadBatch
+	if rr, ok := c.(conn.RegionReader); ok && c.Offload().GRO {
+		region := make([]byte, regionMessages*conn.MaxGROMessage)
+		msgs = make([]conn.Datagram, regionMessages*64)
+		read = func(msgs []conn.Datagram) (int, error) { return rr.ReadInto(region, msgs) }
+	}
+	out := make([]conn.Datagram, 0, len(msgs))
 	var retry readRetry
 	for {
-		k, err := c.ReadBatch(msgs)
+		k, err := read(msgs)
 		if err != nil {
 			if retry.failed(ctx, err) {
 				return nil

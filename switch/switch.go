@@ -25,6 +25,7 @@ type Switch struct {
 	cfg   Config
 	log   *slog.Logger
 	conns []conn.Conn // the data port's sockets: reader and writer i use conns[i]
+	lends []*regions  // reader i's receive regions, nil where its conn cannot lend (region.go)
 	steer conn.Steering
 	unit  *hpu.HPU
 	jobs  *jobTable
@@ -73,11 +74,12 @@ type Switch struct {
 // inPacket is a receive buffer that becomes an HPU packet without a copy:
 // the reader swaps it out of its batch and a fresh one in.
 type inPacket struct {
-	buf  []byte
-	pkt  hpu.Packet
-	job  *job     // counted in its inflight until done
-	live *liveJob // the job as admitted: where the handler's emits go
-	rd   int      // the reader that took it: its results leave through that reader's writer
+	buf    []byte    // the packet's bytes, unless they are lent from a region
+	region *inRegion // the region they are lent from, held until done
+	pkt    hpu.Packet
+	job    *job     // counted in its inflight until done
+	live   *liveJob // the job as admitted: where the handler's emits go
+	rd     int      // the reader that took it: its results leave through that reader's writer
 }
 
 // readerCounters count one socket's datagrams, each on its own cache
@@ -256,6 +258,10 @@ func (s *Switch) Run(ctx context.Context) error {
 		}
 		s.admin = adminSrv.addr
 	}
+	s.lends = make([]*regions, len(s.conns))
+	for i, c := range s.conns {
+		s.lends[i] = newRegions(c, s.cfg.regions)
+	}
 	off := s.conns[0].Offload()
 	s.log.Info("switch listening", "data", s.Addr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
 		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
@@ -389,6 +395,9 @@ func (s *Switch) tick(j *job, now time.Time) {
 // its packets with rd, so that their results leave through its writer.
 func (s *Switch) reader(ctx context.Context, rd int) error {
 	c := s.conns[rd]
+	if rd < len(s.lends) && s.lends[rd] != nil { // Run made them
+		return s.readLent(ctx, rd, s.lends[rd])
+	}
 	n := c.BatchSize()
 	msgs := make([]conn.Datagram, n)
 	slots := make([]*inPacket, n)
@@ -409,11 +418,7 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 			continue
 		}
 		retry.ok()
-		s.perReader[rd].rx.Add(int64(k))
-		s.links.countRx(msgs[:k])
-		if s.cap != nil {
-			s.cap.record(msgs[:k], true)
-		}
+		s.received(rd, msgs[:k])
 		now := time.Now().UnixNano()
 		for i := 0; i < k; i++ {
 			if s.handle(&msgs[i], slots[i], now) {
@@ -423,16 +428,66 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 				msgs[i].Buf = slots[i].buf
 			}
 		}
-		sent, err := s.unit.SubmitBatch(ctx, batch)
-		if err != nil {
-			for _, p := range batch[sent:] {
-				s.drops.add(dropShutdown)
-				s.done(p)
-			}
-		}
-		clear(batch)
-		batch = batch[:0]
+		batch = s.submit(ctx, batch)
 	}
+}
+
+// readLent is reader rd where its conn lends datagrams from a region
+// (region.go): each data packet is handed to the unit in place, and holds
+// its region until its handler returns.
+func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
+	batch := make([]*hpu.Packet, 0, len(g.msgs))
+	var retry readRetry
+	for {
+		r, k, err := g.read(ctx)
+		if err != nil {
+			if retry.failed(ctx, err) {
+				return nil
+			}
+			s.ioErrors.add(dirRx, err)
+			s.logIOError("receive", err, retry.consecutive)
+			continue
+		}
+		retry.ok()
+		msgs := g.msgs[:k]
+		s.received(rd, msgs)
+		now := time.Now().UnixNano()
+		for i := range msgs {
+			ip := s.inFree.get()
+			if !s.handle(&msgs[i], ip, now) {
+				s.inFree.put(ip)
+				continue
+			}
+			ip.rd, ip.region = rd, r
+			r.refs.Add(1)
+			batch = append(batch, &ip.pkt)
+		}
+		batch = s.submit(ctx, batch)
+		r.release()
+	}
+}
+
+// received counts a batch from reader rd and captures it.
+func (s *Switch) received(rd int, msgs []conn.Datagram) {
+	s.perReader[rd].rx.Add(int64(len(msgs)))
+	s.links.countRx(msgs)
+	if s.cap != nil {
+		s.cap.record(msgs, true)
+	}
+}
+
+// submit hands a reader's batch of data packets to the processing unit,
+// gives back what a stopping unit refused, and returns the batch emptied.
+func (s *Switch) submit(ctx context.Context, batch []*hpu.Packet) []*hpu.Packet {
+	sent, err := s.unit.SubmitBatch(ctx, batch)
+	if err != nil {
+		for _, p := range batch[sent:] {
+			s.drops.add(dropShutdown)
+			s.done(p)
+		}
+	}
+	clear(batch)
+	return batch[:0]
 }
 
 // handle processes one datagram. It reports whether ip is ready for the
@@ -591,6 +646,10 @@ func (s *Switch) done(p *hpu.Packet) {
 	ip.job.inflight.Add(-1)
 	ip.job, ip.live = nil, nil
 	p.Handler, p.Payload = nil, nil
+	if ip.region != nil {
+		ip.region.release()
+		ip.region = nil
+	}
 	s.inFree.put(ip)
 }
 

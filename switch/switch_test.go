@@ -2,6 +2,7 @@ package swtch_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -187,5 +188,82 @@ func TestDefaultWindowShare(t *testing.T) {
 	sw = startSwitch(t, swtch.Config{Window: 10})
 	if got := join(3, wire.AlgoSingle)[0].Window(); got != 10 {
 		t.Errorf("Config.Window 10: window %d", got)
+	}
+}
+
+// TestLentRegions: where the socket coalesces datagrams (GRO), the readers
+// lend data packets to the processing unit from their receive regions.
+// Two jobs at once, one in 8 KiB packets, get every sum right through
+// regions that are received into again while other packets of theirs are
+// still being handled, and once the calls are done every region is back
+// in its reader's pool but the one each reader waits to receive into.
+func TestLentRegions(t *testing.T) {
+	for _, regions := range []int{0, 1} {
+		t.Run(fmt.Sprintf("regions-%d", regions), func(t *testing.T) { testLentRegions(t, regions) })
+	}
+}
+
+// testLentRegions runs TestLentRegions with n regions a reader (0: the
+// default). With one, the reader receives into a region again as soon as
+// the last packet lent from it is done, so a region given back early
+// shows as wrong sums.
+func testLentRegions(t *testing.T, n int) {
+	sw := startSwitch(t, swtch.WithRegions(swtch.Config{Readers: 2, PacketBytes: 8 << 10}, n))
+	if _, total := sw.RegionsFree(); total == 0 {
+		t.Skip("no UDP GRO here: the readers receive into packet buffers")
+	}
+	const world = 4
+	jobs := []struct {
+		job      uint32
+		elements int
+		pe       int
+	}{{31, 1 << 20, 256}, {32, 300_001, 0}}
+	var g errgroup.Group
+	for _, jb := range jobs {
+		ss := inproctest.JoinAll(t, world, func(r int) hostlib.Options {
+			return hostlib.Options{Switch: sw.Addr().String(), Job: jb.job, Token: 7, Rank: r, World: world,
+				DType: wire.Float32, Op: wire.OpSum, Elements: jb.elements, PacketElems: jb.pe, Timeout: 20 * time.Second}
+		})
+		g.Go(func() error {
+			bufs := make([][]float32, world)
+			for call := range 5 {
+				for r := range bufs {
+					bufs[r] = make([]float32, jb.elements)
+					for i := range bufs[r] {
+						bufs[r][i] = float32((i+call)%1000 + r)
+					}
+				}
+				var calls errgroup.Group
+				for r, s := range ss {
+					calls.Go(func() error { return hostlib.AllReduce(context.Background(), s, bufs[r]) })
+				}
+				if err := calls.Wait(); err != nil {
+					return err
+				}
+				for r := range bufs {
+					for i, v := range bufs[r] {
+						if want := float32(world*((i+call)%1000) + world*(world-1)/2); v != want {
+							return fmt.Errorf("job %d call %d rank %d element %d: %v, want %v", jb.job, call, r, i, v, want)
+						}
+					}
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	const readers = 2
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		free, total := sw.RegionsFree()
+		if free == total-readers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d receive regions held after the calls ended, want the %d being received into", total-free, total, readers)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

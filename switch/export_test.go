@@ -1,0 +1,18 @@
+package swtch
+
+// RegionsFree is how many of the readers' receive regions are back in
+// their pools, and how many they have (0, 0 where no conn lends).
+func (s *Switch) RegionsFree() (free, total int) {
+	for _, g := range s.lends {
+		if g != nil {
+			free, total = free+len(g.pool), total+cap(g.pool)
+		}
+	}
+	return free, total
+}
+
+// WithRegions gives each reader n receive regions.
+func WithRegions(cfg Config, n int) Config {
+	cfg.regions = n
+	return cfg
+}
