@@ -71,8 +71,10 @@ type Switch struct {
 	registry *registry // admission mode, admin secret, registered jobs
 }
 
-// inPacket is a receive buffer that becomes an HPU packet without a copy:
-// the reader swaps it out of its batch and a fresh one in.
+// inPacket is a received datagram as an HPU packet, without a copy: its
+// bytes are lent from the reader's receive region (readLent), or, where
+// the conn cannot lend, it is the receive buffer the reader swaps out of
+// its batch for a fresh one.
 type inPacket struct {
 	buf    []byte    // the packet's bytes, unless they are lent from a region
 	region *inRegion // the region they are lent from, held until done
@@ -391,7 +393,7 @@ func (s *Switch) tick(j *job, now time.Time) {
 // dropped and counted. The data packets of one batch go to the processing
 // unit together, so each core is woken once per batch. The reader never
 // blocks on anything but the socket and, for back pressure, a full
-// processing unit. Readers share the job table and the unit; each marks
+// processing unit or, lending, regions all still held by its packets. Readers share the job table and the unit; each marks
 // its packets with rd, so that their results leave through its writer.
 func (s *Switch) reader(ctx context.Context, rd int) error {
 	c := s.conns[rd]
