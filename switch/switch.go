@@ -412,11 +412,9 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 	for {
 		k, err := c.ReadBatch(msgs)
 		if err != nil {
-			if retry.failed(ctx, err) {
+			if s.receiveFailed(ctx, &retry, err) {
 				return nil
 			}
-			s.ioErrors.add(dirRx, err)
-			s.logIOError("receive", err, retry.consecutive)
 			continue
 		}
 		retry.ok()
@@ -443,11 +441,9 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 	for {
 		r, k, err := g.read(ctx)
 		if err != nil {
-			if retry.failed(ctx, err) {
+			if s.receiveFailed(ctx, &retry, err) {
 				return nil
 			}
-			s.ioErrors.add(dirRx, err)
-			s.logIOError("receive", err, retry.consecutive)
 			continue
 		}
 		retry.ok()
@@ -467,6 +463,18 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 		batch = s.submit(ctx, batch)
 		r.release()
 	}
+}
+
+// receiveFailed counts and logs a reader's receive error, waits out the
+// retry's backoff, and reports whether the reader should stop (the socket
+// closed or ctx ended).
+func (s *Switch) receiveFailed(ctx context.Context, retry *readRetry, err error) (stop bool) {
+	if retry.failed(ctx, err) {
+		return true
+	}
+	s.ioErrors.add(dirRx, err)
+	s.logIOError("receive", err, retry.consecutive)
+	return false
 }
 
 // received counts a batch from reader rd and captures it.
