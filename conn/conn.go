@@ -83,6 +83,22 @@ type RegionReader interface {
 	ReadInto(region []byte, msgs []Datagram) (n int, err error)
 }
 
+// Lender is c as a RegionReader where it lends (it is one, and the kernel
+// coalesces for it), or nil: then ReadBatch into the caller's buffers
+// copies nothing either.
+func Lender(c Conn) RegionReader {
+	if rr, ok := c.(RegionReader); ok && c.Offload().GRO {
+		return rr
+	}
+	return nil
+}
+
+// NewRegion returns a region for k coalesced messages a receive and the
+// datagrams that hold all of theirs, for ReadInto.
+func NewRegion(k int) (region []byte, msgs []Datagram) {
+	return make([]byte, k*MaxGROMessage), make([]Datagram, k*MaxGROSegments)
+}
+
 // Offload reports the UDP segmentation offloads a Conn uses. GSO (UDP_SEGMENT)
 // lets one send carry a run of equal-sized datagrams to one peer; GRO
 // (UDP_GRO) lets one receive return such a run. Both are Linux-only, probed
@@ -128,6 +144,10 @@ const (
 	// element kernels read in place. RegionReader's regions are counted in
 	// it.
 	MaxGROMessage = 1 << 16
+
+	// MaxGROSegments is the most datagrams one coalesced receive holds
+	// (the kernel's UDP_GRO_CNT_MAX).
+	MaxGROSegments = 64
 )
 
 // Config configures ListenUDP. The zero value gives the defaults.

@@ -41,9 +41,8 @@ const (
 	groBufSize = MaxGROMessage
 	// groMaxMsgs caps the messages one GRO receive asks for: each needs a
 	// groBufSize buffer, and a coalesced message holds up to
-	// groMaxSegments datagrams (the kernel's UDP_GRO_CNT_MAX).
-	groMaxMsgs     = 64
-	groMaxSegments = 64
+	// MaxGROSegments datagrams.
+	groMaxMsgs = 64
 	// oobLen is the control buffer per message: room for the one UDP_GRO or
 	// UDP_SEGMENT cmsg this code uses, with slack, a multiple of the cmsg
 	// alignment so consecutive slots stay aligned.
@@ -357,7 +356,7 @@ func (c *mmsgConn) ReadInto(region []byte, msgs []Datagram) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	r := &c.r
-	want := min(len(region)/groBufSize, len(msgs)/groMaxSegments, len(r.hs))
+	want := min(len(region)/groBufSize, len(msgs)/MaxGROSegments, len(r.hs))
 	switch {
 	case !c.gro:
 		return c.readDirect(msgs)
@@ -370,7 +369,7 @@ func (c *mmsgConn) ReadInto(region []byte, msgs []Datagram) (int, error) {
 		if err := c.recvGRO(region, want); err != nil {
 			return 0, err
 		}
-		// want messages of at most groMaxSegments datagrams each fit msgs:
+		// want messages of at most MaxGROSegments datagrams each fit msgs:
 		// nothing is left in region for a later call.
 		if n := r.split(region, msgs, true); n > 0 {
 			return n, nil

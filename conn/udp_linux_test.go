@@ -240,8 +240,7 @@ func TestReadInto(t *testing.T) {
 	if k, err := rx.ReadBatch(few); k != 10 || err != nil {
 		t.Fatalf("ReadBatch = %d, %v", k, err)
 	}
-	region := make([]byte, 2*MaxGROMessage)
-	in := make([]Datagram, 2*64)
+	region, in := NewRegion(2)
 	k, err := rx.ReadInto(region, in)
 	if err != nil || k != n-10 {
 		t.Fatalf("ReadInto after ReadBatch = %d, %v; want the %d left", k, err, n-10)
@@ -368,8 +367,7 @@ func BenchmarkReceiveCoalesced(b *testing.B) {
 				out[i].N, out[i].Addr = size, rx.LocalAddr()
 			}
 			in := newMsgs(rx.BatchSize(), DefaultMaxDatagram)
-			lent := make([]Datagram, 4*64)
-			region := make([]byte, 4*MaxGROMessage)
+			region, lent := NewRegion(4)
 			b.SetBytes(count * size)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -181,8 +181,9 @@ func receiveAll(rx Conn, sizes []int, from netip.AddrPort, got *atomic.Int64, in
 	msgs := newMsgs(rx.BatchSize(), DefaultMaxDatagram)
 	read := rx.ReadBatch
 	if rr, ok := rx.(RegionReader); ok && into {
-		region := make([]byte, 4*MaxGROMessage)
-		msgs = append(msgs, make([]Datagram, 4*64-len(msgs))...)
+		// Bufs for the first BatchSize: without GRO, ReadInto reads into them.
+		region, more := NewRegion(4)
+		msgs = append(msgs, more[len(msgs):]...)
 		read = func(msgs []Datagram) (int, error) { return rr.ReadInto(region, msgs) }
 	}
 	for n := 0; n < len(sizes); {

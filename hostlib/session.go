@@ -29,9 +29,10 @@ const rxBatches = 4
 // make the same sequence of calls, as with MPI and NCCL collectives: calls
 // are matched across ranks by their number (the generation).
 type Session struct {
-	opts Options        // validated, defaults applied
-	sw   netip.AddrPort // the switch
-	conn conn.Conn
+	opts   Options        // validated, defaults applied
+	sw     netip.AddrPort // the switch
+	conn   conn.Conn
+	lender conn.RegionReader // conn, where it lends: batches then carry a region (rxBatch)
 
 	// Set once by the join-ack, read-only afterwards.
 	window  int // W as the switch granted it
@@ -76,8 +77,7 @@ type Session struct {
 }
 
 // rxBatch is one ReadBatch worth of datagrams with its buffers: a buffer
-// per datagram, or, where the conn receives coalesced datagrams into a
-// region of ours (conn.RegionReader with GRO), that region, which the
+// per datagram, or, where the conn lends (Session.lender), the region the
 // datagrams are lent from.
 type rxBatch struct {
 	msgs   []conn.Datagram
@@ -181,14 +181,12 @@ func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 		Op:    o.Op,
 	}
 	n := c.BatchSize()
-	_, lends := c.(conn.RegionReader)
-	lends = lends && c.Offload().GRO
+	s.lender = conn.Lender(c)
 	for range rxBatches {
-		if lends {
-			s.free <- &rxBatch{
-				msgs:   make([]conn.Datagram, rxRegionMessages*64),
-				region: make([]byte, rxRegionMessages*conn.MaxGROMessage),
-			}
+		if s.lender != nil {
+			b := &rxBatch{}
+			b.region, b.msgs = conn.NewRegion(rxRegionMessages)
+			s.free <- b
 			continue
 		}
 		b := &rxBatch{msgs: make([]conn.Datagram, n)}
@@ -244,10 +242,11 @@ func (s *Session) read() {
 	}
 }
 
-// fill reads a batch from the socket into b: lent from b's region where it has one.
+// fill reads a batch from the socket into b: lent from b's region where
+// the conn lends.
 func (s *Session) fill(b *rxBatch) (int, error) {
-	if b.region != nil {
-		return s.conn.(conn.RegionReader).ReadInto(b.region, b.msgs)
+	if s.lender != nil {
+		return s.lender.ReadInto(b.region, b.msgs)
 	}
 	return s.conn.ReadBatch(b.msgs)
 }

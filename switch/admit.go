@@ -113,11 +113,12 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 // DefaultWindowFor, held to DefaultWindowShare of the L1 but at least
 // DefaultWindow.
 func (s *Switch) windowTarget(world, blockBytes, m int) int {
-	if s.cfg.Window > 0 {
-		return s.cfg.Window
+	w := s.cfg.windowFor(world, blockBytes)
+	if s.cfg.Window == 0 {
+		share := s.unit.Memory().Total() / (DefaultWindowShare * 2 * max(1, m))
+		w = max(DefaultWindow, min(share, w))
 	}
-	share := s.unit.Memory().Total() / (DefaultWindowShare * 2 * max(1, m))
-	return max(DefaultWindow, min(share, DefaultWindowFor(world, blockBytes)))
+	return w
 }
 
 // reserve sizes the window and reserves the job's quota and host memory:

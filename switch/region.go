@@ -52,14 +52,14 @@ type regions struct {
 // cannot lend (no GRO, or not a RegionReader): the reader then receives
 // into packet buffers.
 func newRegions(c conn.Conn, n int) *regions {
-	rr, ok := c.(conn.RegionReader)
-	if !ok || !c.Offload().GRO {
+	rr := conn.Lender(c)
+	if rr == nil {
 		return nil
 	}
 	if n == 0 {
 		n = readerRegions
 	}
-	g := &regions{rr: rr, pool: make(chan *inRegion, n), msgs: make([]conn.Datagram, regionMessages*64)}
+	g := &regions{rr: rr, pool: make(chan *inRegion, n), msgs: make([]conn.Datagram, regionMessages*conn.MaxGROSegments)}
 	for range n {
 		g.pool <- &inRegion{buf: make([]byte, regionMessages*conn.MaxGROMessage), pool: g.pool}
 	}

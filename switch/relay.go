@@ -76,19 +76,20 @@ func (r *Relay) Run(ctx context.Context) error {
 	close(r.ready)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	n := c.BatchSize()
-	msgs := make([]conn.Datagram, n)
-	for i := range msgs {
-		msgs[i].Buf = make([]byte, r.cfg.Socket.MaxDatagram)
-	}
 	// Where the conn can, it lends the datagrams from a region, as the
 	// switch's readers take them: each batch is answered before the next
 	// receive, so one region does.
+	var msgs []conn.Datagram
 	read := c.ReadBatch
-	if rr, ok := c.(conn.RegionReader); ok && c.Offload().GRO {
-		region := make([]byte, regionMessages*conn.MaxGROMessage)
-		msgs = make([]conn.Datagram, regionMessages*64)
+	if rr := conn.Lender(c); rr != nil {
+		var region []byte
+		region, msgs = conn.NewRegion(regionMessages)
 		read = func(msgs []conn.Datagram) (int, error) { return rr.ReadInto(region, msgs) }
+	} else {
+		msgs = make([]conn.Datagram, c.BatchSize())
+		for i := range msgs {
+			msgs[i].Buf = make([]byte, r.cfg.Socket.MaxDatagram)
+		}
 	}
 	out := make([]conn.Datagram, 0, len(msgs))
 	var retry readRetry

@@ -72,9 +72,10 @@ func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 		}
 	}
 	bb := s.cfg.PacketBytes
-	// A block is a stream of up to be pairs from each member.
 	m := cfg.BlockBuffers(bb)
-	w, q, jerr := s.reserve(j, nblocks, s.windowTarget(j.world(), be*wire.PairSize(j.dtype), m), m, func(bufs int) handlers.Footprint { return cfg.Footprint(bufs, bb) })
+	// A block is a stream of up to be pairs from each member.
+	target := s.windowTarget(j.world(), be*wire.PairSize(j.dtype), m)
+	w, q, jerr := s.reserve(j, nblocks, target, m, func(bufs int) handlers.Footprint { return cfg.Footprint(bufs, bb) })
 	if jerr != nil {
 		return nil, jerr
 	}

@@ -393,7 +393,8 @@ func (s *Switch) tick(j *job, now time.Time) {
 // dropped and counted. The data packets of one batch go to the processing
 // unit together, so each core is woken once per batch. The reader never
 // blocks on anything but the socket and, for back pressure, a full
-// processing unit or, lending, regions all still held by its packets. Readers share the job table and the unit; each marks
+// processing unit or, lending, regions all still held by its packets.
+// Readers share the job table and the unit; each marks
 // its packets with rd, so that their results leave through its writer.
 func (s *Switch) reader(ctx context.Context, rd int) error {
 	c := s.conns[rd]
