@@ -58,6 +58,7 @@ type Row struct {
 	Density         float64 `json:"density"`
 	Storage         string  `json:"storage"`
 	SpilledPairs    int64   `json:"spilled_pairs"` // per call, over the hosts (hash storage)
+	Rounds          int     `json:"rounds"`        // bench's rounds in turn (--rounds): a testbed path runs once, 1
 	// VsRing is the ring's median over this row's (above 1: faster).
 	VsRing float64 `json:"vs_ring"`
 	// OfRelay and OfFanout are bench's echo-relay and fan-out-relay

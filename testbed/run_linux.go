@@ -245,7 +245,7 @@ func (c *cluster) launch(ctx context.Context, path string, density float64, job 
 // the counts, verified only if every host verified.
 func (c *cluster) row(path string, density float64, results []hostResult) Row {
 	a := results[0]
-	r := Row{Path: path, Ranks: a.Ranks, Bytes: a.Bytes, DType: a.DType, Op: a.Op, Algo: a.Algo, Iters: a.Iters,
+	r := Row{Path: path, Ranks: a.Ranks, Bytes: a.Bytes, DType: a.DType, Op: a.Op, Algo: a.Algo, Iters: a.Iters, Rounds: 1,
 		Density: density, Storage: a.Storage, LinkBytesFrom: "tc", Topology: c.cfg.Shape(),
 		LinkBps: c.cfg.LinkBps, PacketBytes: c.cfg.PacketBytes, Window: c.cfg.Window, Loss: c.cfg.Loss}
 	if c.cfg.Tree() {

@@ -69,6 +69,8 @@ func addBenchFlags(fs *pflag.FlagSet, s *bench.Suite) *benchFlags {
 	fs.StringVar(&s.Algo, "algo", "auto", "the switch's design: auto, single, multi2, multi4 or tree")
 	fs.IntVar(&s.Iters, "iters", 5, "measured calls per row")
 	fs.IntVar(&s.Warmup, "warmup", 1, "unmeasured calls first")
+	fs.IntVar(&s.Rounds, "rounds", 1, "measure each P and size's rows this many times in turn (--warmup and --iters calls each), each row's\n"+
+		"median the median of its rounds': on a shared machine the ratios then compare the same spells (1..100)")
 	fs.BoolVar(&s.Verify, "verify", true, "check every element of the switch and ring results")
 	fs.DurationVar(&s.Timeout, "timeout", 60*time.Second, "limit of one allreduce call")
 	b.procs = fs.Bool("procs", true, "run each rank as its own process (false: all ranks in this process)")

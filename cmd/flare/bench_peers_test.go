@@ -71,6 +71,9 @@ func TestBenchPacketSizes(t *testing.T) {
 		if _, ok := raw[i]["packet_bytes"]; !ok {
 			t.Errorf("row %d (%s) has no packet_bytes field", i, r.Path)
 		}
+		if r.Rounds != 1 {
+			t.Errorf("row %d (%s) says %d rounds, want 1 (the default)", i, r.Path, r.Rounds)
+		}
 		at[key{r.Path, r.PacketBytes}] = r
 	}
 	for _, pk := range []int{512, 2048} {

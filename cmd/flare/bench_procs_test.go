@@ -11,10 +11,11 @@ import (
 // all of them at once by the parent's barrier. The switch row is verified
 // element by element in every rank, the fan-out relay's row comes from
 // the same filled vectors, and the run ends (no rank left waiting on the
-// barrier).
+// barrier). Two rounds measure both rows twice, in turn, each round with
+// its own processes.
 func TestBenchProcessPerRank(t *testing.T) {
 	out, err := exec.Command(flareBin, "bench", "--json", "--ranks", "3", "--bytes", "64KiB", "--packet", "1KiB",
-		"--iters", "3", "--warmup", "1", "--paths", "switch,fanout").CombinedOutput()
+		"--iters", "3", "--warmup", "1", "--rounds", "2", "--paths", "switch,fanout").CombinedOutput()
 	if err != nil {
 		t.Fatalf("flare bench: %v\n%s", err, out)
 	}
@@ -24,10 +25,14 @@ func TestBenchProcessPerRank(t *testing.T) {
 		paths[r.Path] = r
 	}
 	sw, ok := paths["switch"]
-	if !ok || !sw.Verified || sw.MedianS <= 0 || sw.Iters != 3 {
-		t.Fatalf("switch row %+v, want 3 verified calls", sw)
+	if !ok || !sw.Verified || sw.MedianS <= 0 || sw.Iters != 6 || sw.Rounds != 2 {
+		t.Fatalf("switch row %+v, want 2 rounds of 3 verified calls", sw)
 	}
-	if fo, ok := paths["fanout"]; !ok || fo.MedianS <= 0 {
-		t.Fatalf("fanout row %+v, want a time", fo)
+	fo, ok := paths["fanout"]
+	if !ok || fo.MedianS <= 0 || fo.Rounds != 2 {
+		t.Fatalf("fanout row %+v, want a time over 2 rounds", fo)
+	}
+	if sw.OfFanout != fo.MedianS/sw.MedianS {
+		t.Errorf("switch of fanout %v, want %v: the merged medians' ratio", sw.OfFanout, fo.MedianS/sw.MedianS)
 	}
 }

@@ -23,6 +23,9 @@ const (
 	PathFanout = "fanout" // the fan-out relay: the switch's pattern's ceiling
 )
 
+// MaxRounds is the most Suite.Rounds.
+const MaxRounds = 100
+
 // Suite is one `flare bench` run: every path at every P and size in one
 // run, with the ratios of each row against the others of its P and size;
 // with Sparse, the sparse comparison (SparseRow); with Tree, the tree of
@@ -37,9 +40,14 @@ type Suite struct {
 	DType  wire.DType
 	Op     wire.Op
 	// Algo is the switch's design: auto, single, multiB or tree.
-	Algo    string
-	Iters   int
-	Warmup  int
+	Algo   string
+	Iters  int
+	Warmup int
+	// Rounds measures every leg of a (P, size) group this many times in
+	// turn (each time Iters calls after Warmup), so that every path meets
+	// the machine's slow and fast spells alike: on a shared box they last
+	// seconds, longer than a row. The dense table only; 0 is 1.
+	Rounds  int
 	Verify  bool // check every element of the switch and ring results
 	Timeout time.Duration
 	// Sparse compares sparse in-network (hash, array), dense in-network
@@ -116,6 +124,10 @@ func (s Suite) validateData() error {
 		return fmt.Errorf("Suite.Iters = %d with Suite.Warmup = %d: want iters >= 1 and warmup >= 0", s.Iters, s.Warmup)
 	case s.Timeout <= 0:
 		return fmt.Errorf("Suite.Timeout = %v: must be positive", s.Timeout)
+	case s.Rounds < 0 || s.Rounds > MaxRounds:
+		return fmt.Errorf("Suite.Rounds = %d: must be in 1..%d (0: 1)", s.Rounds, MaxRounds)
+	case s.Rounds > 1 && (s.Sparse || s.Tree != (TreeShape{})):
+		return fmt.Errorf("Suite.Rounds = %d with Suite.Sparse or Suite.Tree: rounds apply to the dense table", s.Rounds)
 	}
 	for _, n := range s.Sizes {
 		if n < int64(s.DType.Size()) || n > MaxCount {

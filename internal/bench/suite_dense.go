@@ -16,6 +16,10 @@ import (
 type Row struct {
 	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay); a peer's own (Suite.Peers)
 	Result
+	// Rounds is how many times the row was measured, in turn with the
+	// other rows of its P and size (Suite.Rounds; mergeRounds). A peer's
+	// row, measured apart, says 1.
+	Rounds int `json:"rounds"`
 	// OverBestPeer is this row's median time over the faster peer's (the
 	// Suite.Peers rows of the same P and size): below 1, faster than the
 	// best host-based library measured. 0 without peers.
@@ -54,7 +58,11 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 				rankGOMAXPROCS(), runtime.GOMAXPROCS(0))
 		}
 		fmt.Fprintf(w, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
-			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n\n", s.DType, s.Op, layout)
+			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n", s.DType, s.Op, layout)
+		if s.Rounds > 1 {
+			fmt.Fprintf(w, "Each row: %d rounds of %d calls, the rows of a P and size measured in turn; its median is the median of its rounds'\n", s.Rounds, s.Iters)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintln(tw, denseHeader)
 	}
 	s.job = 7000
@@ -83,15 +91,27 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-// measureRows measures every leg of one P and size (measureLegs' order).
+// measureRows measures every leg of one P and size, in measureLegs'
+// order, Suite.Rounds times over, and merges each leg's rounds
+// (mergeRounds).
 func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]*Row, error) {
-	rows := map[leg]*Row{}
-	for _, l := range s.measureLegs() {
-		row, err := s.measurePath(ctx, l, s.config(p, size))
-		if err != nil {
-			return nil, fmt.Errorf("P=%d %s %s: %w", p, units.FormatSize(size), l, err)
+	rounds := map[leg][]*Row{}
+	for r := range max(1, s.Rounds) {
+		for _, l := range s.measureLegs() {
+			row, err := s.measurePath(ctx, l, s.config(p, size))
+			if err != nil {
+				at := ""
+				if s.Rounds > 1 {
+					at = fmt.Sprintf(", round %d of %d", r+1, s.Rounds)
+				}
+				return nil, fmt.Errorf("P=%d %s %s%s: %w", p, units.FormatSize(size), l, at, err)
+			}
+			rounds[l] = append(rounds[l], row)
 		}
-		rows[l] = row
+	}
+	rows := map[leg]*Row{}
+	for l, rs := range rounds {
+		rows[l] = mergeRounds(rs)
 	}
 	return rows, nil
 }
