@@ -87,7 +87,7 @@ static inline void print_row(const char *path, const char *algo, int ranks, long
   printf("{\"path\":\"%s\",\"ranks\":%d,\"bytes\":%lld,\"dtype\":\"float32\",\"op\":\"sum\",\"algo\":\"%s\","
          "\"iters\":%d,\"median_s\":%.9g,\"p99_s\":%.9g,\"algbw_GBps\":%.9g,\"busbw_GBps\":%.9g,\"verified\":%s,"
          "\"retransmits\":0,\"packet_bytes\":0,\"deadline_ms\":0,\"tail_ratio\":0,\"dropped_fraction\":0,"
-         "\"partial_blocks\":0,\"tx_bytes\":0,\"rx_bytes\":0,\"density\":0,\"storage\":\"\",\"spilled_pairs\":0,\"rounds\":1,"
+         "\"partial_blocks\":0,\"tx_bytes\":0,\"rx_bytes\":0,\"density\":0,\"storage\":\"\",\"spilled_pairs\":0,\"rounds\":1,\"server_user_s\":0,\"server_sys_s\":0,"
          "\"over_best_peer\":0,\"vs_ring\":0,\"of_relay\":0,\"of_fanout\":0,\"host_link_up_bytes\":0,"
          "\"host_link_down_bytes\":0,\"link_bytes_from\":\"\"}\n",
          path, ranks, bytes, algo, iters, median, p99, algbw, busbw(algbw, ranks), verified ? "true" : "false");

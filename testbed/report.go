@@ -59,6 +59,10 @@ type Row struct {
 	Storage         string  `json:"storage"`
 	SpilledPairs    int64   `json:"spilled_pairs"` // per call, over the hosts (hash storage)
 	Rounds          int     `json:"rounds"`        // bench's rounds in turn (--rounds): a testbed path runs once, 1
+	// ServerUserS and ServerSysS are bench's server CPU per call; the
+	// testbed's daemons are processes of their own (SwitchCPU), so 0.
+	ServerUserS float64 `json:"server_user_s"`
+	ServerSysS  float64 `json:"server_sys_s"`
 	// VsRing is the ring's median over this row's (above 1: faster).
 	VsRing float64 `json:"vs_ring"`
 	// OfRelay and OfFanout are bench's echo-relay and fan-out-relay

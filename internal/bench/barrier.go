@@ -43,6 +43,16 @@ func barrierFromEnv() (*rankBarrier, error) {
 	return &rankBarrier{release: os.NewFile(uintptr(r), "barrier-release"), ready: os.NewFile(uintptr(w), "barrier-ready")}, nil
 }
 
+// finish says this rank has finished its last call, for the parent's
+// reading of its own CPU (serverCPU).
+func (b *rankBarrier) finish() error {
+	var one [1]byte
+	if _, err := b.ready.Write(one[:]); err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
+	return nil
+}
+
 // wait says this rank is ready and returns when the parent starts the call.
 func (b *rankBarrier) wait() error {
 	var one [1]byte
@@ -100,26 +110,45 @@ func (b *parentBarrier) started(r int) {
 	b.child[r][1].Close()
 }
 
-// run releases calls rounds times, each when every rank is ready. When a
-// rank process ends before its calls are done, it closes every release
-// pipe, so that the ranks still waiting end too, and returns nil: the
-// rank's own exit says why.
-func (b *parentBarrier) run(rounds int) error {
+// run releases calls calls, each when every rank is ready, and then
+// waits for every rank to finish the last one (rankBarrier.finish). It
+// reads this process's CPU into cpu as it releases call first and when
+// every rank has finished. When a rank process ends before its calls are
+// done, it closes every release pipe, so that the ranks still waiting end
+// too, and returns nil: the rank's own exit says why (cpu is then not
+// taken).
+func (b *parentBarrier) run(calls, first int, cpu *serverCPU) error {
 	defer b.close()
-	var one [1]byte
-	for range rounds {
-		for _, f := range b.ready {
-			if _, err := io.ReadFull(f, one[:]); err != nil {
-				return nil
-			}
+	for k := range calls {
+		if !b.allReady() {
+			return nil
 		}
+		if k == first {
+			cpu.start()
+		}
+		var one [1]byte
 		for _, f := range b.release {
 			if _, err := f.Write(one[:]); err != nil {
 				return nil
 			}
 		}
 	}
+	if b.allReady() {
+		cpu.stop()
+	}
 	return nil
+}
+
+// allReady reads one byte from every rank: each is ready for the next
+// call, or has finished the last; false when one has ended instead.
+func (b *parentBarrier) allReady() bool {
+	var one [1]byte
+	for _, f := range b.ready {
+		if _, err := io.ReadFull(f, one[:]); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // close closes the parent's ends.

@@ -24,7 +24,9 @@ func rankSides(t *testing.T, b *parentBarrier) []*rankBarrier {
 }
 
 // No rank starts call k before every rank is ready for it: a rank that
-// is slow to get ready holds the others' start, call after call.
+// is slow to get ready holds the others' start, call after call. The
+// parent's run returns once every rank has finished the last call, with
+// its CPU reading taken.
 func TestBarrierStartsEveryCallTogether(t *testing.T) {
 	const ranks, rounds = 4, 5
 	b, err := newParentBarrier(ranks)
@@ -33,7 +35,8 @@ func TestBarrierStartsEveryCallTogether(t *testing.T) {
 	}
 	sides := rankSides(t, b)
 	done := make(chan error, 1)
-	go func() { done <- b.run(rounds) }()
+	var cpu serverCPU
+	go func() { done <- b.run(rounds, 1, &cpu) }()
 	var ready [rounds]atomic.Int32
 	var wg sync.WaitGroup
 	for r, side := range sides {
@@ -53,11 +56,17 @@ func TestBarrierStartsEveryCallTogether(t *testing.T) {
 					t.Errorf("rank %d started call %d with %d of %d ranks ready", r, k, n, ranks)
 				}
 			}
+			if err := side.finish(); err != nil {
+				t.Errorf("rank %d, finishing: %v", r, err)
+			}
 		}()
 	}
 	wg.Wait()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if _, readable := processTimes(); cpu.ok != readable || cpu.spent.user < 0 || cpu.spent.sys < 0 {
+		t.Errorf("CPU over calls 1..%d: %+v, want it taken (where this system reads it: %v)", rounds-1, cpu, readable)
 	}
 }
 
@@ -70,7 +79,8 @@ func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
 	}
 	sides := rankSides(t, b)
 	done := make(chan error, 1)
-	go func() { done <- b.run(10) }()
+	var cpu serverCPU
+	go func() { done <- b.run(10, 0, &cpu) }()
 	// Rank 2 "exits": its ends close, as the kernel closes them.
 	sides[2].release.(io.Closer).Close()
 	sides[2].ready.(io.Closer).Close()
@@ -90,5 +100,8 @@ func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if cpu.ok {
+		t.Errorf("CPU %+v taken over calls that never ran", cpu)
 	}
 }

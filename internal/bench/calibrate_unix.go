@@ -9,9 +9,16 @@ import (
 
 // ProcessCPU is the CPU time this process has used, user and system.
 func ProcessCPU() (time.Duration, bool) {
+	t, ok := processTimes()
+	return t.user + t.sys, ok
+}
+
+// processTimes is the CPU time this process has used, user and system
+// apart.
+func processTimes() (cpuTimes, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
+		return cpuTimes{}, false
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+	return cpuTimes{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano())}, true
 }

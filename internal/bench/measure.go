@@ -97,6 +97,9 @@ func (m *measurement) run(ctx context.Context) error {
 		}
 	}
 	m.after = m.read()
+	if m.barrier != nil {
+		return m.barrier.finish()
+	}
 	return nil
 }
 

@@ -28,8 +28,9 @@ type Procs struct {
 // run measures c with one process per rank, every call started on all of
 // them at once (barrier.go): the call time of the row is the slowest
 // rank's, the counts are summed, and it is verified if every rank
-// verified.
-func (pr *Procs) run(ctx context.Context, c Config) (*Result, error) {
+// verified. It also returns what this process spent over the measured
+// calls (serverCPU).
+func (pr *Procs) run(ctx context.Context, c Config) (*Result, *serverCPU, error) {
 	_, p := c.localRanks()
 	rc := c
 	rc.Ranks, rc.World = 0, p
@@ -38,17 +39,18 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, error) {
 		if p > 1 {
 			var err error
 			if rc.Peers, err = FreeTCPAddrs(p); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	bar, err := newParentBarrier(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	results := make([]Result, p)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return bar.run(c.Warmup + c.Iters) })
+	var cpu serverCPU
+	g.Go(func() error { return bar.run(c.Warmup+c.Iters, c.Warmup, &cpu) })
 	for r := range p {
 		rc := rc
 		rc.Rank = r
@@ -74,7 +76,7 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	agg := results[0]
 	for _, r := range results[1:] {
@@ -87,7 +89,7 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, error) {
 		agg.Verified = agg.Verified && r.Verified
 	}
 	agg.setBandwidth()
-	return &agg, nil
+	return &agg, &cpu, nil
 }
 
 // FreeTCPAddrs finds n distinct loopback TCP addresses free now, for the

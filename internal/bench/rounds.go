@@ -7,7 +7,8 @@ import "slices"
 // median of the rounds' medians (the upper one of an even count, as
 // Result.summarise takes), its p99 the largest of their p99s, and its
 // ratios (groupRows) therefore compare legs over the same spells of the
-// machine. Iters and retransmits add up; the per-call byte counts, the
+// machine. Iters and retransmits add up, the server's CPU per call is
+// over every round's calls; the per-call byte counts, the
 // same in every round, are the first round's; a row is verified when
 // every round was.
 func mergeRounds(rs []*Row) *Row {
@@ -17,8 +18,10 @@ func mergeRounds(rs []*Row) *Row {
 		return &row
 	}
 	medians := make([]float64, len(rs))
+	var user, sys float64 // the server's CPU over every round's calls
 	for i, r := range rs {
 		medians[i] = r.MedianS
+		user, sys = user+r.ServerUserS*float64(r.Iters), sys+r.ServerSysS*float64(r.Iters)
 		if i > 0 {
 			row.P99S = max(row.P99S, r.P99S)
 			row.Iters += r.Iters
@@ -28,6 +31,7 @@ func mergeRounds(rs []*Row) *Row {
 	}
 	slices.Sort(medians)
 	row.MedianS = medians[len(medians)/2]
+	row.ServerUserS, row.ServerSysS = user/float64(row.Iters), sys/float64(row.Iters)
 	row.setBandwidth()
 	return &row
 }

@@ -7,12 +7,13 @@ import (
 
 // A leg's rounds merge into one row: the median of the rounds' medians
 // (the upper of an even count), the largest p99, the calls and
-// retransmits of all of them, verified only if every round was; one round
-// is the row as measured.
+// retransmits of all of them, the server's CPU per call over all their
+// calls, verified only if every round was; one round is the row as
+// measured.
 func TestMergeRounds(t *testing.T) {
 	round := func(median, p99 float64, retx int64, verified bool) *Row {
 		r := &Row{Path: PathSwitch, Result: Result{Ranks: 8, Bytes: 1 << 20, Iters: 5, MedianS: median, P99S: p99,
-			Retransmits: retx, Verified: verified, TxBytes: 1 << 20}}
+			Retransmits: retx, Verified: verified, TxBytes: 1 << 20}, ServerUserS: median / 2, ServerSysS: median / 4}
 		r.setBandwidth()
 		return r
 	}
@@ -35,6 +36,13 @@ func TestMergeRounds(t *testing.T) {
 			got.Iters != tc.iters || got.Rounds != tc.count || got.TxBytes != 1<<20 {
 			t.Errorf("merged %+v, want median %v, p99 %v, %d retransmits, verified %v, %d iters in %d rounds, 1 MiB sent per call",
 				got, tc.median, tc.p99, tc.retx, tc.verified, tc.iters, tc.count)
+		}
+		var user float64
+		for _, r := range tc.rounds {
+			user += r.ServerUserS / float64(len(tc.rounds)) // every round has 5 calls
+		}
+		if math.Abs(got.ServerUserS-user) > 1e-12 || math.Abs(got.ServerSysS-user/2) > 1e-12 {
+			t.Errorf("server CPU %v+%v s a call, want %v+%v (over every round's calls)", got.ServerUserS, got.ServerSysS, user, user/2)
 		}
 		if want := float64(1<<20) / tc.median / 1e9; math.Abs(got.AlgbwGBps-want) > 1e-12 {
 			t.Errorf("algbw %v, want %v (of the merged median)", got.AlgbwGBps, want)

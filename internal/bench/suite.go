@@ -194,15 +194,18 @@ func (s *suiteRun) config(p int, size int64) Config {
 		Overlap: s.Overlap}
 }
 
-// measure measures c, in this process or with one process per rank.
-func (s *suiteRun) measure(ctx context.Context, c Config) (*Result, error) {
+// measure measures c, in this process or with one process per rank; with
+// a process per rank it also returns this process's CPU over the measured
+// calls (serverCPU), nil otherwise.
+func (s *suiteRun) measure(ctx context.Context, c Config) (*Result, *serverCPU, error) {
 	if s.Procs != nil {
 		if err := c.Validate(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		return s.Procs.run(ctx, c)
 	}
-	return Run(ctx, c)
+	res, err := Run(ctx, c)
+	return res, nil, err
 }
 
 // writeJSON writes one row as a JSON line.

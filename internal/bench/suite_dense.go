@@ -20,6 +20,13 @@ type Row struct {
 	// other rows of its P and size (Suite.Rounds; mergeRounds). A peer's
 	// row, measured apart, says 1.
 	Rounds int `json:"rounds"`
+	// ServerUserS and ServerSysS are the CPU seconds per measured call,
+	// user and kernel, that the process holding the row's switch or relay
+	// spent (serverCPU): with a process per rank, for the relays and the
+	// embedded switch; 0 where the server is not this process's alone to
+	// read (ranks in this process, a --switch daemon, the ring, a peer).
+	ServerUserS float64 `json:"server_user_s"`
+	ServerSysS  float64 `json:"server_sys_s"`
 	// OverBestPeer is this row's median time over the faster peer's (the
 	// Suite.Peers rows of the same P and size): below 1, faster than the
 	// best host-based library measured. 0 without peers.
@@ -84,7 +91,8 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 		fmt.Fprintln(w, "\nvs ring: ring time / this time (above 1 is faster). of relay, of fanout: that relay's time / this time (the\n"+
 			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling); the ring and the\n"+
 			"peers are compared with the relays of the first packet size. ÷ best peer: this time / the faster peer row's time\n"+
-			"(below 1 is faster than the best host-based library).\n"+
+			"(below 1 is faster than the best host-based library). server cpu: user+kernel CPU per call of the process holding\n"+
+			"the row's switch or relay, with a process per rank (the embedded switch and the relays only).\n"+
 			"host↑/↓: bytes per call on one host's link (mean over the ranks), up and down; switch: the switch's link counters\n"+
 			"(join ack and leave spread over the calls), ring: the ranks' ring counters (frame headers included).")
 	}
@@ -133,7 +141,7 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	if embedded != nil {
 		watch = watchHostLinks(embedded)
 	}
-	res, err := s.measure(ctx, c)
+	res, cpu, err := s.measure(ctx, c)
 	var up, down int64
 	links := 0
 	if watch != nil {
@@ -153,6 +161,9 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	}
 	row := &Row{Path: l.path, Result: *res}
 	hostLinkBytes(row, c, embedded != nil, up, down, links)
+	if cpu != nil && (l.path == PathRelay || l.path == PathFanout || embedded != nil) {
+		row.ServerUserS, row.ServerSysS = cpu.perCall(c.Iters)
+	}
 	return row, nil
 }
 
@@ -177,7 +188,7 @@ func hostLinkBytes(row *Row, c Config, embedded bool, up, down int64, links int)
 	}
 }
 
-const denseHeader = "P\tsize\tpath\tpacket\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\t÷ best peer\thost↑\thost↓\tretransmits\tverified\t"
+const denseHeader = "P\tsize\tpath\tpacket\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\t÷ best peer\tserver cpu\thost↑\thost↓\tretransmits\tverified\t"
 
 // writeDense writes one row, to the table under denseHeader or as JSON.
 func (s *suiteRun) writeDense(tw *tabwriter.Writer, w io.Writer, r Row) error {
@@ -188,11 +199,20 @@ func (s *suiteRun) writeDense(tw *tabwriter.Writer, w io.Writer, r Row) error {
 	if r.PacketBytes > 0 {
 		packet = units.FormatSize(int64(r.PacketBytes))
 	}
-	_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
+	_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
 		r.Ranks, units.FormatSize(r.Bytes), r.Path, packet, r.Algo, r.MedianS*1e3, r.P99S*1e3, r.AlgbwGBps,
 		units.Ratio(r.VsRing), units.Ratio(r.OfRelay), units.Ratio(r.OfFanout), units.Ratio(r.OverBestPeer),
-		linkCell(r.HostUpBytes, r.LinkBytesFrom), linkCell(r.HostDownBytes, r.LinkBytesFrom), r.Retransmits, yesNo(r.Verified, r.Path))
+		cpuCell(r.ServerUserS, r.ServerSysS), linkCell(r.HostUpBytes, r.LinkBytesFrom), linkCell(r.HostDownBytes, r.LinkBytesFrom), r.Retransmits, yesNo(r.Verified, r.Path))
 	return err
+}
+
+// cpuCell prints a server CPU cell, user+kernel ms per call: "-" where it
+// was not read.
+func cpuCell(user, sys float64) string {
+	if user == 0 && sys == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f+%.1f ms", user*1e3, sys*1e3)
 }
 
 // linkCell prints a bytes-per-link cell: "-" where nothing counted it.

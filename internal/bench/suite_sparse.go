@@ -62,7 +62,7 @@ func (s *suiteRun) runSparse(ctx context.Context, w io.Writer) error {
 // sparseRows measures one P and size and emits its rows as they come:
 // the dense row, then per density hash, array and host-sparse.
 func (s *suiteRun) sparseRows(ctx context.Context, p int, size int64, emit func(SparseRow) error) error {
-	dense, err := s.measure(ctx, s.config(p, size))
+	dense, _, err := s.measure(ctx, s.config(p, size))
 	if err != nil {
 		return fmt.Errorf("P=%d %s dense: %w", p, units.FormatSize(size), err)
 	}
@@ -73,7 +73,7 @@ func (s *suiteRun) sparseRows(ctx context.Context, p int, size int64, emit func(
 	for _, d := range s.Densities {
 		rows := map[string]*Result{}
 		for _, path := range []string{PathHostSparse, PathHash, PathArray} {
-			res, err := s.measure(ctx, s.sparseConfig(p, size, d, path))
+			res, _, err := s.measure(ctx, s.sparseConfig(p, size, d, path))
 			if err != nil {
 				return fmt.Errorf("P=%d %s density %v %s: %w", p, units.FormatSize(size), d, path, err)
 			}
