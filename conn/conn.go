@@ -26,6 +26,13 @@ type Datagram struct {
 // Size is the datagram's length on send: Buf[:N] and Tail.
 func (d *Datagram) Size() int { return d.N + len(d.Tail) }
 
+// appendWhole appends the datagram's bytes, Buf[:N] and then Tail, to
+// dst: what the kernel gathers from the two, for the conns that send or
+// queue one buffer.
+func (d *Datagram) appendWhole(dst []byte) []byte {
+	return append(append(dst, d.Buf[:d.N]...), d.Tail...)
+}
+
 // Conn is a UDP socket that moves datagrams in batches, so that one system
 // call (and, where the kernel offers it, one trip through the stack) carries
 // many packets. It is the switch daemon's and the host library's only view

@@ -433,7 +433,7 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 		if len(d.Tail) > 0 {
 			// The queue copies it, as the kernel gathers the iovecs.
 			start := len(c.joined)
-			c.joined = append(append(c.joined, b...), d.Tail...)
+			c.joined = d.appendWhole(c.joined)
 			b = c.joined[start:len(c.joined):len(c.joined)]
 		}
 		dst := g.pick(b, c.addr)

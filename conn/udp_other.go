@@ -87,7 +87,7 @@ func (c *stdConn) WriteBatch(msgs []Datagram) (int, error) {
 		}
 		b := d.Buf[:d.N]
 		if len(d.Tail) > 0 {
-			c.joined = append(append(c.joined[:0], b...), d.Tail...)
+			c.joined = d.appendWhole(c.joined[:0])
 			b = c.joined
 		}
 		if _, err := c.pc.WriteToUDPAddrPort(b, d.Addr); err != nil {

@@ -105,9 +105,9 @@ func (s *Session) receive(d *conn.Datagram, h *wire.Header) ([]byte, bool) {
 // counted and dropped.
 func (s *Session) results(b *rxBatch) error {
 	h := &s.rxHdr // not a local: one passed to the payload kind would escape, an allocation per packet
-	for i := range b.msgs[:b.n] {
+	for i := range b.Msgs[:b.n] {
 		*h = wire.Header{}
-		payload, ok := s.receive(&b.msgs[i], h)
+		payload, ok := s.receive(&b.Msgs[i], h)
 		switch {
 		case !ok:
 		case s.kind.result(s, h, payload):

@@ -66,7 +66,7 @@ func (s *Session) offlineCall() {
 
 // deliver hands one datagram from from to s's receive path, as a call does.
 func (s *Session) deliver(pkt []byte, from netip.AddrPort) error {
-	b := &rxBatch{msgs: []conn.Datagram{{Buf: pkt, N: len(pkt), Addr: from}}, n: 1}
+	b := &rxBatch{Batch: &conn.Batch{Msgs: []conn.Datagram{{Buf: pkt, N: len(pkt), Addr: from}}}, n: 1}
 	return s.results(b)
 }
 

@@ -29,10 +29,9 @@ const rxBatches = 4
 // make the same sequence of calls, as with MPI and NCCL collectives: calls
 // are matched across ranks by their number (the generation).
 type Session struct {
-	opts   Options        // validated, defaults applied
-	sw     netip.AddrPort // the switch
-	conn   conn.Conn
-	lender conn.RegionReader // conn, where it lends: batches then carry a region (rxBatch)
+	opts Options        // validated, defaults applied
+	sw   netip.AddrPort // the switch
+	conn conn.Conn
 
 	// Set once by the join-ack, read-only afterwards.
 	window  int // W as the switch granted it
@@ -76,13 +75,11 @@ type Session struct {
 	stats counters
 }
 
-// rxBatch is one ReadBatch worth of datagrams with its buffers: a buffer
-// per datagram, or, where the conn lends (Session.lender), the region the
-// datagrams are lent from.
+// rxBatch is one receive's datagrams with their memory (conn.Batch: a
+// region they are lent from, where the conn lends) and how many it holds.
 type rxBatch struct {
-	msgs   []conn.Datagram
-	region []byte
-	n      int
+	*conn.Batch
+	n int
 }
 
 // rxRegionMessages is how many coalesced messages a batch's region takes
@@ -180,21 +177,8 @@ func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 		DType: o.DType,
 		Op:    o.Op,
 	}
-	n := c.BatchSize()
-	s.lender = conn.Lender(c)
 	for range rxBatches {
-		if s.lender != nil {
-			b := &rxBatch{}
-			b.region, b.msgs = conn.NewRegion(rxRegionMessages)
-			s.free <- b
-			continue
-		}
-		b := &rxBatch{msgs: make([]conn.Datagram, n)}
-		backing := make([]byte, n*maxDatagram)
-		for i := range b.msgs {
-			b.msgs[i].Buf = backing[i*maxDatagram : (i+1)*maxDatagram : (i+1)*maxDatagram]
-		}
-		s.free <- b
+		s.free <- &rxBatch{Batch: conn.NewBatch(c, rxRegionMessages, maxDatagram)}
 	}
 	const ctlSize = wire.HeaderLen + wire.JoinBodyLen
 	backing := make([]byte, leaveCopies*ctlSize)
@@ -216,7 +200,7 @@ func (s *Session) read() {
 		case <-s.closing:
 			return
 		}
-		n, err := s.fill(b)
+		n, err := b.Read()
 		if err != nil {
 			s.free <- b
 			if errors.Is(err, net.ErrClosed) {
@@ -233,22 +217,13 @@ func (s *Session) read() {
 		}
 		s.stats.received.Add(uint64(n))
 		var bytes int
-		for i := range b.msgs[:n] {
-			bytes += b.msgs[i].N
+		for i := range b.Msgs[:n] {
+			bytes += b.Msgs[i].N
 		}
 		s.stats.receivedBytes.Add(uint64(bytes))
 		b.n = n
 		s.full <- b
 	}
-}
-
-// fill reads a batch from the socket into b: lent from b's region where
-// the conn lends.
-func (s *Session) fill(b *rxBatch) (int, error) {
-	if s.lender != nil {
-		return s.lender.ReadInto(b.region, b.msgs)
-	}
-	return s.conn.ReadBatch(b.msgs)
 }
 
 // joinTimeoutError is Join's timeout: no admission in time, because the
@@ -331,9 +306,9 @@ func (s *Session) join(ctx context.Context) error {
 // joinReplies looks through a batch for the switch's answer to the join.
 // It reports whether one settled the join, with the error if it refused.
 func (s *Session) joinReplies(b *rxBatch) (bool, error) {
-	for i := range b.msgs[:b.n] {
+	for i := range b.Msgs[:b.n] {
 		var h wire.Header
-		payload, ok := s.receive(&b.msgs[i], &h)
+		payload, ok := s.receive(&b.Msgs[i], &h)
 		if !ok {
 			continue
 		}

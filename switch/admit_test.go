@@ -174,7 +174,7 @@ func TestAdmissionOffTheReader(t *testing.T) {
 	s := fx.s
 	s.bigBuilds <- struct{}{} // a big build in progress: the next waits
 	big := netip.MustParseAddrPort("10.0.2.1:7000")
-	ip := s.inFree.get()
+	ip := s.slot()
 	pkt := shapeJoin(1, 0, 1, wire.Int8, 64<<20, 0) // 128 MiB of results
 	d := conn.Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: big}
 	start := time.Now()

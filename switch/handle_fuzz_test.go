@@ -172,7 +172,7 @@ func fixtureJoin(v fuzzVariant, rank int, token uint64) []byte {
 func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	t.Helper()
 	s := fx.s
-	ip := s.inFree.get()
+	ip := s.slot()
 	n := copy(ip.buf, r.pkt) // a longer datagram never gets here: the Conn drops it
 	if r.stamp && n >= wire.OffToken+8 {
 		binary.BigEndian.PutUint32(ip.buf[wire.OffJob:], fzJob)

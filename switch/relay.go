@@ -79,22 +79,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	// Where the conn can, it lends the datagrams from a region, as the
 	// switch's readers take them: each batch is answered before the next
 	// receive, so one region does.
-	var msgs []conn.Datagram
-	read := c.ReadBatch
-	if rr := conn.Lender(c); rr != nil {
-		var region []byte
-		region, msgs = conn.NewRegion(regionMessages)
-		read = func(msgs []conn.Datagram) (int, error) { return rr.ReadInto(region, msgs) }
-	} else {
-		msgs = make([]conn.Datagram, c.BatchSize())
-		for i := range msgs {
-			msgs[i].Buf = make([]byte, r.cfg.Socket.MaxDatagram)
-		}
-	}
+	in := conn.NewBatch(c, regionMessages, r.cfg.Socket.MaxDatagram)
+	msgs := in.Msgs
 	out := make([]conn.Datagram, 0, len(msgs))
 	var retry readRetry
 	for {
-		k, err := read(msgs)
+		k, err := in.Read()
 		if err != nil {
 			if retry.failed(ctx, err) {
 				return nil

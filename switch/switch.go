@@ -152,17 +152,16 @@ func New(cfg Config) (*Switch, error) {
 	for i := range s.cores {
 		s.cores[i].runs = make([]outRun, cfg.Readers)
 	}
-	maxDgram := cfg.Socket.MaxDatagram
 	// In flight at once: what the clusters' queues and each reader's
 	// receive batch hold; what each writer's channel and its batch hold,
 	// and one packet per core blocked on a full channel.
 	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+cfg.Readers*conn.MaxBatchSize, func() *inPacket {
-		ip := &inPacket{buf: make([]byte, maxDgram)}
+		ip := &inPacket{} // buf: only a reader that does not lend needs one (slot)
 		ip.pkt.Ref = ip
 		return ip
 	})
 	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold+coreRun)+len(s.cores)*cfg.Readers*coreRun, func() *outPacket {
-		return &outPacket{buf: make([]byte, 0, maxDgram)}
+		return &outPacket{buf: make([]byte, 0, cfg.Socket.MaxDatagram)}
 	})
 	unit, err := hpu.New(cfg.HPU, s, s.done)
 	if err != nil {
@@ -406,7 +405,7 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 	slots := make([]*inPacket, n)
 	batch := make([]*hpu.Packet, 0, n)
 	for i := range msgs {
-		slots[i] = s.inFree.get()
+		slots[i] = s.slot()
 		msgs[i].Buf = slots[i].buf
 	}
 	var retry readRetry
@@ -425,12 +424,22 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 			if s.handle(&msgs[i], slots[i], now) {
 				slots[i].rd = rd
 				batch = append(batch, &slots[i].pkt)
-				slots[i] = s.inFree.get()
+				slots[i] = s.slot()
 				msgs[i].Buf = slots[i].buf
 			}
 		}
 		batch = s.submit(ctx, batch)
 	}
+}
+
+// slot is a packet with a receive buffer, for a reader that receives into
+// packet buffers; a reader that lends takes them bare (readLent).
+func (s *Switch) slot() *inPacket {
+	ip := s.inFree.get()
+	if ip.buf == nil {
+		ip.buf = make([]byte, s.cfg.Socket.MaxDatagram)
+	}
+	return ip
 }
 
 // readLent is reader rd where its conn lends datagrams from a region

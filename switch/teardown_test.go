@@ -40,7 +40,7 @@ func newJobFixture(t *testing.T, mut func(*Config)) *jobFixture {
 // accepted it for the processing unit (run it with run), else nil.
 func (fx *jobFixture) deliver(from netip.AddrPort, pkt []byte) *inPacket {
 	s := fx.s
-	ip := s.inFree.get()
+	ip := s.slot()
 	n := copy(ip.buf, pkt)
 	d := conn.Datagram{Buf: ip.buf, N: n, Addr: from}
 	fx.clock += int64(time.Millisecond)
@@ -127,7 +127,7 @@ func TestLookedUpPacketAfterTeardown(t *testing.T) {
 		step func(fx *jobFixture, j *job) // what the reader or expirer does after its lookup
 	}{
 		{"reader", 0, func(fx *jobFixture, j *job) {
-			ip := fx.s.inFree.get()
+			ip := fx.s.slot()
 			pkt := testData(id, token, 0, 1, 0, 0)
 			d := conn.Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: fzRank0}
 			payload, err := ip.pkt.Hdr.Unmarshal(d.Buf[:d.N])

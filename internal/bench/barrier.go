@@ -44,7 +44,7 @@ func barrierFromEnv() (*rankBarrier, error) {
 }
 
 // finish says this rank has finished its last call, for the parent's
-// reading of its own CPU (serverCPU).
+// reading of its own CPU (serverCPU): the byte wait sends before a call.
 func (b *rankBarrier) finish() error {
 	var one [1]byte
 	if _, err := b.ready.Write(one[:]); err != nil {
@@ -55,10 +55,10 @@ func (b *rankBarrier) finish() error {
 
 // wait says this rank is ready and returns when the parent starts the call.
 func (b *rankBarrier) wait() error {
-	var one [1]byte
-	if _, err := b.ready.Write(one[:]); err != nil {
-		return fmt.Errorf("barrier: %w", err)
+	if err := b.finish(); err != nil {
+		return err
 	}
+	var one [1]byte
 	if _, err := io.ReadFull(b.release, one[:]); err != nil {
 		return fmt.Errorf("barrier: the parent ended the run: %w", err)
 	}
