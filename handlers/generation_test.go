@@ -656,7 +656,7 @@ func runGenRealTime(t *testing.T, gd genDesign, p, blocks int, gens uint32, seed
 	chk := newGenChecker(gd.sparse, genLarge, p)
 	var submitted, handled atomic.Int64
 	unit, err := hpu.New(hpu.Config{Clusters: 2, CoresPerCluster: 4, QueueDepth: 64, L1Bytes: 64 << 10, BufferBytes: 1024}, chk,
-		func(*hpu.Packet) { handled.Add(1) })
+		func(*hpu.Packet, int) { handled.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func TestWaitingReportsDoNotShareALockAcrossEmit(t *testing.T) {
 	eg := &blockingEgress{inFirst: make(chan struct{}), second: make(chan struct{})}
 	var handled atomic.Int64
 	unit, err := hpu.New(hpu.Config{Clusters: 2, CoresPerCluster: 2, L1Bytes: 64 << 10, BufferBytes: 1024}, eg,
-		func(*hpu.Packet) { handled.Add(1) })
+		func(*hpu.Packet, int) { handled.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestCoreEgress(t *testing.T) {
 	n := cfg.Clusters * cfg.CoresPerCluster
 	e := &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n)}
 	var wg sync.WaitGroup
-	u, err := New(cfg, e, func(*Packet) { wg.Done() })
+	u, err := New(cfg, e, func(*Packet, int) { wg.Done() })
 	if err != nil {
 		t.Fatal(err)
 	}

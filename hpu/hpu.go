@@ -21,7 +21,7 @@ type HPU struct {
 	pl       placement
 	mem      *Memory
 	egress   Egress
-	done     func(*Packet)
+	done     func(p *Packet, core int)
 	clusters []*cluster
 	started  atomic.Bool
 	stopped  atomic.Bool
@@ -85,8 +85,10 @@ type core struct {
 
 // New builds a processing unit. egress receives what handlers emit; done, if
 // not nil, is called on a core after a packet's handler returns, to give the
-// packet's memory back to its owner.
-func New(cfg Config, egress Egress, done func(*Packet)) (*HPU, error) {
+// packet's memory back to its owner, with the core's index (as
+// CoreEgress's): an owner can gather what one core gives back and take it
+// a batch at a time (CoreEgress.Flush ends each core's batch).
+func New(cfg Config, egress Egress, done func(p *Packet, core int)) (*HPU, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -203,7 +205,7 @@ func (h *HPU) execute(co *core, p *Packet, start int64, last bool) (end int64) {
 	}
 	t.Pkt = nil
 	if h.done != nil {
-		h.done(p)
+		h.done(p, t.index)
 	}
 	co.leave()
 	return end

@@ -56,7 +56,7 @@ func startUnit(t *testing.T, cfg Config) (*HPU, *sync.WaitGroup) {
 func startUnitProcs(t *testing.T, cfg Config, procs int32) (*HPU, *sync.WaitGroup) {
 	t.Helper()
 	var wg sync.WaitGroup
-	u, err := New(cfg, &nopEgress{}, func(*Packet) { wg.Done() })
+	u, err := New(cfg, &nopEgress{}, func(*Packet, int) { wg.Done() })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // a packet it accepts is run and given back.
 func TestPlacedAfterCoresExit(t *testing.T) {
 	var done atomic.Int64
-	u, err := New(Config{Clusters: 1, CoresPerCluster: 1}, &nopEgress{}, func(*Packet) { done.Add(1) })
+	u, err := New(Config{Clusters: 1, CoresPerCluster: 1}, &nopEgress{}, func(*Packet, int) { done.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestSubmitRacingStop(t *testing.T) {
 	}
 	for range rounds {
 		var done atomic.Int64
-		u, err := New(Config{Clusters: 2, CoresPerCluster: 2}, &nopEgress{}, func(*Packet) { done.Add(1) })
+		u, err := New(Config{Clusters: 2, CoresPerCluster: 2}, &nopEgress{}, func(*Packet, int) { done.Add(1) })
 		if err != nil {
 			t.Fatal(err)
 		}

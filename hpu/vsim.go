@@ -73,7 +73,7 @@ type VirtualUnit struct {
 	pl       placement
 	mem      *Memory
 	egress   Egress
-	done     func(*Packet)
+	done     func(p *Packet, core int)
 	clusters []vcluster
 	cores    []vcore
 
@@ -133,8 +133,9 @@ type vcoreStats struct {
 
 // NewVirtual builds a virtual-time unit of shape cfg. egress receives what
 // handlers emit (at cycle Now); done, if not nil, is called when a packet's
-// handler has returned, to give the packet back to its owner.
-func NewVirtual(cfg Config, egress Egress, done func(*Packet)) (*VirtualUnit, error) {
+// handler has returned, to give the packet back to its owner, with the
+// core's index (cluster × CoresPerCluster + core), as New's.
+func NewVirtual(cfg Config, egress Egress, done func(p *Packet, core int)) (*VirtualUnit, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -435,7 +436,7 @@ func (c *vcore) execute(p *Packet) {
 	s.contended += t.contends
 	t.Pkt = nil
 	if u.done != nil {
-		u.done(p)
+		u.done(p, c.cluster*u.cfg.CoresPerCluster+c.id)
 	}
 	c.busy = false
 	u.clusters[c.cluster].occ--

@@ -272,7 +272,7 @@ const steadyTrim = 10
 
 // handledOne takes back a packet whose handler has returned and marks the
 // cycle and the buffer-cycles at the ends of the steady state.
-func (s *sim) handledOne(p *hpu.Packet) {
+func (s *sim) handledOne(p *hpu.Packet, _ int) {
 	s.free = append(s.free, p)
 	s.handled++
 	for i, n := range s.steady {

@@ -42,3 +42,71 @@ func (f *freeList[T]) put(x *T) {
 	}
 	f.mu.Unlock()
 }
+
+// take moves up to cap(dst)-len(dst) recycled buffers into dst, under one
+// lock, and returns it.
+func (f *freeList[T]) take(dst []*T) []*T {
+	f.mu.Lock()
+	n := min(len(f.free), cap(dst)-len(dst))
+	from := len(f.free) - n
+	dst = append(dst, f.free[from:]...)
+	clear(f.free[from:])
+	f.free = f.free[:from]
+	f.mu.Unlock()
+	return dst
+}
+
+// putAll gives xs back under one lock; past max the rest is left to the
+// collector.
+func (f *freeList[T]) putAll(xs []*T) {
+	f.mu.Lock()
+	n := min(len(xs), f.max-len(f.free))
+	f.free = append(f.free, xs[:n]...)
+	f.mu.Unlock()
+}
+
+// freeBatch is how many buffers a freeCache takes or gives back at a time.
+const freeBatch = 32
+
+// freeCache is one goroutine's end of a freeList, which it either only
+// takes from (a reader) or only gives back to (a core): it meets the list's
+// lock once per freeBatch buffers instead of once a packet. With the
+// reader on one CPU and the cores on another, that lock's cache line went
+// back and forth twice a packet, and was the largest cost a second CPU
+// added (docs/PERFORMANCE.md). Not safe for concurrent use.
+type freeCache[T any] struct {
+	list  *freeList[T]
+	items []*T
+}
+
+func (f *freeList[T]) cache() freeCache[T] {
+	return freeCache[T]{list: f, items: make([]*T, 0, freeBatch)}
+}
+
+// get takes a buffer from the cache, refilled from the list when empty.
+func (c *freeCache[T]) get() *T {
+	if len(c.items) == 0 {
+		if c.items = c.list.take(c.items); len(c.items) == 0 {
+			return c.list.new()
+		}
+	}
+	n := len(c.items) - 1
+	x := c.items[n]
+	c.items[n] = nil
+	c.items = c.items[:n]
+	return x
+}
+
+// put gives x back to the cache, which hands a full batch on to the list.
+func (c *freeCache[T]) put(x *T) {
+	if c.items = append(c.items, x); len(c.items) == cap(c.items) {
+		c.flush()
+	}
+}
+
+// flush hands what the cache holds on to the list.
+func (c *freeCache[T]) flush() {
+	c.list.putAll(c.items)
+	clear(c.items)
+	c.items = c.items[:0]
+}

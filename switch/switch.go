@@ -54,6 +54,7 @@ type Switch struct {
 	completedEnded, latencyEnded atomic.Int64
 
 	inFree    *freeList[inPacket]
+	readerIn  []readerCache // per reader: its end of inFree
 	outFree   *freeList[outPacket]
 	outs      []chan *outPacket // writer i's queue of runs; control packets go to writer 0
 	cores     []coreRuns        // per core: its emits not yet handed on (EmitFrom, Flush)
@@ -116,11 +117,22 @@ type outRun struct {
 	n          int
 }
 
-// coreRuns is one core's emits not yet handed on, one run per writer; only
-// its core's goroutine touches it.
+// coreRuns is one core's emits not yet handed on, one run per writer, and
+// its ends of the packet free lists: the send buffers it takes and the
+// received packets it gives back, a batch at a time; only its core's
+// goroutine touches it.
 type coreRuns struct {
-	runs []outRun
-	_    [40]byte // its own cache line
+	runs  []outRun
+	out   freeCache[outPacket] // taken from by EmitFrom
+	freed freeCache[inPacket]  // given back to by done, flushed with the runs
+	_     [40]byte             // its own cache lines
+}
+
+// readerCache is a reader's end of the received packets' free list, on
+// its own cache line.
+type readerCache struct {
+	in freeCache[inPacket]
+	_  [32]byte
 }
 
 // coreRun is the most emits a core collects for one writer before it
@@ -148,21 +160,27 @@ func New(cfg Config) (*Switch, error) {
 	for i := range s.outs {
 		s.outs[i] = make(chan *outPacket, writerQueue)
 	}
-	s.cores = make([]coreRuns, cfg.HPU.Clusters*cfg.HPU.CoresPerCluster)
-	for i := range s.cores {
-		s.cores[i].runs = make([]outRun, cfg.Readers)
-	}
+	cores := cfg.HPU.Clusters * cfg.HPU.CoresPerCluster
 	// In flight at once: what the clusters' queues and each reader's
 	// receive batch hold; what each writer's channel and its batch hold,
-	// and one packet per core blocked on a full channel.
-	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+cfg.Readers*conn.MaxBatchSize, func() *inPacket {
+	// and one packet per core blocked on a full channel; and what the
+	// readers' and the cores' caches hold.
+	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+cfg.Readers*conn.MaxBatchSize+(cfg.Readers+cores)*freeBatch, func() *inPacket {
 		ip := &inPacket{} // buf: only a reader that does not lend needs one (slot)
 		ip.pkt.Ref = ip
 		return ip
 	})
-	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold+coreRun)+len(s.cores)*cfg.Readers*coreRun, func() *outPacket {
+	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold+coreRun)+cores*(cfg.Readers*coreRun+freeBatch), func() *outPacket {
 		return &outPacket{buf: make([]byte, 0, cfg.Socket.MaxDatagram)}
 	})
+	s.cores = make([]coreRuns, cores)
+	for i := range s.cores {
+		s.cores[i] = coreRuns{runs: make([]outRun, cfg.Readers), out: s.outFree.cache(), freed: s.inFree.cache()}
+	}
+	s.readerIn = make([]readerCache, cfg.Readers)
+	for i := range s.readerIn {
+		s.readerIn[i].in = s.inFree.cache()
+	}
 	unit, err := hpu.New(cfg.HPU, s, s.done)
 	if err != nil {
 		return nil, err
@@ -383,7 +401,7 @@ func (s *Switch) tick(j *job, now time.Time) {
 	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
 	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live, ip.rd = live.expire, now.UnixNano(), nil, j, live, 0
 	if s.unit.Submit(&ip.pkt) != nil {
-		s.done(&ip.pkt)
+		s.inFree.put(s.unref(&ip.pkt))
 	}
 }
 
@@ -404,8 +422,9 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 	msgs := make([]conn.Datagram, n)
 	slots := make([]*inPacket, n)
 	batch := make([]*hpu.Packet, 0, n)
+	free := &s.readerIn[rd].in
 	for i := range msgs {
-		slots[i] = s.slot()
+		slots[i] = s.withBuf(free.get())
 		msgs[i].Buf = slots[i].buf
 	}
 	var retry readRetry
@@ -424,7 +443,7 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 			if s.handle(&msgs[i], slots[i], now) {
 				slots[i].rd = rd
 				batch = append(batch, &slots[i].pkt)
-				slots[i] = s.slot()
+				slots[i] = s.withBuf(free.get())
 				msgs[i].Buf = slots[i].buf
 			}
 		}
@@ -434,8 +453,10 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 
 // slot is a packet with a receive buffer, for a reader that receives into
 // packet buffers; a reader that lends takes them bare (readLent).
-func (s *Switch) slot() *inPacket {
-	ip := s.inFree.get()
+func (s *Switch) slot() *inPacket { return s.withBuf(s.inFree.get()) }
+
+// withBuf gives ip a receive buffer if it has none.
+func (s *Switch) withBuf(ip *inPacket) *inPacket {
 	if ip.buf == nil {
 		ip.buf = make([]byte, s.cfg.Socket.MaxDatagram)
 	}
@@ -447,6 +468,7 @@ func (s *Switch) slot() *inPacket {
 // its region until its handler returns.
 func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 	batch := make([]*hpu.Packet, 0, len(g.msgs))
+	free := &s.readerIn[rd].in
 	var retry readRetry
 	for {
 		r, k, err := g.read(ctx)
@@ -460,16 +482,18 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 		msgs := g.msgs[:k]
 		s.received(rd, msgs)
 		now := time.Now().UnixNano()
+		lent := int32(0)
 		for i := range msgs {
-			ip := s.inFree.get()
+			ip := free.get()
 			if !s.handle(&msgs[i], ip, now) {
-				s.inFree.put(ip)
+				free.put(ip)
 				continue
 			}
 			ip.rd, ip.region = rd, r
-			r.refs.Add(1)
+			lent++
 			batch = append(batch, &ip.pkt)
 		}
+		r.refs.Add(lent) // before any of them can run and release
 		batch = s.submit(ctx, batch)
 		r.release()
 	}
@@ -503,7 +527,7 @@ func (s *Switch) submit(ctx context.Context, batch []*hpu.Packet) []*hpu.Packet 
 	if err != nil {
 		for _, p := range batch[sent:] {
 			s.drops.add(dropShutdown)
-			s.done(p)
+			s.inFree.put(s.unref(p))
 		}
 	}
 	clear(batch)
@@ -660,8 +684,15 @@ func (s *Switch) refuseOldJoin(from netip.AddrPort, pkt []byte) {
 	s.send(from, func(b []byte) []byte { return wire.AppendError(b, &reply, wire.CodeBadRequest, msg) })
 }
 
-// done is the HPU's hook after a packet's handler: the buffer goes back.
-func (s *Switch) done(p *hpu.Packet) {
+// done is the HPU's hook after a packet's handler, on core `core`: the
+// packet goes back to the core's cache, which Flush empties.
+func (s *Switch) done(p *hpu.Packet, core int) {
+	s.cores[core].freed.put(s.unref(p))
+}
+
+// unref lets go of what packet p held (its job's count, its region) and
+// returns it ready for the free list.
+func (s *Switch) unref(p *hpu.Packet) *inPacket {
 	ip := p.Ref.(*inPacket)
 	ip.job.inflight.Add(-1)
 	ip.job, ip.live = nil, nil
@@ -670,7 +701,7 @@ func (s *Switch) done(p *hpu.Packet) {
 		ip.region.release()
 		ip.region = nil
 	}
-	s.inFree.put(ip)
+	return ip
 }
 
 // control answers a join: an ack to every member once the job is admitted
@@ -736,7 +767,7 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 // id and token created since is another job. The unit's cores call
 // EmitFrom, which collects; EmitFor hands on at once.
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
-	op, rd := s.encode(p, h, payload)
+	op, rd := s.encode(s.outFree.get(), p, h, payload)
 	s.outs[rd] <- op
 }
 
@@ -745,8 +776,9 @@ func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 // has run its batch (Flush) or the run is full, one channel send for the
 // lot.
 func (s *Switch) EmitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte) {
-	op, rd := s.encode(p, h, payload)
-	r := &s.cores[core].runs[rd]
+	c := &s.cores[core]
+	op, rd := s.encode(c.out.get(), p, h, payload)
+	r := &c.runs[rd]
 	if r.head == nil {
 		r.head = op
 	} else {
@@ -758,14 +790,16 @@ func (s *Switch) EmitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byt
 	}
 }
 
-// Flush hands core's collected runs to their writers (hpu.CoreEgress).
+// Flush hands core's collected runs to their writers (hpu.CoreEgress),
+// and the packets it has run back to the free list.
 func (s *Switch) Flush(core int) {
-	runs := s.cores[core].runs
-	for rd := range runs {
-		if runs[rd].head != nil {
-			s.handOn(rd, &runs[rd])
+	c := &s.cores[core]
+	for rd := range c.runs {
+		if c.runs[rd].head != nil {
+			s.handOn(rd, &c.runs[rd])
 		}
 	}
+	c.freed.flush()
 }
 
 // handOn gives run r to writer rd and empties it.
@@ -775,12 +809,11 @@ func (s *Switch) handOn(rd int, r *outRun) {
 	s.outs[rd] <- head
 }
 
-// encode makes the outPacket of an emit of packet p and returns it with
-// the writer it leaves through: that of the reader that took p.
-func (s *Switch) encode(p *hpu.Packet, h *wire.Header, payload []byte) (*outPacket, int) {
+// encode fills op with an emit of packet p and returns it with the writer
+// it leaves through: that of the reader that took p.
+func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte) (*outPacket, int) {
 	ip := p.Ref.(*inPacket)
 	j, live := ip.job, ip.live
-	op := s.outFree.get()
 	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
 	op.job, op.to = live, netip.AddrPort{}
 	switch {
@@ -849,8 +882,9 @@ func (s *Switch) writer(rd int) {
 		msgs = msgs[:0]
 		for _, op := range held {
 			op.job = nil
-			s.outFree.put(op)
 		}
+		s.outFree.putAll(held)
+		clear(held)
 		held = held[:0]
 	}
 	for head := range out {

@@ -132,7 +132,7 @@ func Run(ctx context.Context, cfg Config, inputs [][]byte) (*Result, error) {
 // it returns, and the unit gives each back there once handled.
 func newUnit(hcfg hpu.Config, eg hpu.Egress, packetBytes int) (*hpu.HPU, *sync.Pool, error) {
 	pool := &sync.Pool{New: func() any { return &hpu.Packet{Payload: make([]byte, 0, packetBytes)} }}
-	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet) { pool.Put(p) })
+	unit, err := hpu.New(hcfg, eg, func(p *hpu.Packet, _ int) { pool.Put(p) })
 	return unit, pool, err
 }
 
