@@ -1,5 +1,9 @@
 package swtch
 
+// slot is a packet with a receive buffer, as a reader that does not lend
+// takes it.
+func (s *Switch) slot() *inPacket { return s.withBuf(s.inFree.get()) }
+
 // RegionsFree is how many of the readers' receive regions are back in
 // their pools, and how many they have (0, 0 where no conn lends).
 func (s *Switch) RegionsFree() (free, total int) {

@@ -451,11 +451,9 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 	}
 }
 
-// slot is a packet with a receive buffer, for a reader that receives into
-// packet buffers; a reader that lends takes them bare (readLent).
-func (s *Switch) slot() *inPacket { return s.withBuf(s.inFree.get()) }
-
-// withBuf gives ip a receive buffer if it has none.
+// withBuf gives ip a receive buffer if it has none, for a reader that
+// receives into packet buffers; a reader that lends takes them bare
+// (readLent).
 func (s *Switch) withBuf(ip *inPacket) *inPacket {
 	if ip.buf == nil {
 		ip.buf = make([]byte, s.cfg.Socket.MaxDatagram)
@@ -767,8 +765,8 @@ func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
 // id and token created since is another job. The unit's cores call
 // EmitFrom, which collects; EmitFor hands on at once.
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
-	op, rd := s.encode(s.outFree.get(), p, h, payload)
-	s.outs[rd] <- op
+	op := s.outFree.get()
+	s.outs[s.encode(op, p, h, payload)] <- op
 }
 
 // EmitFrom is EmitFor on core `core` (hpu.CoreEgress): the packet joins
@@ -777,7 +775,8 @@ func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 // lot.
 func (s *Switch) EmitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte) {
 	c := &s.cores[core]
-	op, rd := s.encode(c.out.get(), p, h, payload)
+	op := c.out.get()
+	rd := s.encode(op, p, h, payload)
 	r := &c.runs[rd]
 	if r.head == nil {
 		r.head = op
@@ -809,9 +808,9 @@ func (s *Switch) handOn(rd int, r *outRun) {
 	s.outs[rd] <- head
 }
 
-// encode fills op with an emit of packet p and returns it with the writer
-// it leaves through: that of the reader that took p.
-func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte) (*outPacket, int) {
+// encode fills op with an emit of packet p and returns the writer it
+// leaves through: that of the reader that took p.
+func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte) int {
 	ip := p.Ref.(*inPacket)
 	j, live := ip.job, ip.live
 	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
@@ -823,7 +822,7 @@ func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []
 		op.to = live.addrs[h.Child]
 	}
 	j.tx.Add(1)
-	return op, ip.rd
+	return ip.rd
 }
 
 // Emit is hpu.Egress's method, which the unit never calls on a
