@@ -1,0 +1,112 @@
+package hpu_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/wire"
+)
+
+// BenchmarkHandoff is the machine's ceiling for a packet pipeline, the way
+// the relays are the kernel's: what a second CPU buys 1 KiB packets that
+// pass from one goroutine to another, against the same work on private
+// data. Run it with -cpu 1,2 beside BenchmarkMemPath (docs/PERFORMANCE.md).
+// Each op is one packet:
+//
+//   - private: every goroutine sums 1 KiB of its own (the work alone; it
+//     scales with the CPUs the hardware gives);
+//   - pipeline: one goroutine copies 1 KiB into a buffer (as a reader
+//     receives), hands the buffers over 32 at a time on a channel, and a
+//     second sums each into its accumulator (as a core does) and hands
+//     them back;
+//   - pipeline-poll: the same, the second goroutine yielding up to 100
+//     times for the next run before it blocks;
+//   - handoff-only: the same hand-offs, the second goroutine summing 1 KiB
+//     of its own per buffer it is handed: the bytes never change CPUs.
+func BenchmarkHandoff(b *testing.B) {
+	sum, err := elem.KernelFor(wire.Float32, wire.OpSum)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const size = 1 << 10
+	b.Run("private", func(b *testing.B) {
+		b.SetBytes(size)
+		b.RunParallel(func(pb *testing.PB) {
+			acc, x := make([]byte, size), make([]byte, size)
+			for pb.Next() {
+				sum(acc, x)
+			}
+		})
+	})
+	for _, c := range []struct {
+		name  string
+		polls int
+		own   bool
+	}{{"pipeline", 0, false}, {"pipeline-poll", 100, false}, {"handoff-only", 0, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(size)
+			handoff(b, sum, size, c.polls, c.own)
+		})
+	}
+}
+
+// handoff runs b.N packets of size bytes through a two-goroutine pipeline:
+// the benchmark's goroutine copies, the other sums (the buffer it is
+// handed, or with own one of its own), polling up to polls times before it
+// blocks.
+func handoff(b *testing.B, sum elem.Kernel, size, polls int, own bool) {
+	const run, runs = 32, 8
+	full, empty := make(chan [][]byte, runs), make(chan [][]byte, runs)
+	for range runs {
+		r := make([][]byte, run)
+		for i := range r {
+			r[i] = make([]byte, size)
+		}
+		empty <- r
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		acc, mine := make([]byte, size), make([]byte, size)
+		for {
+			r, ok := next(full, polls)
+			if !ok {
+				return
+			}
+			for _, x := range r {
+				if own {
+					x = mine
+				}
+				sum(acc, x)
+			}
+			empty <- r
+		}
+	}()
+	src := make([]byte, size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += run {
+		r := <-empty
+		for _, x := range r {
+			copy(x, src)
+		}
+		full <- r
+	}
+	close(full)
+	<-done
+}
+
+// next takes the next run from c, yielding up to polls times while none is
+// there before it blocks.
+func next(c chan [][]byte, polls int) ([][]byte, bool) {
+	for range polls {
+		select {
+		case r, ok := <-c:
+			return r, ok
+		default:
+			runtime.Gosched()
+		}
+	}
+	r, ok := <-c
+	return r, ok
+}
