@@ -467,6 +467,7 @@ func (s *Switch) withBuf(ip *inPacket) *inPacket {
 func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 	batch := make([]*hpu.Packet, 0, len(g.msgs))
 	free := &s.readerIn[rd].in
+	var spare *inPacket // taken for a datagram handle refused: the next one's
 	var retry readRetry
 	for {
 		r, k, err := g.read(ctx)
@@ -482,11 +483,14 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 		now := time.Now().UnixNano()
 		lent := int32(0)
 		for i := range msgs {
-			ip := free.get()
-			if !s.handle(&msgs[i], ip, now) {
-				free.put(ip)
+			if spare == nil {
+				spare = free.get()
+			}
+			if !s.handle(&msgs[i], spare, now) {
 				continue
 			}
+			ip := spare
+			spare = nil
 			ip.rd, ip.region = rd, r
 			lent++
 			batch = append(batch, &ip.pkt)
