@@ -21,6 +21,7 @@ const (
 	MaxL1Bytes         = 1 << 30
 	MinBufferBytes     = 8
 	MaxBufferBytes     = 64 << 10
+	MaxSubmitters      = 1024
 )
 
 // Config is the shape of the processing unit. The zero value of a field means
@@ -41,6 +42,13 @@ type Config struct {
 	// home cluster is full waits for it (or Submit reports ErrQueueFull).
 	Overflow bool
 	Cost     CostModel
+	// Submitters is how many goroutines call SubmitBatch at once (the
+	// switch's readers), 0 when not known. When the submitters and the
+	// awake cores take every CPU the Go runtime has, a submitter runs a
+	// packet whose core is idle and parked itself, as that core, instead
+	// of waking the core's goroutine onto its own CPU (see borrow.go). 0:
+	// cores are always woken.
+	Submitters int
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -81,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queue depth = %d: must be in 1..%d", c.QueueDepth, MaxQueueDepth)
 	case c.SubsetS < 1 || c.SubsetS > c.CoresPerCluster:
 		return fmt.Errorf("policy S = %d: must be in 1..%d (cores per cluster)", c.SubsetS, c.CoresPerCluster)
+	case c.Submitters < 0 || c.Submitters > MaxSubmitters:
+		return fmt.Errorf("submitters = %d: must be in 0..%d", c.Submitters, MaxSubmitters)
 	case c.BufferBytes < MinBufferBytes || c.BufferBytes > MaxBufferBytes || c.BufferBytes%8 != 0:
 		return fmt.Errorf("buffer size = %d bytes: must be a multiple of 8 in %d..%d", c.BufferBytes, MinBufferBytes, MaxBufferBytes)
 	case c.L1Bytes < MinL1Bytes || c.L1Bytes > MaxL1Bytes:

@@ -12,7 +12,9 @@
 //     cluster), and within a cluster to the lowest-numbered idle core of the
 //     block's subset of S cores (S = 1 lets one core own a block), except
 //     that a parked core is not woken while every CPU already runs an
-//     awake core of the unit and one of the subset can queue the packet;
+//     awake core of the unit and one of the subset can queue the packet,
+//     and, when the submitters take every CPU, the submitter runs a
+//     parked idle core's packet itself, as that core (borrow.go);
 //   - bounded per-cluster input queues whose occupancy is sampled on every
 //     arrival;
 //   - a per-cluster L1 arena of fixed-size aggregation buffers, carved into

@@ -28,7 +28,8 @@ type HPU struct {
 	wg       sync.WaitGroup
 
 	// awake counts the cores whose goroutine is not parked on its wake
-	// channel (or is about to be signalled); procs is how many goroutines
+	// channel (or is about to be signalled), and the borrowed ones (a
+	// submitter runs as them); procs is how many goroutines
 	// the Go runtime runs at once (GOMAXPROCS at New). Once procs cores
 	// are awake, waking another buys no parallelism, only a goroutine
 	// switch: dispatch then queues on an awake core of the block's subset
@@ -72,9 +73,10 @@ type core struct {
 	id       int
 	cluster  *cluster
 	mu       sync.Mutex
-	q        []*Packet // assigned, not yet taken; at most the cluster's depth
-	sleeping bool      // under mu: the goroutine waits on wake, and whoever queues next sends it
-	exited   bool      // under mu: the goroutine has returned (the unit stopped); nothing may be queued
+	q        []*Packet   // assigned, not yet taken; at most the cluster's depth
+	sleeping bool        // under mu: the goroutine waits on wake, and whoever queues next sends it
+	exited   bool        // under mu: the goroutine has returned (the unit stopped); nothing may be queued
+	borrowed atomic.Bool // set under mu: a submitter runs as this core (borrow.go); its goroutine must not
 	wake     chan struct{}
 	awake    *atomic.Int32 // the unit's count of awake cores
 	load     atomic.Int64  // assigned and not finished: 0 means idle
@@ -161,6 +163,13 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 	yields := 0
 	for {
 		co.mu.Lock()
+		if co.borrowed.Load() && (len(co.q) > 0 || ctx.Err() == nil) {
+			// Woken while a submitter runs as this core (by ctx, or
+			// mid-hand-over): the give-back wakes it for what is queued.
+			co.mu.Unlock()
+			runtime.Gosched()
+			continue
+		}
 		if len(co.q) == 0 {
 			if ctx.Err() != nil {
 				co.exited = true // under mu: a push from now on is refused, not lost
@@ -338,7 +347,9 @@ func (h *HPU) placeWait(ctx context.Context, p *Packet, a *arrivals) (*core, err
 // SubmitBatch submits ps in order with SubmitWait's back-pressure, but wakes
 // each core once for the whole batch (and before it has to wait for room),
 // so that a burst from the network costs one wake-up per core instead of
-// one per packet. It returns how many packets were submitted: on an error
+// one per packet. Where no CPU is free for a parked core (Config.Submitters),
+// it runs that core's packets itself and gives the core back on return
+// (borrow.go). It returns how many packets were submitted: on an error
 // (ctx done, or the unit stopped) ps[n:] were not.
 func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 	var pending [64]*core
@@ -352,15 +363,23 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 	defer wakeAll()
 	var a arrivals
 	defer a.flush()
+	var b borrowed
+	defer h.giveBack(&b)
 	for i, p := range ps {
 		co, err := h.place(p, &a)
 		if err == ErrQueueFull {
 			wakeAll() // the cores must run for room to appear
+			h.giveBack(&b)
 			co, err = h.placeWait(ctx, p, &a)
 		}
 		if err != nil {
 			return i, err
 		}
+		if b.holds(co) || h.borrows() && b.take(co) {
+			h.run(&b, co, p)
+			continue
+		}
+		b.timed = false
 		sleeping, ok := co.push(p, false)
 		if !ok {
 			h.unplace(co)

@@ -39,15 +39,17 @@ func TestPlacedAfterCoresExit(t *testing.T) {
 }
 
 // TestSubmitRacingStop submits from several goroutines while the unit
-// stops: every packet Submit or SubmitBatch accepted must be given back.
+// stops: every packet Submit or SubmitBatch accepted must be given back,
+// whether SubmitBatch wakes the cores or borrows them (Submitters).
 func TestSubmitRacingStop(t *testing.T) {
 	rounds := 50
 	if testing.Short() {
 		rounds = 10
 	}
-	for range rounds {
+	for r := range rounds {
 		var done atomic.Int64
-		u, err := New(Config{Clusters: 2, CoresPerCluster: 2}, &nopEgress{}, func(*Packet, int) { done.Add(1) })
+		cfg := Config{Clusters: 2, CoresPerCluster: 2, Submitters: 3 * (r % 2)}
+		u, err := New(cfg, &nopEgress{}, func(*Packet, int) { done.Add(1) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -230,6 +230,9 @@ func (c Config) WithDefaults() Config {
 			c.Readers = max(1, min(runtime.GOMAXPROCS(0), c.HPU.Clusters, conn.MaxGroup))
 		}
 	}
+	if c.HPU.Submitters == 0 {
+		c.HPU.Submitters = c.Readers // each reader submits its batches
+	}
 	c.Socket = c.Socket.WithDefaults()
 	if c.Socket.MaxDatagram < wire.HeaderLen+c.PacketBytes {
 		c.Socket.MaxDatagram = wire.HeaderLen + c.PacketBytes
@@ -349,6 +352,7 @@ func hpuFieldError(err error, h hpu.Config) error {
 		{"CoresPerCluster", h.CoresPerCluster < 1 || h.CoresPerCluster > hpu.MaxCoresPerCluster},
 		{"QueueDepth", h.QueueDepth < 1 || h.QueueDepth > hpu.MaxQueueDepth},
 		{"SubsetS", h.SubsetS < 1 || h.SubsetS > h.CoresPerCluster},
+		{"Submitters", h.Submitters < 0 || h.Submitters > hpu.MaxSubmitters},
 	} {
 		if f.bad {
 			return fmt.Errorf("Config.HPU.%s: %w", f.field, err)

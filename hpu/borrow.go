@@ -1,0 +1,113 @@
+package hpu
+
+// A submitter that runs an idle core's packets itself.
+//
+// A core is a goroutine, and the box has fewer CPUs than the unit has
+// cores. When the submitting goroutines (the switch's readers) and the
+// awake cores already take every CPU the Go runtime has, waking a parked
+// core runs its packet no sooner: the core's goroutine gets a CPU only when
+// a submitter or an awake core gives one up, after a goroutine switch, and
+// parks again when the burst has passed. SubmitBatch then borrows the core
+// instead: it runs the packet's handler on its own goroutine, as that core
+// (the core's Task, counters and CoreEgress chain, the same handler code),
+// and gives the core back when the batch is submitted, after flushing what
+// the core emitted and publishing its counters. What the emulator is does
+// not change: a packet runs to completion on the core the policy chose,
+// cores run at once up to the CPUs there are, and a core's goroutine runs
+// whatever is queued for it. Where the CPUs outnumber the submitters and
+// the awake cores, parked cores are woken as before.
+//
+// A core is run by one goroutine at a time. A core is borrowed only while
+// its goroutine is parked with nothing queued; a borrowed core is not
+// sleeping, so another submitter's push queues on it without waking it,
+// and the give-back wakes the goroutine when something was queued. A
+// submitter gives its cores back before it waits for room in a cluster, so
+// no two submitters wait on each other's borrowed cores.
+
+// maxBorrowed bounds the cores one SubmitBatch holds; past it, a packet's
+// core is woken as without borrowing.
+const maxBorrowed = 64
+
+// borrowed is the cores one SubmitBatch runs as, and its clock.
+type borrowed struct {
+	cores [maxBorrowed]*core
+	n     int
+	// now is when the submitter's last borrowed packet ended (valid while
+	// timed): the next one starts then, one clock read a packet, as on a
+	// core. Queueing a packet on a core ends the run of borrowed packets,
+	// so that a packet's service time does not include the submitter's
+	// work for others.
+	now   int64
+	timed bool
+}
+
+// borrows reports whether waking a parked core would run nothing sooner:
+// the submitters and the awake cores take every CPU.
+func (h *HPU) borrows() bool {
+	return h.cfg.Submitters > 0 && h.awake.Load()+int32(h.cfg.Submitters) >= h.procs
+}
+
+// holds reports whether b holds co.
+func (b *borrowed) holds(co *core) bool {
+	if !co.borrowed.Load() {
+		return false
+	}
+	for _, c := range b.cores[:b.n] {
+		if c == co {
+			return true
+		}
+	}
+	return false
+}
+
+// take borrows co if its goroutine is parked with nothing queued.
+func (b *borrowed) take(co *core) bool {
+	if b.n == len(b.cores) || co.borrowed.Load() {
+		return false
+	}
+	co.mu.Lock()
+	if !co.sleeping || len(co.q) > 0 || co.exited {
+		co.mu.Unlock()
+		return false
+	}
+	co.sleeping = false // a push now queues without a wake-up
+	co.borrowed.Store(true)
+	co.setAwake(true) // it runs: the unit counts it awake, as a woken core
+	co.mu.Unlock()
+	b.cores[b.n] = co
+	b.n++
+	return true
+}
+
+// run runs p's handler on the submitter's goroutine, as co.
+func (h *HPU) run(b *borrowed, co *core, p *Packet) {
+	if !b.timed {
+		b.now, b.timed = h.now(), true
+	}
+	b.now = h.execute(co, p, b.now, false)
+}
+
+// giveBack ends the batch on every borrowed core, as its goroutine ends
+// one, and returns each core to its goroutine: parked again, or woken when
+// a packet was queued on it meanwhile.
+func (h *HPU) giveBack(b *borrowed) {
+	for _, co := range b.cores[:b.n] {
+		co.batch.publish(&co.stats)
+		if ce := co.task.cegress; ce != nil {
+			ce.Flush(co.task.index)
+		}
+		co.mu.Lock()
+		co.borrowed.Store(false)
+		queued := len(co.q) > 0
+		if !queued {
+			co.sleeping = true
+			co.setAwake(false)
+		}
+		co.mu.Unlock()
+		if queued {
+			co.signal()
+		}
+	}
+	clear(b.cores[:b.n])
+	b.n, b.timed = 0, false
+}

@@ -1,0 +1,142 @@
+package hpu
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/flare-net/flare/wire"
+)
+
+// startBorrowing runs a unit with a CoreEgress recorder until the test
+// ends; done counts the packets given back.
+func startBorrowing(t *testing.T, cfg Config, done *sync.WaitGroup) (*HPU, *coreEgress) {
+	t.Helper()
+	n := cfg.Clusters * cfg.CoresPerCluster
+	e := &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n)}
+	u, err := New(cfg, e, func(*Packet, int) { done.Done() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { u.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	return u, e
+}
+
+// When the submitters take every CPU, a burst to parked cores runs on the
+// submitter, as the cores the policy chose: every packet has run, been
+// counted and had its emit flushed when SubmitBatch returns, and the cores
+// are parked again, their goroutines never woken.
+func TestBorrowRunsOnTheSubmitter(t *testing.T) {
+	cfg := Config{Clusters: 2, CoresPerCluster: 4, Submitters: runtime.GOMAXPROCS(0)}
+	var done sync.WaitGroup
+	u, e := startBorrowing(t, cfg, &done)
+	waitParked(t, u)
+	const packets = 64
+	ps := make([]*Packet, packets)
+	for i := range ps {
+		ps[i] = pkt(emitter{cfg.CoresPerCluster}, uint32(i))
+	}
+	done.Add(packets)
+	if n, err := u.SubmitBatch(context.Background(), ps); n != packets || err != nil {
+		t.Fatalf("SubmitBatch = %d, %v", n, err)
+	}
+	// No wait: what a borrowed core runs is done when SubmitBatch returns.
+	if got := u.Stats().Total().Packets; got != packets {
+		t.Errorf("%d packets counted when SubmitBatch returned, want %d: they did not all run on the submitter", got, packets)
+	}
+	flushed := 0
+	for c := range e.flushed {
+		flushed += e.flushed[c]
+		if e.pending[c] != 0 || e.wrong[c] != 0 {
+			t.Errorf("core %d: %d emits not flushed, %d under another core's index", c, e.pending[c], e.wrong[c])
+		}
+	}
+	if flushed != packets {
+		t.Errorf("%d emits flushed when SubmitBatch returned, want %d", flushed, packets)
+	}
+	if e.flushed[0] == 0 || e.flushed[cfg.CoresPerCluster] == 0 {
+		t.Errorf("flushed per core %v: want the first core of each cluster (the policy's lowest idle core)", e.flushed)
+	}
+	if a := u.awake.Load(); a != 0 {
+		t.Errorf("%d cores awake after the borrowed batch, want 0: the give-back must park them again", a)
+	}
+	done.Wait()
+}
+
+// Submitters that borrow, cores that run what was queued on them, and
+// clusters so small that submitters wait for room: a core is never run by
+// two goroutines at once (each handler claims its core; the race detector
+// watches the CoreEgress slots, which only the core's runner touches),
+// every packet runs once, every count and emit arrives, and the unit's
+// count of awake cores comes back to zero.
+func TestBorrowedCoresRunOneAtATime(t *testing.T) {
+	const (
+		submitters = 4
+		batches    = 300
+		batchLen   = 8
+	)
+	cfg := Config{Clusters: 2, CoresPerCluster: 3, QueueDepth: 3, Submitters: submitters}
+	cores := cfg.Clusters * cfg.CoresPerCluster
+	var done sync.WaitGroup
+	u, e := startBorrowing(t, cfg, &done)
+	busy := make([]atomic.Bool, cores)
+	var ran, overlaps atomic.Int64
+	h := HandlerFunc(func(t *Task) {
+		i := t.Cluster*cfg.CoresPerCluster + t.Core
+		if !busy[i].CompareAndSwap(false, true) {
+			overlaps.Add(1)
+		}
+		runtime.Gosched() // widen the window for a second runner
+		t.Emit(&wire.Header{Type: wire.TypeResult, Block: uint32(i)}, nil)
+		busy[i].Store(false)
+		ran.Add(1)
+	})
+	done.Add(submitters * batches * batchLen)
+	var wg sync.WaitGroup
+	for g := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			ps := make([]*Packet, batchLen)
+			for range batches {
+				for i := range ps {
+					ps[i] = pkt(h, rng.Uint32N(8))
+				}
+				if n, err := u.SubmitBatch(context.Background(), ps); n != len(ps) || err != nil {
+					t.Errorf("SubmitBatch = %d, %v", n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	done.Wait()
+	want := int64(submitters * batches * batchLen)
+	if n := ran.Load(); n != want {
+		t.Errorf("%d handlers ran, want %d", n, want)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d handlers started on a core another goroutine was running", n)
+	}
+	if got := u.Stats().Total().Packets; got != want {
+		t.Errorf("%d packets counted, want %d", got, want)
+	}
+	waitParked(t, u)
+	flushed := 0
+	for c := range cores {
+		flushed += e.flushed[c]
+		if e.pending[c] != 0 || e.wrong[c] != 0 {
+			t.Errorf("core %d: %d emits not flushed, %d under another core's index", c, e.pending[c], e.wrong[c])
+		}
+	}
+	if int64(flushed) != want {
+		t.Errorf("%d emits flushed, want %d", flushed, want)
+	}
+}
