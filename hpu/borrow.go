@@ -79,8 +79,8 @@ func (b *borrowed) take(co *core) bool {
 	return true
 }
 
-// run runs p's handler on the submitter's goroutine, as co.
-func (h *HPU) run(b *borrowed, co *core, p *Packet) {
+// runBorrowed runs p's handler on the submitter's goroutine, as co.
+func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
 	if !b.timed {
 		b.now, b.timed = h.now(), true
 	}

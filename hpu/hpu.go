@@ -76,7 +76,7 @@ type core struct {
 	q        []*Packet   // assigned, not yet taken; at most the cluster's depth
 	sleeping bool        // under mu: the goroutine waits on wake, and whoever queues next sends it
 	exited   bool        // under mu: the goroutine has returned (the unit stopped); nothing may be queued
-	borrowed atomic.Bool // set under mu: a submitter runs as this core (borrow.go); its goroutine must not
+	borrowed atomic.Bool // set under mu: a submitter runs as this core (borrow.go), and its goroutine waits
 	wake     chan struct{}
 	awake    *atomic.Int32 // the unit's count of awake cores
 	load     atomic.Int64  // assigned and not finished: 0 means idle
@@ -376,7 +376,7 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 			return i, err
 		}
 		if b.holds(co) || h.borrows() && b.take(co) {
-			h.run(&b, co, p)
+			h.runBorrowed(&b, co, p)
 			continue
 		}
 		b.timed = false

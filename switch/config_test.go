@@ -35,6 +35,16 @@ func TestConfigReadersDefault(t *testing.T) {
 	if got := (Config{Conn: memConns(t, 1)[0]}).WithDefaults().Readers; got != 1 {
 		t.Errorf("one conn: %d readers", got)
 	}
+	// The unit borrows idle cores when its submitters, the readers, take
+	// every CPU: it must know how many there are.
+	if got := (Config{Conns: memConns(t, 3)}).WithDefaults().HPU.Submitters; got != 3 {
+		t.Errorf("3 readers: the unit counts %d submitters, want 3", got)
+	}
+	c = Config{Readers: 2}
+	c.HPU.Submitters = 7
+	if got := c.WithDefaults().HPU.Submitters; got != 7 {
+		t.Errorf("Config.HPU.Submitters = 7 set: defaults made it %d", got)
+	}
 }
 
 // Every setting out of range is refused by Validate with the Config field
@@ -68,6 +78,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.HPU.QueueDepth = -3 }, "Config.HPU.QueueDepth: queue depth = -3: must be in 1.."},
 		{func(c *Config) { c.HPU.SubsetS = 9 }, "Config.HPU.SubsetS: policy S = 9: must be in 1..8"},
 		{func(c *Config) { c.HPU.L1Bytes = 1 << 40 }, "Config.HPU.L1Bytes: L1 = 1099511627776 bytes: must be in"},
+		{func(c *Config) { c.HPU.Submitters = 5000 }, "Config.HPU.Submitters: submitters = 5000: must be in 0..1024"},
 		{func(c *Config) { c.Socket.BatchSize = -1 }, "Config.Socket.BatchSize: batch size = -1: must be in 1..1024"},
 		{func(c *Config) { c.Readers = -1 }, "Config.Readers = -1: must be in 1..256"},
 		{func(c *Config) { c.Readers = 257 }, "Config.Readers = 257: must be in 1..256"},
