@@ -1,0 +1,262 @@
+package swtch
+
+// The egress: what the handlers emit, collected per core and handed to a
+// writer per socket a run at a time, and the writers that send it.
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/wire"
+)
+
+type outRun struct {
+	head, tail *outPacket
+	n          int
+}
+
+// coreRuns is one core's emits not yet handed on, one run per writer, and
+// its ends of the packet free lists: the send buffers it takes and the
+// received packets it gives back, a batch at a time; only its core's
+// goroutine touches it.
+type coreRuns struct {
+	runs  []outRun
+	out   freeCache[outPacket] // taken from by EmitFrom
+	freed freeCache[inPacket]  // given back to by done, flushed with the runs
+	_     [40]byte             // its own cache lines
+}
+
+// coreRun is the most emits a core collects for one writer before it
+// hands them on: the results of a core's batch go together, and a writer
+// still takes a full GSO run at a time.
+const coreRun = 16
+
+// EmitFor is the egress the handlers call from core goroutines
+// (hpu.PacketEgress): the packet is encoded once and queued for the
+// writer, which sends it to every member (a result), to one member (a
+// resent result) or up to the parent. The members are those of the job
+// the packet p came with, which its handler belongs to; a job of the same
+// id and token created since is another job. The unit's cores call
+// EmitFrom, which collects; EmitFor hands on at once.
+func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
+	op := s.outFree.get()
+	s.outs[s.encode(op, p, h, payload)] <- op
+}
+
+// EmitFrom is EmitFor on core `core` (hpu.CoreEgress): the packet joins
+// the core's run for its writer, which goes to the writer when the core
+// has run its batch (Flush) or the run is full, one channel send for the
+// lot.
+func (s *Switch) EmitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte) {
+	c := &s.cores[core]
+	op := c.out.get()
+	rd := s.encode(op, p, h, payload)
+	r := &c.runs[rd]
+	if r.head == nil {
+		r.head = op
+	} else {
+		r.tail.next = op
+	}
+	r.tail = op
+	if r.n++; r.n == coreRun {
+		s.handOn(rd, r)
+	}
+}
+
+// Flush hands core's collected runs to their writers (hpu.CoreEgress),
+// and the packets it has run back to the free list.
+func (s *Switch) Flush(core int) {
+	c := &s.cores[core]
+	for rd := range c.runs {
+		if c.runs[rd].head != nil {
+			s.handOn(rd, &c.runs[rd])
+		}
+	}
+	c.freed.flush()
+}
+
+// handOn gives run r to writer rd and empties it.
+func (s *Switch) handOn(rd int, r *outRun) {
+	head := r.head
+	*r = outRun{}
+	s.outs[rd] <- head
+}
+
+// encode fills op with an emit of packet p and returns the writer it
+// leaves through: that of the reader that took p.
+func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte) int {
+	ip := p.Ref.(*inPacket)
+	j, live := ip.job, ip.live
+	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
+	op.job, op.to = live, netip.AddrPort{}
+	switch {
+	case h.Flags&wire.FlagFromSwitch != 0: // a non-root switch's aggregate, up
+		op.to = s.parent
+	case h.Flags&wire.FlagRetransmit != 0 && int(h.Child) < len(live.addrs):
+		op.to = live.addrs[h.Child]
+	}
+	j.tx.Add(1)
+	return ip.rd
+}
+
+// Emit is hpu.Egress's method, which the unit never calls on a
+// PacketEgress: every emit comes with its packet (EmitFor).
+func (s *Switch) Emit(*wire.Header, []byte) {
+	panic("swtch: Emit without its packet; the processing unit calls EmitFor")
+}
+
+var _ hpu.CoreEgress = (*Switch)(nil)
+
+// writer rd sends the packets queued for it on its socket, in batches.
+// One channel receive (a run from a core, or a control packet) wakes it,
+// then it takes whatever else is queued (up to writerHold packets) and
+// sends them (sender.flush).
+func (s *Switch) writer(rd int) {
+	out := s.outs[rd]
+	snd := s.newSender(rd)
+	for head := range out {
+		snd.take(head)
+		// Take what is queued; when that is little, let the cores run a
+		// moment first (they are mid-burst more often than not) so the
+		// batch, and its per-destination runs, grow.
+		for yields := 0; len(snd.held) < writerHold; {
+			select {
+			case head, ok := <-out:
+				if !ok {
+					snd.flush()
+					return
+				}
+				snd.take(head)
+				continue
+			default:
+			}
+			if yields == writerYields {
+				break
+			}
+			yields++
+			runtime.Gosched()
+		}
+		snd.flush()
+	}
+}
+
+// sender is a batch of emits being sent on socket rd, and its scratch;
+// one goroutine uses it.
+type sender struct {
+	s    *Switch
+	rd   int
+	c    conn.Conn
+	held []*outPacket
+	msgs []conn.Datagram
+}
+
+func (s *Switch) newSender(rd int) *sender {
+	return &sender{s: s, rd: rd, c: s.conns[rd], held: make([]*outPacket, 0, writerHold+coreRun), msgs: make([]conn.Datagram, 0, writerHold*8)}
+}
+
+// take adds the chain from head to the batch.
+func (w *sender) take(head *outPacket) {
+	for op := head; op != nil; {
+		next := op.next
+		op.next = nil
+		w.held = append(w.held, op)
+		op = next
+	}
+}
+
+// flush sends the batch, fanning the multicasts out destination-major:
+// every held result for member 0, then every one for member 1, and so on.
+// Runs of datagrams to one address are what GSO turns into one send, so a
+// batch of 64 results to 8 hosts crosses the kernel as 8 segmented sends
+// instead of 512 plain ones. The packets go back to their free list.
+func (w *sender) flush() {
+	s, msgs := w.s, w.msgs
+	fan := 0
+	for _, op := range w.held {
+		if op.to.IsValid() || op.job == nil {
+			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
+		} else {
+			fan = max(fan, len(op.job.addrs))
+		}
+	}
+	for m := 0; m < fan; m++ {
+		for _, op := range w.held {
+			if op.to.IsValid() || op.job == nil || m >= len(op.job.addrs) {
+				continue
+			}
+			if to := op.job.addrs[m]; to.IsValid() {
+				msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
+			}
+		}
+	}
+	if s.cap != nil {
+		s.cap.record(msgs, false)
+	}
+	s.links.countTx(msgs)
+	s.sendAll(w.c, msgs)
+	s.perReader[w.rd].tx.Add(int64(len(msgs)))
+	clear(msgs) // keep no references to pooled buffers
+	w.msgs = msgs[:0]
+	for _, op := range w.held {
+		op.job = nil
+	}
+	s.outFree.putAll(w.held)
+	clear(w.held)
+	w.held = w.held[:0]
+}
+
+// sendAll sends msgs through c. WriteBatch stops at a datagram it
+// cannot send, after sending those before it: that datagram is tried once
+// more when the error is transient (transient), and otherwise, or when it
+// fails again, dropped and counted once; the rest of the batch goes on.
+// On a closed socket (shutdown) the rest is dropped.
+func (s *Switch) sendAll(c conn.Conn, msgs []conn.Datagram) {
+	retried := false
+	for sent := 0; sent < len(msgs); {
+		k, err := c.WriteBatch(msgs[sent:])
+		if err == nil {
+			return
+		}
+		sent += k
+		if k > 0 {
+			retried = false // msgs[sent] is a datagram not tried before
+		}
+		s.ioErrors.add(dirTx, err)
+		switch {
+		case errors.Is(err, net.ErrClosed):
+			s.drops.addN(dropSendError, int64(len(msgs)-sent))
+			return
+		case transient(err) && !retried:
+			retried = true
+			continue
+		}
+		s.logIOError("send", err, 1)
+		s.drops.add(dropSendError)
+		sent++ // skip the datagram that failed
+		retried = false
+	}
+}
+
+// logIOError logs a socket error, at most once a second.
+func (s *Switch) logIOError(op string, err error, consecutive int) {
+	if s.ioLogLimit.allow(time.Now()) {
+		s.log.Warn("socket error, going on", "op", op, "error", err, "consecutive", consecutive)
+	}
+}
+
+// writerQueue is each writer's channel, in runs: each entry is the head of
+// a chain of up to coreRun packets (one for a control packet).
+const writerQueue = 4096
+
+// writerHold is the most queued packets the writer takes per round: enough
+// for a full GSO run (64 segments) per destination.
+const writerHold = 64
+
+// writerYields is how many times the writer yields to collect a batch
+// before sending what it has.
+const writerYields = 4
