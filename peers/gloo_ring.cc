@@ -6,7 +6,8 @@
 // The process forks one child per rank; the ranks meet through a FileStore
 // in a fresh temporary directory. Every call is timed on its own, from a
 // barrier after the buffer is filled with flare's pattern, and checked
-// element by element afterwards; rank 0 prints one `flare bench --json` row (path gloo-ring)
+// element by element after a second barrier (no rank checks while another
+// is in the call); rank 0 prints one `flare bench --json` row (path gloo-ring)
 // with the slowest rank's median and p99. It exits 1 when a sum is wrong or
 // a rank fails.
 #include <dirent.h>
@@ -66,6 +67,10 @@ int runRank(int rank, const bench_args& a, const std::string& dir) {
     allreduce<float>(ctx, buf.data(), n, static_cast<ReduceFn>(&gloo::sum<float>));
     double el = now_s() - start;
     if (it >= a.warmup) times[it - a.warmup] = el;
+    // No rank checks before every rank has finished the call, as in flare
+    // bench: a rank's checking would take the CPU that a rank still in
+    // the call needs.
+    gloo::barrier(bopts);
     long bad = check_sum(buf.data(), n, a.ranks, it);
     if (bad >= 0) {
       fprintf(stderr, "rank %d, call %d: element %ld is %g, want the sum over %d ranks\n", rank, it, bad,

@@ -4,7 +4,8 @@
  *   mpirun -np 8 --oversubscribe --mca pml ob1 --mca btl tcp,self bin/peers-mpi-allreduce --bytes 16MiB
  *
  * Every call is timed on its own, from a barrier after the buffer is
- * filled with flare's pattern, and checked element by element afterwards; rank 0 prints one
+ * filled with flare's pattern, and checked element by element after a second
+ * barrier (no rank checks while another is in the call); rank 0 prints one
  * `flare bench --json` row (path mpi-tcp) with the slowest rank's median
  * and p99. It exits 1 when a sum is wrong.
  */
@@ -40,6 +41,10 @@ int main(int argc, char **argv) {
     MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double el = now_s() - start;
     if (it >= a.warmup) times[it - a.warmup] = el;
+    /* No rank checks before every rank has finished the call, as in
+     * flare bench: a rank's checking would take the CPU that a rank still
+     * in the call needs. */
+    MPI_Barrier(MPI_COMM_WORLD);
     long bad = check_sum(buf, n, world, it);
     if (bad >= 0) {
       fprintf(stderr, "rank %d, call %d: element %ld is %g, want the sum over %d ranks\n", rank, it, bad,

@@ -23,10 +23,11 @@ func rankSides(t *testing.T, b *parentBarrier) []*rankBarrier {
 	return sides
 }
 
-// No rank starts call k before every rank is ready for it: a rank that
-// is slow to get ready holds the others' start, call after call. The
-// parent's run returns once every rank has finished the last call, with
-// its CPU reading taken.
+// No rank starts call k before every rank is ready for it, and none
+// checks call k's result before every rank has finished the call: a rank
+// that is slow to get ready, or slow in its call, holds the others' start
+// and their checking, call after call. The parent's run returns once
+// every rank has finished the last call, with its CPU reading taken.
 func TestBarrierStartsEveryCallTogether(t *testing.T) {
 	const ranks, rounds = 4, 5
 	b, err := newParentBarrier(ranks)
@@ -37,7 +38,7 @@ func TestBarrierStartsEveryCallTogether(t *testing.T) {
 	done := make(chan error, 1)
 	var cpu serverCPU
 	go func() { done <- b.run(rounds, 1, &cpu) }()
-	var ready [rounds]atomic.Int32
+	var ready, called [rounds]atomic.Int32
 	var wg sync.WaitGroup
 	for r, side := range sides {
 		wg.Add(1)
@@ -45,7 +46,7 @@ func TestBarrierStartsEveryCallTogether(t *testing.T) {
 			defer wg.Done()
 			for k := range rounds {
 				if r == ranks-1 {
-					time.Sleep(5 * time.Millisecond) // the slow rank
+					time.Sleep(5 * time.Millisecond) // the slow rank, in its checking
 				}
 				ready[k].Add(1)
 				if err := side.wait(); err != nil {
@@ -54,6 +55,17 @@ func TestBarrierStartsEveryCallTogether(t *testing.T) {
 				}
 				if n := ready[k].Load(); n != ranks {
 					t.Errorf("rank %d started call %d with %d of %d ranks ready", r, k, n, ranks)
+				}
+				if r == 0 {
+					time.Sleep(5 * time.Millisecond) // the slow rank, in its call
+				}
+				called[k].Add(1)
+				if err := side.callDone(); err != nil {
+					t.Errorf("rank %d, call %d done: %v", r, k, err)
+					return
+				}
+				if n := called[k].Load(); n != ranks {
+					t.Errorf("rank %d checked call %d with %d of %d ranks through it", r, k, n, ranks)
 				}
 			}
 			if err := side.finish(); err != nil {

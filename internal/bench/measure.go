@@ -41,7 +41,8 @@ type measurement struct {
 	// counters).
 	settle func()
 	// barrier, in a rank process of Procs, starts each call when every
-	// rank is ready for it (barrier.go).
+	// rank is ready for it, and its checking when every rank has finished
+	// it (barrier.go).
 	barrier *rankBarrier
 }
 
@@ -86,6 +87,11 @@ func (m *measurement) run(ctx context.Context) error {
 		el, err := m.call(ctx, it)
 		if err != nil {
 			return fmt.Errorf("call %d: %w", it, err)
+		}
+		if m.barrier != nil {
+			if err := m.barrier.callDone(); err != nil {
+				return fmt.Errorf("call %d: %w", it, err)
+			}
 		}
 		partial, missed, err := m.p.check(it, m.ranks.contributors)
 		if err != nil {
