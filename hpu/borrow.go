@@ -1,5 +1,7 @@
 package hpu
 
+import "runtime"
+
 // A submitter that runs an idle core's packets itself.
 //
 // A core is a goroutine, and the box has fewer CPUs than the unit has
@@ -89,7 +91,7 @@ func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
 
 // giveBack ends the batch on every borrowed core, as its goroutine ends
 // one, and returns each core to its goroutine: parked again, or woken when
-// a packet was queued on it meanwhile.
+// a packet was queued on it meanwhile. Then the submitter yields once.
 func (h *HPU) giveBack(b *borrowed) {
 	for _, co := range b.cores[:b.n] {
 		co.batch.publish(&co.stats)
@@ -108,6 +110,13 @@ func (h *HPU) giveBack(b *borrowed) {
 			co.signal()
 		}
 	}
+	yield := b.n > 0
 	clear(b.cores[:b.n])
 	b.n, b.timed = 0, false
+	if yield {
+		// The goroutines that waited while the submitter ran the cores'
+		// packets (its writer, with what they emitted) run before it
+		// reads again.
+		runtime.Gosched()
+	}
 }

@@ -130,10 +130,18 @@ type Config struct {
 	// shared. 0: min(GOMAXPROCS, HPU.Clusters) on Listen, len(Conns) with
 	// Conns, 1 with Conn. 1 is one socket, one reader, one writer. The
 	// relays always use one socket.
-	Readers  int
-	Socket   conn.Config // socket batch size, offload and buffers (when Conn is nil)
-	PcapPath string      // capture every datagram in and out to this pcap file; "" = off
-	PcapMax  int64       // size bound of the capture file in bytes (0 = DefaultPcapMax)
+	Readers int
+	// SharedCPUs says the process runs busy goroutines of its own beside
+	// the switch (hosts in the same process: flare demo, flare bench
+	// --procs=false). The readers then leave the cores' packets to the
+	// cores: a reader runs a parked core's packet itself only where the
+	// readers and the awake cores take every CPU (hpu.Config.Submitters,
+	// which is left 0 here), and that is not so when other goroutines
+	// want the CPUs too.
+	SharedCPUs bool
+	Socket     conn.Config // socket batch size, offload and buffers (when Conn is nil)
+	PcapPath   string      // capture every datagram in and out to this pcap file; "" = off
+	PcapMax    int64       // size bound of the capture file in bytes (0 = DefaultPcapMax)
 	// Parent, when set (HOST:PORT), makes this switch a child in a tree of
 	// switches: once a job's members have joined here, the switch joins the
 	// job at Parent as child ChildIndex and sends each finished block up
@@ -230,7 +238,7 @@ func (c Config) WithDefaults() Config {
 			c.Readers = max(1, min(runtime.GOMAXPROCS(0), c.HPU.Clusters, conn.MaxGroup))
 		}
 	}
-	if c.HPU.Submitters == 0 {
+	if c.HPU.Submitters == 0 && !c.SharedCPUs {
 		c.HPU.Submitters = c.Readers // each reader submits its batches
 	}
 	c.Socket = c.Socket.WithDefaults()

@@ -40,6 +40,9 @@ func TestConfigReadersDefault(t *testing.T) {
 	if got := (Config{Conns: memConns(t, 3)}).WithDefaults().HPU.Submitters; got != 3 {
 		t.Errorf("3 readers: the unit counts %d submitters, want 3", got)
 	}
+	if got := (Config{Conns: memConns(t, 3), SharedCPUs: true}).WithDefaults().HPU.Submitters; got != 0 {
+		t.Errorf("3 readers sharing the CPUs: the unit counts %d submitters, want 0 (it never borrows)", got)
+	}
 	c = Config{Readers: 2}
 	c.HPU.Submitters = 7
 	if got := c.WithDefaults().HPU.Submitters; got != 7 {

@@ -38,7 +38,7 @@ func (d Demo) Run(ctx context.Context, w io.Writer) error {
 	}
 	g := inproc.New(ctx)
 	defer g.Close()
-	sw, err := g.Switch(swtch.Config{})
+	sw, err := g.Switch(swtch.Config{SharedCPUs: true}) // the hosts run in this process
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,8 @@ func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 		srv.relays[path] = r.Addr().String()
 	}
 	if slices.Contains(s.Paths, PathSwitch) && s.Switch == "" {
-		sw, err := g.Switch(swtch.Config{PacketBytes: pk})
+		// Ranks in this process share its CPUs with the switch.
+		sw, err := g.Switch(swtch.Config{PacketBytes: pk, SharedCPUs: s.Procs == nil})
 		if err != nil {
 			return nil, err
 		}

@@ -133,7 +133,7 @@ type treeRun struct {
 func (s Suite) runTree(ctx context.Context, w io.Writer) error {
 	g := inproc.New(ctx)
 	defer g.Close()
-	tree, err := g.Tree(s.Tree.Leaves, swtch.Config{HPU: treeSwitchHPU})
+	tree, err := g.Tree(s.Tree.Leaves, swtch.Config{HPU: treeSwitchHPU, SharedCPUs: true}) // the hosts run in this process
 	if err != nil {
 		return fmt.Errorf("starting the tree's switches: %w", err)
 	}
