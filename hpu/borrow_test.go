@@ -11,23 +11,6 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
-// startBorrowing runs a unit with a CoreEgress recorder until the test
-// ends; done counts the packets given back.
-func startBorrowing(t *testing.T, cfg Config, done *sync.WaitGroup) (*HPU, *coreEgress) {
-	t.Helper()
-	n := cfg.Clusters * cfg.CoresPerCluster
-	e := &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n)}
-	u, err := New(cfg, e, func(*Packet, int) { done.Done() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { u.Run(ctx); close(stopped) }()
-	t.Cleanup(func() { cancel(); <-stopped })
-	return u, e
-}
-
 // When the submitters take every CPU, a burst to parked cores runs on the
 // submitter, as the cores the policy chose: every packet has run, been
 // counted and had its emit flushed when SubmitBatch returns, and the cores
@@ -35,7 +18,7 @@ func startBorrowing(t *testing.T, cfg Config, done *sync.WaitGroup) (*HPU, *core
 func TestBorrowRunsOnTheSubmitter(t *testing.T) {
 	cfg := Config{Clusters: 2, CoresPerCluster: 4, Submitters: runtime.GOMAXPROCS(0)}
 	var done sync.WaitGroup
-	u, e := startBorrowing(t, cfg, &done)
+	u, e, _ := startCoreEgress(t, cfg, &done)
 	waitParked(t, u)
 	const packets = 64
 	ps := make([]*Packet, packets)
@@ -84,7 +67,7 @@ func TestBorrowedCoresRunOneAtATime(t *testing.T) {
 	cfg := Config{Clusters: 2, CoresPerCluster: 3, QueueDepth: 3, Submitters: submitters}
 	cores := cfg.Clusters * cfg.CoresPerCluster
 	var done sync.WaitGroup
-	u, e := startBorrowing(t, cfg, &done)
+	u, e, _ := startCoreEgress(t, cfg, &done)
 	busy := make([]atomic.Bool, cores)
 	var ran, overlaps atomic.Int64
 	h := HandlerFunc(func(t *Task) {

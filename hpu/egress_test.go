@@ -50,15 +50,8 @@ func (e *coreEgress) Flush(core int) {
 func TestCoreEgress(t *testing.T) {
 	cfg := Config{Clusters: 2, CoresPerCluster: 3}
 	n := cfg.Clusters * cfg.CoresPerCluster
-	e := &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n)}
 	var wg sync.WaitGroup
-	u, err := New(cfg, e, func(*Packet, int) { wg.Done() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { u.Run(ctx); close(stopped) }()
+	u, e, stop := startCoreEgress(t, cfg, &wg)
 	const packets = 600
 	ps := make([]*Packet, packets)
 	for i := range ps {
@@ -71,8 +64,7 @@ func TestCoreEgress(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	cancel()
-	<-stopped // the cores have exited: their last batch was flushed
+	stop() // the cores have exited: their last batch was flushed
 	total, used := 0, 0
 	for c := range n {
 		if e.pending[c] != 0 || e.wrong[c] != 0 {
@@ -89,4 +81,23 @@ func TestCoreEgress(t *testing.T) {
 	if used < 2 {
 		t.Errorf("only %d cores emitted: the test ran on one", used)
 	}
+}
+
+// startCoreEgress runs a unit with a CoreEgress recorder until stop or the
+// test's end; done counts the packets given back. stop returns when the
+// cores have exited.
+func startCoreEgress(t *testing.T, cfg Config, done *sync.WaitGroup) (u *HPU, e *coreEgress, stop func()) {
+	t.Helper()
+	n := cfg.Clusters * cfg.CoresPerCluster
+	e = &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n)}
+	u, err := New(cfg, e, func(*Packet, int) { done.Done() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { u.Run(ctx); close(stopped) }()
+	stop = func() { cancel(); <-stopped }
+	t.Cleanup(stop)
+	return u, e, stop
 }
