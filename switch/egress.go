@@ -150,13 +150,12 @@ func (s *Switch) writer(rd int) {
 type sender struct {
 	s    *Switch
 	rd   int
-	c    conn.Conn
 	held []*outPacket
 	msgs []conn.Datagram
 }
 
 func (s *Switch) newSender(rd int) *sender {
-	return &sender{s: s, rd: rd, c: s.conns[rd], held: make([]*outPacket, 0, writerHold+coreRun), msgs: make([]conn.Datagram, 0, writerHold*8)}
+	return &sender{s: s, rd: rd, held: make([]*outPacket, 0, writerHold+coreRun), msgs: make([]conn.Datagram, 0, writerHold*8)}
 }
 
 // take adds the chain from head to the batch.
@@ -198,7 +197,7 @@ func (w *sender) flush() {
 		s.cap.record(msgs, false)
 	}
 	s.links.countTx(msgs)
-	s.sendAll(w.c, msgs)
+	s.sendAll(s.conns[w.rd], msgs)
 	s.perReader[w.rd].tx.Add(int64(len(msgs)))
 	clear(msgs) // keep no references to pooled buffers
 	w.msgs = msgs[:0]
