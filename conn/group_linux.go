@@ -70,23 +70,25 @@ func listenUDPGroup(addr string, cfg Config, g GroupConfig) ([]Conn, Steering, e
 // keyProgram is the steering program: with g.Only, datagrams whose byte
 // there is outside the range return 0 (socket 0); the others load the
 // big-endian word at the key's offset of the UDP payload (the kernel runs
-// reuseport programs with the data past the UDP header), take it mod the
-// sockets and return it as the socket's index. A datagram too short for a
+// reuseport programs with the data past the UDP header), shift it right by
+// g.KeyShift, take it mod the sockets and return it as the socket's index. A datagram too short for a
 // load ends the program with 0: socket 0.
 func keyProgram(g GroupConfig) ([]bpf.RawInstruction, error) {
+	key := []bpf.Instruction{bpf.LoadAbsolute{Off: uint32(g.KeyOffset), Size: 4}}
+	if g.KeyShift > 0 {
+		key = append(key, bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: uint32(g.KeyShift)})
+	}
+	key = append(key, bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(g.Sockets)}, bpf.RetA{})
 	var prog []bpf.Instruction
 	if r := g.Only; r != nil {
+		n := uint8(len(key)) // the key's instructions, jumped over to ret 0
 		prog = append(prog,
 			bpf.LoadAbsolute{Off: uint32(r.Offset), Size: 1},
-			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(r.Min), SkipFalse: 4}, // to ret 0
-			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(r.Max), SkipTrue: 3},     // to ret 0
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(r.Min), SkipFalse: n + 1},
+			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(r.Max), SkipTrue: n},
 		)
 	}
-	prog = append(prog,
-		bpf.LoadAbsolute{Off: uint32(g.KeyOffset), Size: 4},
-		bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(g.Sockets)},
-		bpf.RetA{},
-	)
+	prog = append(prog, key...)
 	if g.Only != nil {
 		prog = append(prog, bpf.RetConstant{Val: 0})
 	}

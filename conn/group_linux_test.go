@@ -21,6 +21,7 @@ func TestUDPGroupSteering(t *testing.T) {
 	}{
 		{"key", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset}},
 		{"key-only", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset, Only: groupOnly}},
+		{"key-runs", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset, KeyShift: 2, Only: groupOnly}},
 		{"flow", GroupConfig{Sockets: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +44,7 @@ func TestUDPGroupSteering(t *testing.T) {
 				senders = append(senders, listenLoopback(t, "127.0.0.1:0", Config{}))
 			}
 			got := steerThrough(t, group, netip.AddrPortFrom(at.Addr(), at.Port()), senders, 30)
-			if used := checkSteering(t, got, steer, tc.g.Only); steer == SteerKey && used != len(group) {
+			if used := checkSteering(t, got, steer, tc.g); steer == SteerKey && used != len(group) {
 				t.Errorf("%d of %d sockets received: key steering spreads 30 keys over all", used, len(group))
 			}
 		})
@@ -78,6 +79,8 @@ func TestKeyProgramMatchesPick(t *testing.T) {
 	for _, g := range []GroupConfig{
 		{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset},
 		{Sockets: 5, ByKey: true, KeyOffset: groupKeyOffset, Only: groupOnly},
+		{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset, KeyShift: 6},
+		{Sockets: 4, ByKey: true, KeyOffset: groupKeyOffset, KeyShift: MaxKeyShift, Only: groupOnly},
 	} {
 		raw, err := keyProgram(g)
 		if err != nil {

@@ -89,10 +89,11 @@ func steerThrough(t *testing.T, group []Conn, to netip.AddrPort, senders []Conn,
 }
 
 // checkSteering checks what each socket of a group received against the
-// steering the group says is in effect: by key, socket k mod n took every
-// datagram of key k (socket 0 those outside only's range); by flow, every datagram of one sender reached one
-// socket. It returns how many sockets received anything.
-func checkSteering(t *testing.T, got [][]arrival, steer Steering, only *ByteRange) int {
+// steering the group says is in effect: by key, socket (k >> g.KeyShift)
+// mod n took every datagram of key k (socket 0 those outside g.Only's
+// range); by flow, every datagram of one sender reached one socket. It
+// returns how many sockets received anything.
+func checkSteering(t *testing.T, got [][]arrival, steer Steering, g GroupConfig) int {
 	t.Helper()
 	used := 0
 	senderAt := map[int]int{}
@@ -103,8 +104,8 @@ func checkSteering(t *testing.T, got [][]arrival, steer Steering, only *ByteRang
 		for _, a := range as {
 			switch steer {
 			case SteerKey:
-				want := a.key % len(got)
-				if only != nil && (a.typ < int(only.Min) || a.typ > int(only.Max)) {
+				want := (a.key >> g.KeyShift) % len(got)
+				if only := g.Only; only != nil && (a.typ < int(only.Min) || a.typ > int(only.Max)) {
 					want = 0
 				}
 				if want != i {
@@ -129,6 +130,7 @@ func TestMemGroupSteering(t *testing.T) {
 	}{
 		{"key", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset}, SteerKey},
 		{"key-only", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset, Only: groupOnly}, SteerKey},
+		{"key-runs", GroupConfig{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset, KeyShift: 2, Only: groupOnly}, SteerKey},
 		{"flow", GroupConfig{Sockets: 3}, SteerFlow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +152,7 @@ func TestMemGroupSteering(t *testing.T) {
 				senders = append(senders, c)
 			}
 			got := steerThrough(t, group, at, senders, 30)
-			if used := checkSteering(t, got, tc.want, tc.g.Only); tc.want == SteerKey && used != len(group) {
+			if used := checkSteering(t, got, tc.want, tc.g); tc.want == SteerKey && used != len(group) {
 				t.Errorf("%d of %d sockets received: key steering spreads 30 keys over all", used, len(group))
 			}
 		})
@@ -179,7 +181,8 @@ func TestMemGroupClose(t *testing.T) {
 
 func TestGroupConfigValidate(t *testing.T) {
 	for _, g := range []GroupConfig{{Sockets: 0}, {Sockets: MaxGroup + 1}, {Sockets: 2, ByKey: true, KeyOffset: -1},
-		{Sockets: 2, ByKey: true, Only: &ByteRange{Offset: -1}}, {Sockets: 2, ByKey: true, Only: &ByteRange{Min: 5, Max: 4}}} {
+		{Sockets: 2, ByKey: true, Only: &ByteRange{Offset: -1}}, {Sockets: 2, ByKey: true, Only: &ByteRange{Min: 5, Max: 4}},
+		{Sockets: 2, ByKey: true, KeyShift: -1}, {Sockets: 2, ByKey: true, KeyShift: MaxKeyShift + 1}} {
 		if g.Validate() == nil {
 			t.Errorf("%+v: valid, want an error", g)
 		}
