@@ -85,6 +85,7 @@ const (
 	MaxJobsLimit = 1 << 16   // Config.MaxJobs
 	MaxWindow    = 1 << 16   // Config.Window
 	MaxJoinRate  = 1_000_000 // Config.JoinRate, per second
+	MaxSteerRun  = 1 << 10   // Config.SteerRun, blocks
 )
 
 // Config is the daemon's configuration. Zero fields take defaults.
@@ -131,6 +132,16 @@ type Config struct {
 	// Conns, 1 with Conn. 1 is one socket, one reader, one writer. The
 	// relays always use one socket.
 	Readers int
+	// SteerRun is how many consecutive blocks the data port steers to one
+	// reader: block b's packets go to reader (b / SteerRun) mod Readers, a
+	// power of two in 1..MaxSteerRun (0 = 1: block mod Readers). Hosts send
+	// runs of consecutive blocks as one GSO datagram, which the kernel
+	// steers by its first block; one block at a time, the readers then
+	// take the runs' first blocks' shares (at 1 KiB, two readers 92% and
+	// 8%, four 49/12/28/12%), while runs of 64 blocks spread evenly, with
+	// some of a block's packets reaching a second reader where the hosts'
+	// runs cross a boundary. docs/PERFORMANCE.md measures both.
+	SteerRun int
 	// SharedCPUs says the process runs busy goroutines of its own beside
 	// the switch (hosts in the same process: flare demo, flare bench
 	// --procs=false). The readers then leave the cores' packets to the
@@ -238,6 +249,9 @@ func (c Config) WithDefaults() Config {
 			c.Readers = max(1, min(runtime.GOMAXPROCS(0), c.HPU.Clusters, conn.MaxGroup))
 		}
 	}
+	if c.SteerRun == 0 {
+		c.SteerRun = 1
+	}
 	if c.HPU.Submitters == 0 && !c.SharedCPUs {
 		c.HPU.Submitters = c.Readers // each reader submits its batches
 	}
@@ -313,6 +327,8 @@ func (c Config) validateReaders() error {
 		return fmt.Errorf("Config.Conn and Config.Conns (%d conns) are both set: give one conn, or a group of them", len(c.Conns))
 	case c.Readers < 1 || c.Readers > conn.MaxGroup:
 		return fmt.Errorf("Config.Readers = %d: must be in 1..%d (0: min(GOMAXPROCS, clusters))", c.Readers, conn.MaxGroup)
+	case c.SteerRun < 1 || c.SteerRun > MaxSteerRun || c.SteerRun&(c.SteerRun-1) != 0:
+		return fmt.Errorf("Config.SteerRun = %d: must be a power of two in 1..%d blocks (0: 1)", c.SteerRun, MaxSteerRun)
 	case c.Conn != nil && c.Readers != 1:
 		return fmt.Errorf("Config.Readers = %d with Config.Conn: one conn has one reader; give a group in Config.Conns", c.Readers)
 	case len(c.Conns) > 0 && c.Readers != len(c.Conns):

@@ -43,6 +43,9 @@ func TestConfigReadersDefault(t *testing.T) {
 	if got := (Config{Conns: memConns(t, 3), SharedCPUs: true}).WithDefaults().HPU.Submitters; got != 0 {
 		t.Errorf("3 readers sharing the CPUs: the unit counts %d submitters, want 0 (it never borrows)", got)
 	}
+	if got := (Config{}).WithDefaults().SteerRun; got != 1 {
+		t.Errorf("the default steering run is %d blocks, want 1", got)
+	}
 	c = Config{Readers: 2}
 	c.HPU.Submitters = 7
 	if got := c.WithDefaults().HPU.Submitters; got != 7 {
@@ -85,6 +88,9 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Socket.BatchSize = -1 }, "Config.Socket.BatchSize: batch size = -1: must be in 1..1024"},
 		{func(c *Config) { c.Readers = -1 }, "Config.Readers = -1: must be in 1..256"},
 		{func(c *Config) { c.Readers = 257 }, "Config.Readers = 257: must be in 1..256"},
+		{func(c *Config) { c.SteerRun = -1 }, "Config.SteerRun = -1: must be a power of two in 1..1024 blocks"},
+		{func(c *Config) { c.SteerRun = 48 }, "Config.SteerRun = 48: must be a power of two in 1..1024 blocks"},
+		{func(c *Config) { c.SteerRun = 2048 }, "Config.SteerRun = 2048: must be a power of two in 1..1024 blocks"},
 		{func(c *Config) { c.Conn, c.Readers = memConns(t, 1)[0], 2 }, "Config.Readers = 2 with Config.Conn: one conn has one reader"},
 		{func(c *Config) { c.Conns, c.Readers = memConns(t, 2), 3 }, "Config.Readers = 3 with 2 Config.Conns: one reader per conn"},
 		{func(c *Config) { c.Conn, c.Conns = memConns(t, 1)[0], memConns(t, 2) }, "Config.Conn and Config.Conns (2 conns) are both set"},

@@ -79,7 +79,7 @@ func benchMemPath(b *testing.B, path string) {
 	if path == "switch-readers-2" {
 		path, readers = "switch", 2
 	}
-	cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(readers))
+	cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(readers, 1))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"net"
 	"net/netip"
 	"sync"
@@ -197,7 +198,7 @@ func (s *Switch) listen() error {
 		s.conns = []conn.Conn{s.cfg.Conn}
 		return nil
 	}
-	cs, steer, err := conn.ListenUDPGroup(s.cfg.Listen, s.cfg.Socket, DataPortGroup(s.cfg.Readers))
+	cs, steer, err := conn.ListenUDPGroup(s.cfg.Listen, s.cfg.Socket, DataPortGroup(s.cfg.Readers, s.cfg.SteerRun))
 	if err != nil {
 		return fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
 	}
@@ -206,14 +207,15 @@ func (s *Switch) listen() error {
 }
 
 // DataPortGroup is how a data port of n sockets spreads the datagrams: the
-// per-block packets (data, result, sparse, spill: types 4..7) by block id,
-// so that a block's P packets meet on one reader and its result leaves
-// through that reader's writer; every other packet (join, leave, abort,
-// the parent's acks and errors) on socket 0, where one sender's control
-// packets keep their order (a join repeated just before an abort must not
-// be handled after it). Tests make a conn.MemNetwork group with it.
-func DataPortGroup(n int) conn.GroupConfig {
-	return conn.GroupConfig{Sockets: n, ByKey: true, KeyOffset: wire.OffBlock,
+// per-block packets (data, result, sparse, spill: types 4..7) by block id
+// in runs of run blocks (Config.SteerRun, a power of two), so that a
+// block's P packets meet on one reader and its result leaves through that
+// reader's writer; every other packet (join, leave, abort, the parent's
+// acks and errors) on socket 0, where one sender's control packets keep
+// their order (a join repeated just before an abort must not be handled
+// after it). Tests make a conn.MemNetwork group with it.
+func DataPortGroup(n, run int) conn.GroupConfig {
+	return conn.GroupConfig{Sockets: n, ByKey: true, KeyOffset: wire.OffBlock, KeyShift: bits.TrailingZeros(uint(max(run, 1))),
 		Only: &conn.ByteRange{Offset: wire.OffType, Min: byte(wire.TypeData), Max: byte(wire.TypeSpill)}}
 }
 
@@ -256,7 +258,7 @@ func (s *Switch) Run(ctx context.Context) error {
 	off := s.conns[0].Offload()
 	s.log.Info("switch listening", "data", s.Addr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
 		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
-		"readers", len(s.conns), "steering", s.steer.String(), "gso", off.GSO, "gro", off.GRO)
+		"readers", len(s.conns), "steering", s.steer.String(), "steer_run", s.cfg.SteerRun, "gso", off.GSO, "gro", off.GRO)
 	close(s.ready)
 
 	unitCtx, stopUnit := context.WithCancel(context.Background())

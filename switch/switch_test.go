@@ -81,7 +81,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		{"lossy-readers-2", func(t *testing.T) []*hostlib.Session {
 			network := conn.NewMemNetwork()
 			network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
-			cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(2))
+			cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(2, 1))
 			if err != nil {
 				t.Fatal(err)
 			}

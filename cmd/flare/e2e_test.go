@@ -264,6 +264,27 @@ func TestE2ELarge(t *testing.T) {
 	}
 }
 
+// TestE2ESteerRun: the daemon with two readers steering runs of 64 blocks
+// (--steer-run 64) spreads the hosts' GSO runs over both, as its metrics
+// show to a scrape: each reader takes at least 30% of a verified 1 MiB
+// allreduce's datagrams.
+func TestE2ESteerRun(t *testing.T) {
+	d := startDaemon(t, "--readers", "2", "--steer-run", "64", "--packet", "1KiB")
+	if !strings.Contains(d.log.String(), "steering=key") {
+		t.Skipf("the kernel did not take the steering program, so nothing is steered by block:\n%s", d.log)
+	}
+	if _, err := allreduce(context.Background(), t, d, 7, 4, false, "--bytes", "1MiB"); err != nil {
+		t.Fatal(err)
+	}
+	rx := []float64{d.metric(t, `flare_reader_packets_total{dir="rx",reader="0"}`), d.metric(t, `flare_reader_packets_total{dir="rx",reader="1"}`)}
+	t.Logf("datagrams per reader: %v", rx)
+	for i, n := range rx {
+		if n < 0.3*(rx[0]+rx[1]) {
+			t.Errorf("reader %d took %v of %v datagrams: runs of 64 blocks spread over both", i, n, rx[0]+rx[1])
+		}
+	}
+}
+
 // Metrics move with traffic; garbage is dropped and counted by reason; a
 // job that cannot fit is refused with the numbers; SIGTERM exits 0.
 func TestE2EMetricsRefusalAndShutdown(t *testing.T) {
@@ -432,6 +453,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--ranks", "2", "--tail-ratio", "200"}, "--tail-ratio 200 with --tail-median 2ms: want a ratio in 1..100"},
 		{[]string{"switch", "--max-jobs", "70000"}, "--max-jobs 70000: must be in 1..65536"},
 		{[]string{"switch", "--window", "-1"}, "--window -1: must be in 0..65536 (0: sized by the packet size and the members)"},
+		{[]string{"switch", "--steer-run", "48"}, "--steer-run 48: must be a power of two in 1..1024 blocks"},
 		// 0 is the Config's "default" for these; on the command line it is
 		// refused (before the --listen that would fail New, not serve, if it were not).
 		{[]string{"switch", "--max-jobs", "0", "--listen", "x"}, "--max-jobs 0: must be in 1..65536"},

@@ -93,7 +93,7 @@ var switchFlags = fields{"Config", map[string]string{
 	"Admission": "--admission", "AdminSecretFile": "--admin-secret-file",
 	"HPU.Clusters": "--clusters", "HPU.CoresPerCluster": "--cores", "HPU.QueueDepth": "--queue", "HPU.SubsetS": "--policy-s",
 	"HPU.L1Bytes": "--l1", "Socket.BatchSize": "--batch", "Socket.DisableOffload": "--no-offload",
-	"Readers": "--readers",
+	"Readers": "--readers", "SteerRun": "--steer-run",
 }}
 
 // testbedFlags are `flare testbed`'s flags for testbed.Config's fields.

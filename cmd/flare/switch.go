@@ -71,6 +71,8 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 	fs.IntVar(&cfg.JoinRate, "join-rate", swtch.DefaultJoinRate, "joins accepted per second (1.."+strconv.Itoa(swtch.MaxJoinRate)+")")
 	fs.IntVar(&cfg.Readers, "readers", 0, "sockets on the data port (SO_REUSEPORT), each with its own reader and writer goroutine, a block's\n"+
 		"packets steered to one of them by its block id (0 = min(CPUs, --clusters); 1 = one socket)")
+	fs.IntVar(&cfg.SteerRun, "steer-run", 1, "with --readers > 1, consecutive blocks steered to one reader, a power of two in 1.."+strconv.Itoa(swtch.MaxSteerRun)+": hosts send\n"+
+		"runs of blocks as one GSO datagram, steered by its first block; 64 spreads those runs over the readers (docs/DEPLOY.md)")
 	fs.IntVar(&cfg.Socket.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
 	fs.BoolVar(&cfg.Socket.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
 	fs.StringVar(&cfg.PcapPath, "pcap", "", "write every Flare packet in and out to this pcap file (read it with flare decode or Wireshark)")
