@@ -71,8 +71,8 @@ func listenUDPGroup(addr string, cfg Config, g GroupConfig) ([]Conn, Steering, e
 // there is outside the range return 0 (socket 0); the others load the
 // big-endian word at the key's offset of the UDP payload (the kernel runs
 // reuseport programs with the data past the UDP header), shift it right by
-// g.KeyShift, take it mod the sockets and return it as the socket's index. A datagram too short for a
-// load ends the program with 0: socket 0.
+// g.KeyShift, take it mod the sockets and return it as the socket's index.
+// A datagram too short for a load ends the program with 0: socket 0.
 func keyProgram(g GroupConfig) ([]bpf.RawInstruction, error) {
 	key := []bpf.Instruction{bpf.LoadAbsolute{Off: uint32(g.KeyOffset), Size: 4}}
 	if g.KeyShift > 0 {

@@ -132,9 +132,11 @@ type Config struct {
 	// Conns, 1 with Conn. 1 is one socket, one reader, one writer. The
 	// relays always use one socket.
 	Readers int
-	// SteerRun is how many consecutive blocks the data port steers to one
-	// reader: block b's packets go to reader (b / SteerRun) mod Readers, a
-	// power of two in 1..MaxSteerRun (0 = 1: block mod Readers). Hosts send
+	// SteerRun is how many consecutive blocks the data port's sockets on
+	// Listen steer to one reader (Conns steer as their group was made,
+	// DataPortGroup): block b's packets go to reader (b / SteerRun) mod
+	// Readers, a power of two in 1..MaxSteerRun (0 = 1: block mod
+	// Readers). Hosts send
 	// runs of consecutive blocks as one GSO datagram, which the kernel
 	// steers by its first block; one block at a time, the readers then
 	// take the runs' first blocks' shares (at 1 KiB, two readers 92% and
