@@ -418,13 +418,22 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 	// Without faults, a run of datagrams to one conn (the switch's writer
 	// sends destination-major) is queued with one lock.
 	var r memRun
+	// A batch's datagrams mostly go to one address (a host's to the
+	// switch; the writer sends destination-major), so the route of the
+	// last address is kept: n.mu holds the table still for the call.
+	var (
+		lastAddr netip.AddrPort
+		g        *memGroup
+	)
 	for i := range msgs {
 		d := &msgs[i]
 		if err := checkSend(d, DefaultMaxDatagram); err != nil {
 			r.flush(n, c.addr)
 			return i, err
 		}
-		g := n.route(d.Addr)
+		if i == 0 || d.Addr != lastAddr {
+			g, lastAddr = n.route(d.Addr), d.Addr
+		}
 		if g == nil {
 			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
 			continue
