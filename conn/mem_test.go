@@ -187,6 +187,38 @@ func TestMemAddressing(t *testing.T) {
 	}
 }
 
+// One batch to several destinations, in runs and interleaved, reaches
+// each conn with its own datagrams in order: WriteBatch keeps the last
+// address's route, and must look up every change of address.
+func TestMemBatchOfDestinations(t *testing.T) {
+	n := NewMemNetwork()
+	host, a := memPair(t, n)
+	b, err := n.Listen(netip.AddrPort{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	nobody := netip.MustParseAddrPort("10.0.0.9:1")
+	to := []netip.AddrPort{a.LocalAddr(), a.LocalAddr(), b.LocalAddr(), nobody, a.LocalAddr(), b.LocalAddr(), b.LocalAddr(), nobody}
+	msgs := newMsgs(len(to), 16)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = 16, to[i]
+		stamp(msgs[i].Buf, uint64(i))
+	}
+	if k, err := host.WriteBatch(msgs); k != len(msgs) || err != nil {
+		t.Fatalf("WriteBatch = %d, %v; want %d", k, err, len(msgs))
+	}
+	if s := recvSeqs(t, a, 3, time.Second); len(s) != 3 || s[0] != 0 || s[1] != 1 || s[2] != 4 {
+		t.Errorf("a got %v, want [0 1 4]", s)
+	}
+	if s := recvSeqs(t, b, 3, time.Second); len(s) != 3 || s[0] != 2 || s[1] != 5 || s[2] != 6 {
+		t.Errorf("b got %v, want [2 5 6]", s)
+	}
+	if st := n.Stats(); st.NoRoute != 2 || st.Delivered != 6 {
+		t.Errorf("NoRoute = %d, Delivered = %d; want 2 and 6", st.NoRoute, st.Delivered)
+	}
+}
+
 // A full receive queue drops and counts, like a socket buffer; a datagram
 // larger than the reader's buffer is dropped and counted too.
 func TestMemOverflowAndTruncation(t *testing.T) {
