@@ -415,13 +415,12 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 		defer c.wmu.Unlock()
 		c.joined = c.joined[:0]
 	}
-	// Without faults, a run of datagrams to one conn (the switch's writer
-	// sends destination-major) is queued with one lock.
-	var r memRun
 	// A batch's datagrams mostly go to one address (a host's to the
-	// switch; the writer sends destination-major), so the route of the
-	// last address is kept: n.mu holds the table still for the call.
+	// switch; the switch's writer sends destination-major). So the last
+	// address's route is kept (n.mu holds the table still for the call)
+	// and, without faults, a run to one conn is queued with one lock.
 	var (
+		r        memRun
 		lastAddr netip.AddrPort
 		g        *memGroup
 	)

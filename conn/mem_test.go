@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -208,10 +209,10 @@ func TestMemBatchOfDestinations(t *testing.T) {
 	if k, err := host.WriteBatch(msgs); k != len(msgs) || err != nil {
 		t.Fatalf("WriteBatch = %d, %v; want %d", k, err, len(msgs))
 	}
-	if s := recvSeqs(t, a, 3, time.Second); len(s) != 3 || s[0] != 0 || s[1] != 1 || s[2] != 4 {
+	if s := recvSeqs(t, a, 3, time.Second); !slices.Equal(s, []uint64{0, 1, 4}) {
 		t.Errorf("a got %v, want [0 1 4]", s)
 	}
-	if s := recvSeqs(t, b, 3, time.Second); len(s) != 3 || s[0] != 2 || s[1] != 5 || s[2] != 6 {
+	if s := recvSeqs(t, b, 3, time.Second); !slices.Equal(s, []uint64{2, 5, 6}) {
 		t.Errorf("b got %v, want [2 5 6]", s)
 	}
 	if st := n.Stats(); st.NoRoute != 2 || st.Delivered != 6 {
