@@ -2,6 +2,7 @@ package swtch_test
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -20,13 +21,19 @@ import (
 
 // treeSwitch is the config of every switch of the tree tests: a small
 // processing unit, so that a tree's switches and hosts share few cores.
-var treeSwitch = swtch.Config{HPU: hpu.Config{Clusters: 2, CoresPerCluster: 2, L1Bytes: 1 << 20}}
+// Its log goes to the test's output, shown when the test fails: a join
+// that stalls in a tree (a leaf waiting for its parent, a parent for a
+// leaf) is then told by the switches' own lines.
+func treeSwitch(t *testing.T) swtch.Config {
+	return swtch.Config{HPU: hpu.Config{Clusters: 2, CoresPerCluster: 2, L1Bytes: 1 << 20},
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+}
 
 // startTree runs a root and leaves leaf switches on loopback until the
 // test ends.
 func startTree(t *testing.T, leaves int) *inproc.Tree {
 	t.Helper()
-	tree, err := inproctest.Group(t).Tree(leaves, treeSwitch)
+	tree, err := inproctest.Group(t).Tree(leaves, treeSwitch(t))
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -40,7 +47,7 @@ func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducib
 	t.Helper()
 	var addrs []string
 	if leaves == 0 {
-		addrs = []string{startSwitch(t, treeSwitch).Addr().String()}
+		addrs = []string{startSwitch(t, treeSwitch(t)).Addr().String()}
 		perLeaf = len(in)
 	} else {
 		addrs = strings.Split(startTree(t, leaves).Addrs(), ",")
