@@ -34,13 +34,14 @@ const maxBorrowed = 64
 type borrowed struct {
 	cores [maxBorrowed]*core
 	n     int
-	// now is when the submitter's last borrowed packet ended (valid while
-	// timed): the next one starts then, one clock read a packet, as on a
-	// core. Queueing a packet on a core ends the run of borrowed packets,
-	// so that a packet's service time does not include the submitter's
-	// work for others.
-	now   int64
-	timed bool
+	// clock is the submitter's clock for the batch (valid once marked):
+	// a borrowed packet starts when the one before it ended (while timed),
+	// one clock read a packet, as on a core. Queueing a packet on a core
+	// ends the run (timed false), so that a packet's service time does
+	// not include the submitter's work for others: the next borrowed one
+	// starts from a fresh read.
+	clock         mark
+	marked, timed bool
 }
 
 // borrows reports whether waking a parked core would run nothing sooner:
@@ -83,10 +84,14 @@ func (b *borrowed) take(co *core) bool {
 
 // runBorrowed runs p's handler on the submitter's goroutine, as co.
 func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
-	if !b.timed {
-		b.now, b.timed = h.now(), true
+	switch {
+	case !b.marked:
+		b.clock, b.marked = h.clock.mark(), true
+	case !b.timed:
+		h.clock.next(&b.clock) // the packet starts now
 	}
-	b.now = h.execute(co, p, b.now, false)
+	b.timed = true
+	h.execute(co, p, &b.clock, false)
 }
 
 // giveBack ends the batch on every borrowed core, as its goroutine ends
@@ -112,7 +117,7 @@ func (h *HPU) giveBack(b *borrowed) {
 	}
 	yield := b.n > 0
 	clear(b.cores[:b.n])
-	b.n, b.timed = 0, false
+	b.n, b.marked, b.timed = 0, false, false
 	if yield {
 		// The goroutines that waited while the submitter ran the cores'
 		// packets (its writer, with what they emitted) run before it

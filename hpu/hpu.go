@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Errors returned by Submit.
@@ -37,15 +36,9 @@ type HPU struct {
 	awake atomic.Int32
 	procs int32
 
-	// The cores' clock: monotonic ns since epoch, read once per packet
-	// (a clock read costs 60–90 ns on a VM); epochUnix turns it into the
-	// Unix ns that Task.Started reports.
-	epoch     time.Time
-	epochUnix int64
+	// The cores' clock (clock.go), read once per packet.
+	clock clock
 }
-
-// now is the unit's monotonic clock, in ns since it was built.
-func (h *HPU) now() int64 { return int64(time.Since(h.epoch)) }
 
 type cluster struct {
 	id    int
@@ -98,12 +91,11 @@ func New(cfg Config, egress Egress, done func(p *Packet, core int)) (*HPU, error
 	if egress == nil {
 		return nil, errors.New("hpu: egress is nil")
 	}
-	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, epoch: time.Now()}
-	h.epochUnix = h.epoch.UnixNano()
+	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, clock: newClock()}
 	h.procs = int32(runtime.GOMAXPROCS(0))
 	for c := 0; c < cfg.Clusters; c++ {
 		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1), awakeSet: make([]atomic.Uint64, (cfg.CoresPerCluster+63)/64)}
-		h.mem.arenas[c].clock = h.now
+		h.mem.arenas[c].clock = h.clock.now
 		for k := 0; k < cfg.CoresPerCluster; k++ {
 			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1), awake: &h.awake}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
@@ -197,9 +189,9 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 		clear(co.q)
 		co.q = co.q[:0]
 		co.mu.Unlock()
-		now := h.now()
+		m := h.clock.mark()
 		for i, p := range batch {
-			now = h.execute(co, p, now, i == len(batch)-1)
+			h.execute(co, p, &m, i == len(batch)-1)
 		}
 		if ce := co.task.cegress; ce != nil {
 			ce.Flush(co.task.index)
@@ -208,19 +200,19 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 	}
 }
 
-// execute runs p's handler on co, from start (HPU.now), and returns when it
-// ended: the next packet of the core's batch starts then, so that each
-// packet costs one clock read. A packet's service time therefore includes
-// the core's bookkeeping after the previous one (the done hook, the
-// counters), as a real core's would. The counts go to the core's batch
-// counters, published to Stats with the batch's last packet.
-func (h *HPU) execute(co *core, p *Packet, start int64, last bool) (end int64) {
+// execute runs p's handler on co, from when the packet before it in the
+// run that m marks ended (m.last): each packet costs one clock read. A
+// packet's service time therefore includes the core's bookkeeping after
+// the previous one (the done hook, the counters), as a real core's would.
+// The counts go to the core's batch counters, published to Stats with the
+// batch's last packet.
+func (h *HPU) execute(co *core, p *Packet, m *mark, last bool) {
 	t := &co.task
 	t.reset(p, co.cluster.id, co.id)
-	t.started = h.epochUnix + start
+	start := m.last
+	t.started = h.clock.epochUnix + start
 	ok := t.run()
-	end = h.now()
-	busy := end - start
+	busy := h.clock.next(m) - start
 	b := &co.batch
 	if ok {
 		b.packets++
@@ -241,7 +233,6 @@ func (h *HPU) execute(co *core, p *Packet, start int64, last bool) (end int64) {
 		h.done(p, t.index)
 	}
 	co.leave()
-	return end
 }
 
 // Submit schedules p without blocking: to its home cluster (block mod
