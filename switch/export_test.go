@@ -9,7 +9,9 @@ func (s *Switch) slot() *inPacket { return s.withBuf(s.inFree.get()) }
 func (s *Switch) RegionsFree() (free, total int) {
 	for _, g := range s.lends {
 		if g != nil {
-			free, total = free+len(g.pool), total+cap(g.pool)
+			g.pool.mu.Lock()
+			free, total = free+len(g.pool.free), total+cap(g.pool.free)
+			g.pool.mu.Unlock()
 		}
 	}
 	return free, total
