@@ -33,3 +33,23 @@ func TestClockFollowsMonotonic(t *testing.T) {
 		prev = x
 	}
 }
+
+// TestSteadyFollowsMonotonic checks the arenas' clock over 5 ms: every
+// reading of it lies between two reads of the monotonic clock since
+// tickBase that bracket it, within 0.1%, and it never goes back.
+func TestSteadyFollowsMonotonic(t *testing.T) {
+	time.Sleep(2 * time.Millisecond) // past the counter's calibration
+	prev := steady()
+	for deadline := time.Now().Add(5 * time.Millisecond); time.Now().Before(deadline); {
+		lo := int64(time.Since(tickBase.at))
+		x := steady()
+		hi := int64(time.Since(tickBase.at))
+		if slack := hi/1000 + 1000; x < lo-slack || x > hi+slack {
+			t.Fatalf("steady read %d ns, the monotonic clock since tickBase %d..%d ns around it", x, lo, hi)
+		}
+		if x < prev {
+			t.Fatalf("steady went back from %d to %d ns", prev, x)
+		}
+		prev = x
+	}
+}

@@ -95,7 +95,7 @@ func New(cfg Config, egress Egress, done func(p *Packet, core int)) (*HPU, error
 	h.procs = int32(runtime.GOMAXPROCS(0))
 	for c := 0; c < cfg.Clusters; c++ {
 		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1), awakeSet: make([]atomic.Uint64, (cfg.CoresPerCluster+63)/64)}
-		h.mem.arenas[c].clock = h.clock.now
+		h.mem.arenas[c].clock = steady
 		for k := 0; k < cfg.CoresPerCluster; k++ {
 			co := &core{id: k, cluster: cl, q: make([]*Packet, 0, cfg.QueueDepth), wake: make(chan struct{}, 1), awake: &h.awake}
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}

@@ -67,6 +67,9 @@ func (a *Arena) advance() {
 		return
 	}
 	now := a.clock()
+	if now <= a.since { // a clock may step back by a few ns (clock.go)
+		return
+	}
 	a.held += int64(len(a.bufs)-len(a.free)) * (now - a.since)
 	a.since = now
 }
