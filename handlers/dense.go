@@ -115,8 +115,14 @@ type work struct {
 	gs     genState // contributions admitted (one per child) and settled
 	bitmap []uint64
 	bufs   []*hpu.Buffer // single: [0]; multi: [0..B); tree: heap-indexed nodes
-	filled []bool        // multi: buffer j holds data
-	locks  []hpu.Lock    // multi: one lock per buffer
+	// bitmap and bufs of the common case, up to 64 children and one
+	// buffer (single), held here: a packet's admission and sum then read
+	// the work's own cache lines, not a bitmap and a buffer list
+	// elsewhere, each a miss of its own once other work has evicted them.
+	bitmap1 [1]uint64
+	buf1    [1]*hpu.Buffer
+	filled  []bool     // multi: buffer j holds data
+	locks   []hpu.Lock // multi: one lock per buffer
 }
 
 func (w *work) gstate() *genState { return &w.gs }
@@ -171,9 +177,19 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	}
 	nwork := workCount(cfg.Quota.Limit(), d.nblocks)
 	words := (cfg.Children + 63) / 64
-	bitmaps := make([]uint64, nwork*words)
-	for i := range nwork {
-		w := &work{bitmap: bitmaps[i*words : (i+1)*words : (i+1)*words], bufs: make([]*hpu.Buffer, nbufs)}
+	var bitmaps []uint64 // one allocation, where a work's own word is not enough
+	if words > 1 {
+		bitmaps = make([]uint64, nwork*words)
+	}
+	works := make([]work, nwork) // one allocation: the pool hands out the ones used last
+	for i := range works {
+		w := &works[i]
+		if w.bitmap = w.bitmap1[:]; words > 1 {
+			w.bitmap = bitmaps[i*words : (i+1)*words : (i+1)*words]
+		}
+		if w.bufs = w.buf1[:]; nbufs > 1 {
+			w.bufs = make([]*hpu.Buffer, nbufs)
+		}
 		if cfg.Algo == wire.AlgoMulti {
 			w.filled = make([]bool, nbufs)
 			w.locks = make([]hpu.Lock, nbufs)

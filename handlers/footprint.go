@@ -95,11 +95,17 @@ func (c *DenseConfig) Footprint(quotaBuffers int) Footprint {
 	}
 	nwork := int64(workCount(quotaBuffers, int(nblocks)))
 	words := int64(c.Children+63) / 64
-	perWork := heapObject(int64(unsafe.Sizeof(work{})), hasPointers) + heapObject(nbufs*ptrBytes, hasPointers)
+	var perWork int64 // beyond the work itself, which holds one bitmap word and one buffer
+	if nbufs > 1 {
+		perWork += heapObject(nbufs*ptrBytes, hasPointers)
+	}
 	if c.Algo == wire.AlgoMulti {
 		perWork += heapObject(nbufs, noPointers) + heapObject(nbufs*int64(unsafe.Sizeof(hpu.Lock{})), noPointers)
 	}
-	f.Work = heapObject(nwork*words*8, noPointers) + nwork*perWork + poolBytes(nwork) // the bitmaps are one allocation
+	f.Work = heapObject(nwork*int64(unsafe.Sizeof(work{})), hasPointers) + nwork*perWork + poolBytes(nwork) // the works are one allocation
+	if words > 1 {
+		f.Work += heapObject(nwork*words*8, noPointers) // and so are the bitmaps
+	}
 	return f
 }
 
