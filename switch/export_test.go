@@ -9,9 +9,10 @@ func (s *Switch) slot() *inPacket { return s.withBuf(s.inFree.get()) }
 func (s *Switch) RegionsFree() (free, total int) {
 	for _, g := range s.lends {
 		if g != nil {
-			g.pool.mu.Lock()
-			free, total = free+len(g.pool.free), total+cap(g.pool.free)
-			g.pool.mu.Unlock()
+			f := g.pool.free
+			f.mu.Lock()
+			free, total = free+len(f.free), total+f.max
+			f.mu.Unlock()
 		}
 	}
 	return free, total

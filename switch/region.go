@@ -2,7 +2,6 @@ package swtch
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/flare-net/flare/conn"
@@ -48,18 +47,19 @@ func (g *inRegion) release() {
 // CPU's cache, while the one given back longest ago (as a FIFO would hand
 // out) is 2 MiB of receives away, past a core's L2, so both the copy and
 // the handlers' reads missed. The fan-out relay, which always receives
-// into the start of one buffer, paid half the switch's cost per byte for
-// the same copies.
+// into the start of one buffer, paid 0.56–0.59 of the switch's kernel
+// time for the same copies.
 type regionPool struct {
-	mu   sync.Mutex
-	free []*inRegion
-	back chan struct{} // capacity 1: a region came back (for a waiting reader)
+	free *freeList[inRegion] // its new gives nil: a reader has its regions and no more
+	back chan struct{}       // capacity 1: a region came back (for a waiting reader)
+}
+
+func newRegionPool(n int) *regionPool {
+	return &regionPool{free: newFreeList(n, func() *inRegion { return nil }), back: make(chan struct{}, 1)}
 }
 
 func (p *regionPool) put(r *inRegion) {
-	p.mu.Lock()
-	p.free = append(p.free, r) // never past its capacity: the pool's regions
-	p.mu.Unlock()
+	p.free.put(r)
 	select {
 	case p.back <- struct{}{}:
 	default:
@@ -70,15 +70,9 @@ func (p *regionPool) put(r *inRegion) {
 // lent; nil when ctx ended first.
 func (p *regionPool) get(ctx context.Context) (*inRegion, error) {
 	for {
-		p.mu.Lock()
-		if n := len(p.free); n > 0 {
-			r := p.free[n-1]
-			p.free[n-1] = nil
-			p.free = p.free[:n-1]
-			p.mu.Unlock()
+		if r := p.free.get(); r != nil {
 			return r, nil
 		}
-		p.mu.Unlock()
 		select {
 		case <-p.back:
 		case <-ctx.Done():
@@ -105,9 +99,9 @@ func newRegions(c conn.Conn, n int) *regions {
 	if n == 0 {
 		n = readerRegions
 	}
-	pool := &regionPool{free: make([]*inRegion, 0, n), back: make(chan struct{}, 1)}
+	pool := newRegionPool(n)
 	for range n {
-		pool.free = append(pool.free, &inRegion{buf: make([]byte, regionMessages*conn.MaxGROMessage), pool: pool})
+		pool.free.put(&inRegion{buf: make([]byte, regionMessages*conn.MaxGROMessage), pool: pool})
 	}
 	return &regions{rr: rr, pool: pool, msgs: make([]conn.Datagram, regionMessages*conn.MaxGROSegments)}
 }

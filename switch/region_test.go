@@ -12,11 +12,9 @@ import (
 // regions are all lent waits for one and ends with its context.
 func TestRegionPoolLastBackFirstOut(t *testing.T) {
 	const n = 4
-	p := &regionPool{free: make([]*inRegion, 0, n), back: make(chan struct{}, 1)}
-	rs := make([]*inRegion, n)
-	for i := range rs {
-		rs[i] = &inRegion{pool: p}
-		p.free = append(p.free, rs[i])
+	p := newRegionPool(n)
+	for range n {
+		p.free.put(&inRegion{pool: p})
 	}
 	ctx := context.Background()
 	var lent []*inRegion
