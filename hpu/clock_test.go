@@ -9,15 +9,19 @@ import (
 // clock over a run of 5 ms from one mark: every reading lies between two
 // monotonic reads that bracket it, within the counter's rate error (0.1%
 // allowed, parts in 10⁵ expected), and readings never go back. Where the
-// cores read the monotonic clock itself (ticking false), it checks that.
+// cores read the monotonic clock itself (tickBase.ok false), it checks
+// that.
 func TestClockFollowsMonotonic(t *testing.T) {
 	time.Sleep(2 * time.Millisecond) // past the counter's calibration (minCalibrationTicks)
 	c := newClock()
 	m := c.mark()
-	if ticking && m.tick == 0 {
-		t.Fatalf("the counter is read (ticking) but a mark 2 ms into the process has no tick: its rate was not measured")
+	if tickBase.ok && m.tick == 0 {
+		m = c.mark() // its pair of reads may have been torn apart: once more
 	}
-	t.Logf("ticking %v, %.4f ns a tick", ticking, m.nsPerTick)
+	if tickBase.ok && m.tick == 0 {
+		t.Fatalf("the counter is read (ticking) but two marks 2 ms into the process have no tick: its rate was not measured")
+	}
+	t.Logf("ticking %v (base ok %v), %.4f ns a tick", ticking, tickBase.ok, m.nsPerTick)
 	prev := m.last
 	for deadline := time.Now().Add(5 * time.Millisecond); time.Now().Before(deadline); {
 		lo := c.now()
@@ -34,11 +38,21 @@ func TestClockFollowsMonotonic(t *testing.T) {
 	}
 }
 
-// TestSteadyFollowsMonotonic checks the arenas' clock over 5 ms: every
-// reading of it lies between two reads of the monotonic clock since
-// tickBase that bracket it, within 0.1%, and it never goes back.
+// TestSteadyFollowsMonotonic checks the arenas' clock over 5 ms once its
+// rate is fixed: every reading of it lies between two reads of the
+// monotonic clock since tickBase that bracket it, within 0.1%, and it
+// never goes back.
 func TestSteadyFollowsMonotonic(t *testing.T) {
-	time.Sleep(2 * time.Millisecond) // past the counter's calibration
+	if tickBase.ok {
+		for ticks()-tickBase.tick < steadyCalibrationTicks { // past steady's calibration
+			time.Sleep(10 * time.Millisecond)
+		}
+		for try := 0; steadyRate.Load() == 0; try++ {
+			if steady(); try == 100 {
+				t.Fatal("steady fixed no rate past its calibration time: no whole pair of reads in 100 tries")
+			}
+		}
+	}
 	prev := steady()
 	for deadline := time.Now().Add(5 * time.Millisecond); time.Now().Before(deadline); {
 		lo := int64(time.Since(tickBase.at))
@@ -51,5 +65,25 @@ func TestSteadyFollowsMonotonic(t *testing.T) {
 			t.Fatalf("steady went back from %d to %d ns", prev, x)
 		}
 		prev = x
+	}
+}
+
+// TestReadPairTorn checks that a pair of reads the scheduler held apart
+// anchors nothing: a monotonic read that takes 1 ms between the two
+// counter reads is refused, and a plain one is taken (within ten tries).
+func TestReadPairTorn(t *testing.T) {
+	if !tickBase.ok {
+		t.Skip("the cores do not read the counter here (ticking false)")
+	}
+	if _, _, ok := readPair(func() int64 { time.Sleep(time.Millisecond); return 0 }); ok {
+		t.Fatal("a pair 1 ms apart was taken as whole")
+	}
+	for try := 0; ; try++ {
+		if _, _, ok := readPair(func() int64 { return int64(time.Since(tickBase.at)) }); ok {
+			break
+		}
+		if try == 10 {
+			t.Fatal("ten plain pairs of reads were all refused as torn")
+		}
 	}
 }
