@@ -24,8 +24,6 @@ import (
 // socket (the key mod the sockets); if the kernel refuses it the group
 // keeps the kernel's flow hash, and says so.
 func listenUDPGroup(addr string, cfg Config, g GroupConfig) ([]Conn, Steering, error) {
-	var alone net.ListenConfig
-	joining := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error { return reusePort(rc) }}
 	conns := make([]Conn, 0, g.Sockets)
 	fail := func(err error) ([]Conn, Steering, error) {
 		for _, c := range conns {
@@ -35,25 +33,11 @@ func listenUDPGroup(addr string, cfg Config, g GroupConfig) ([]Conn, Steering, e
 	}
 	bind := addr
 	for range g.Sockets {
-		lc := &joining
-		if len(conns) == 0 {
-			lc = &alone
-		}
-		pc, err := lc.ListenPacket(context.Background(), "udp", bind)
+		pc, err := listenMember(bind, len(conns) == 0)
 		if err != nil {
 			return fail(err)
 		}
-		if len(conns) == 0 {
-			rc, err := pc.(*net.UDPConn).SyscallConn()
-			if err == nil {
-				err = reusePort(rc)
-			}
-			if err != nil {
-				pc.Close()
-				return fail(err)
-			}
-		}
-		c, err := newMmsgConn(pc.(*net.UDPConn), bind, cfg)
+		c, err := newMmsgConn(pc, bind, cfg)
 		if err != nil {
 			return fail(err)
 		}
@@ -74,6 +58,34 @@ func listenUDPGroup(addr string, cfg Config, g GroupConfig) ([]Conn, Steering, e
 		}
 	}
 	return conns, steer, nil
+}
+
+// listenMember binds one socket of a group: the first alone, with
+// SO_REUSEPORT set once it holds the port, the others with it set before
+// the bind, to join the first.
+func listenMember(addr string, first bool) (*net.UDPConn, error) {
+	if !first {
+		lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error { return reusePort(rc) }}
+		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return pc.(*net.UDPConn), nil
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	uc := pc.(*net.UDPConn)
+	rc, err := uc.SyscallConn()
+	if err == nil {
+		err = reusePort(rc)
+	}
+	if err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return uc, nil
 }
 
 // reusePort sets SO_REUSEPORT on the socket of rc.
