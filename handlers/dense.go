@@ -113,6 +113,7 @@ type block struct {
 // still folding into it until the last of them settles (generation.go).
 type work struct {
 	gs     genState // contributions admitted (one per child) and settled
+	shard  uint8    // the workPool stack it goes back to
 	bitmap []uint64
 	bufs   []*hpu.Buffer // single: [0]; multi: [0..B); tree: heap-indexed nodes
 	// bitmap and bufs of the common case, up to 64 children and one
@@ -182,6 +183,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 		bitmaps = make([]uint64, nwork*words)
 	}
 	works := make([]work, nwork) // one allocation: the pool hands out the ones used last
+	d.works.reserve(nwork)
 	for i := range works {
 		w := &works[i]
 		if w.bitmap = w.bitmap1[:]; words > 1 {
@@ -194,7 +196,8 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 			w.filled = make([]bool, nbufs)
 			w.locks = make([]hpu.Lock, nbufs)
 		}
-		d.works.put(w)
+		w.shard = uint8(i % poolShards)
+		d.works.put(w, w.shard)
 	}
 	return d, nil
 }
@@ -312,15 +315,19 @@ func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 	}
 	w.bitmap[word] |= bit
 	w.gs.admit()
-	d.Stats.Packets.Add(1)
+	d.Stats.Packets.Add(w.shard, 1)
 	return w, opened
 }
 
 // take, releaseWork, resend and counters make Dense a genOpener. A work's
 // aggregation buffers are taken by the designs after admission.
-func (d *Dense) take(*hpu.Task) (*work, bool) {
-	w := d.works.take()
-	return w, w != nil
+func (d *Dense) take(t *hpu.Task) (*work, bool) {
+	w, shard := d.works.take(t.Cluster)
+	if w == nil {
+		return nil, false
+	}
+	w.shard = shard
+	return w, true
 }
 
 func (d *Dense) counters() *BlockStats { return &d.Stats.BlockStats }
@@ -332,7 +339,7 @@ func (d *Dense) counters() *BlockStats { return &d.Stats.BlockStats }
 func (d *Dense) unadmit(b *block, w *work, child uint16) {
 	w.bitmap[child/64] &^= uint64(1) << (child % 64)
 	w.gs.unadmit()
-	d.Stats.Packets.Add(-1)
+	d.Stats.Packets.Add(w.shard, -1)
 	d.Stats.NoBuffer.Add(1)
 	if w.gs.admitted == 0 {
 		d.releaseWork(w)
@@ -690,7 +697,7 @@ func (d *Dense) freeBufs(w *work) {
 func (d *Dense) releaseWork(w *work) {
 	d.freeBufs(w)
 	clear(w.bitmap)
-	d.works.put(w)
+	d.works.put(w, w.shard)
 }
 
 // Close frees every buffer the job still holds (unfinished blocks). The

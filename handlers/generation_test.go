@@ -132,7 +132,7 @@ func newGenJob(mem *hpu.Memory, gd genDesign, sh genShape, p, blocks int, deadli
 		if j.sparse, err = NewSparse(cfg); err != nil {
 			return nil, err
 		}
-		j.works = len(j.sparse.works.free)
+		j.works = j.sparse.works.len()
 		return j, nil
 	}
 	cfg := DenseConfig{Job: 1, Token: 0x5eed, Algo: gd.algo, Buffers: gd.b, Children: p, DType: wire.Int64, Op: wire.OpSum,
@@ -147,7 +147,7 @@ func newGenJob(mem *hpu.Memory, gd genDesign, sh genShape, p, blocks int, deadli
 	if j.dense, err = NewDense(cfg); err != nil {
 		return nil, err
 	}
-	j.works = len(j.dense.works.free)
+	j.works = j.dense.works.len()
 	return j, nil
 }
 
@@ -192,9 +192,9 @@ func (j *genJob) close() {
 func (j *genJob) leaks() string {
 	free := 0
 	if j.sparse != nil {
-		free = len(j.sparse.works.free)
+		free = j.sparse.works.len()
 	} else {
-		free = len(j.dense.works.free)
+		free = j.dense.works.len()
 	}
 	if u := j.q.InUse(); u != 0 || free != j.works {
 		return fmt.Sprintf("after Close: %d buffers in use, %d of %d block states in the pool", u, free, j.works)

@@ -235,6 +235,7 @@ type sparseBlock struct {
 // into it until the last of them settles (generation.go).
 type sparseWork struct {
 	gs        genState      // packets admitted and settled (folded, or dropped if abandoned)
+	shard     uint8         // the workPool stack it goes back to
 	bufs      []*hpu.Buffer // B×tableBufs table buffers, then the packet buffer
 	out       *hpu.Buffer   // the packet buffer: spill buffer, then flush staging
 	occ       []uint64      // B occupancy bitmaps: a cell holds a value (a zero is a value)
@@ -303,8 +304,11 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 		s.downs = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
 	}
 	nwork := workCount(cfg.Quota.Limit()/cfg.BlockBuffers(cfg.Quota.BufferBytes()), s.nblocks)
-	for range nwork {
-		s.works.put(s.newWork())
+	s.works.reserve(nwork)
+	for i := range nwork {
+		w := s.newWork()
+		w.shard = uint8(i % poolShards)
+		s.works.put(w, w.shard)
 	}
 	return s, nil
 }
@@ -479,7 +483,7 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 		return nil
 	}
 	w.gs.admit()
-	s.Stats.Packets.Add(1)
+	s.Stats.Packets.Add(w.shard, 1)
 	s.Stats.Pairs.Add(int64(h.Count))
 	return w
 }
@@ -488,12 +492,13 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 // taken before the packet is recorded, all of the block's or none, so a
 // refused packet leaves no trace and the host's retransmission is taken.
 func (s *Sparse) take(t *hpu.Task) (*sparseWork, bool) {
-	w := s.works.take()
+	w, shard := s.works.take(t.Cluster)
 	if w == nil {
 		return nil, false
 	}
+	w.shard = shard
 	if !s.allocBufs(w, t.Cluster) {
-		s.works.put(w)
+		s.works.put(w, w.shard)
 		return nil, false
 	}
 	return w, true
@@ -558,7 +563,7 @@ func (s *Sparse) releaseWork(w *sparseWork) {
 	clear(w.seen)
 	clear(w.kids)
 	w.nspill, w.dseq, w.done = 0, 0, 0
-	s.works.put(w)
+	s.works.put(w, w.shard)
 }
 
 // Close frees the memory of every unfinished block. The daemon calls it

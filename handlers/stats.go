@@ -10,7 +10,7 @@ import (
 // that means the same for both. Plain atomics: the daemon turns them into
 // metrics at scrape time.
 type BlockStats struct {
-	Packets   atomic.Int64 // packets admitted and aggregated (a dense packet is one child's contribution)
+	Packets   Count        // packets admitted and aggregated (a dense packet is one child's contribution)
 	Completed atomic.Int64 // blocks completed and emitted
 	Duplicate atomic.Int64 // packets already admitted, or of a block already emitted
 	Stale     atomic.Int64 // packets of an older generation
@@ -37,4 +37,29 @@ func (s *BlockStats) String() string {
 // String gives BlockStats' line with the sparse counters after it.
 func (s *SparseStats) String() string {
 	return fmt.Sprintf("%s badindex=%d spilled=%d", s.BlockStats.String(), s.BadIndex.Load(), s.Spilled.Load())
+}
+
+// Count is a counter the cores add to a packet at a time, from several
+// CPUs at once: one count per workPool stack, each on a cache line of
+// its own, summed when read. A block's packets add to its record's stack,
+// so the readers of a group, whose blocks' records keep to stacks of
+// their own, each write their own line instead of one that every CPU
+// writes.
+type Count struct {
+	shards [poolShards]struct {
+		n atomic.Int64
+		_ [56]byte
+	}
+}
+
+// Add adds n to stack shard's count.
+func (c *Count) Add(shard uint8, n int64) { c.shards[shard%poolShards].n.Add(n) }
+
+// Load is the count.
+func (c *Count) Load() int64 {
+	n := int64(0)
+	for i := range c.shards {
+		n += c.shards[i].n.Load()
+	}
+	return n
 }

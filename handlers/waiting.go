@@ -89,11 +89,11 @@ func reportParentWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, o
 // in a buffer of waitingScratch. B is blk, the block's id in full (the
 // header carries the retransmitted packet's block field).
 func sendWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, blk uint32, what func(text []byte) []byte) {
-	buf := waitingScratch.take()
+	buf, _ := waitingScratch.take(0)
 	if buf == nil {
 		buf = new([512]byte) // more reports at once than ever before
 	}
-	defer waitingScratch.put(buf)
+	defer waitingScratch.put(buf, 0)
 	h0 := &t.Pkt.Hdr
 	text := buf[:0]
 	text = append(text, "block "...)

@@ -2,30 +2,74 @@ package handlers
 
 import "sync"
 
-// workPool is a handler's fixed set of block states: a stack under a
-// lock, taken when a block opens and put back when it closes, so that no
-// packet allocates. Its size bounds the blocks open at once.
+// poolShards is how many stacks a workPool keeps. A record taken on
+// cluster c comes from stack c mod poolShards and goes back to it, so
+// that a job's records stay with the clusters that use them: a switch
+// with several readers steers each block to one reader and its home
+// cluster is block mod clusters, so each reader's CPU keeps reusing records
+// whose cache lines it already holds, instead of taking the one another
+// CPU freed last and missing on its bitmap (docs/PERFORMANCE.md).
+const poolShards = 8
+
+// workPool is a handler's fixed set of block states: stacks under a lock
+// each, a state taken when a block opens and put back when it closes, so
+// that no packet allocates. Its size bounds the blocks open at once. A
+// stack that is empty takes from the others, so a take fails only when
+// every stack was found empty.
 type workPool[T any] struct {
+	shards [poolShards]poolShard[T]
+}
+
+// poolShard is one stack, on cache lines of its own.
+type poolShard[T any] struct {
 	mu   sync.Mutex
 	free []*T
+	_    [32]byte
 }
 
-// take pops a state, or nil when every one is in use.
-func (p *workPool[T]) take() *T {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := len(p.free)
-	if n == 0 {
-		return nil
+// reserve gives every stack room for n states, so that put never grows
+// one: a pool of n states holds at most n in any stack.
+func (p *workPool[T]) reserve(n int) {
+	for i := range p.shards {
+		p.shards[i].free = make([]*T, 0, n)
 	}
-	w := p.free[n-1]
-	p.free = p.free[:n-1]
-	return w
 }
 
-// put returns a state.
-func (p *workPool[T]) put(w *T) {
-	p.mu.Lock()
-	p.free = append(p.free, w)
-	p.mu.Unlock()
+// take pops a state for cluster c, from its own stack or else another's;
+// shard is the stack the state goes back to, c's. It returns nil when
+// every stack is empty.
+func (p *workPool[T]) take(c int) (w *T, shard uint8) {
+	own := c % poolShards
+	for i := range poolShards {
+		s := &p.shards[(own+i)%poolShards]
+		s.mu.Lock()
+		if n := len(s.free); n > 0 {
+			w = s.free[n-1]
+			s.free = s.free[:n-1]
+			s.mu.Unlock()
+			return w, uint8(own)
+		}
+		s.mu.Unlock()
+	}
+	return nil, uint8(own)
+}
+
+// put returns a state to stack shard.
+func (p *workPool[T]) put(w *T, shard uint8) {
+	s := &p.shards[shard]
+	s.mu.Lock()
+	s.free = append(s.free, w)
+	s.mu.Unlock()
+}
+
+// len is how many states are in the pool now.
+func (p *workPool[T]) len() int {
+	n := 0
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		n += len(s.free)
+		s.mu.Unlock()
+	}
+	return n
 }
