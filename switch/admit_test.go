@@ -259,7 +259,7 @@ func TestHalfJoinedFlood(t *testing.T) {
 	// done is what the switch holds.
 	s.settle()
 	s.wg.Wait()
-	if n := s.budget.reserved.Load(); n > int64(s.cfg.MaxPendingPerSource)*(pendingJobBytes+pendingMemberBytes)+4<<20 {
+	if n := s.budget.reserved.Load(); n > int64(s.cfg.MaxPendingPerSource)*(s.pendingJobCharge()+pendingMemberBytes)+4<<20 {
 		t.Errorf("%d bytes reserved: more than the pending limit's worth and the two jobs", n)
 	}
 }
@@ -328,11 +328,12 @@ func TestPendingCharges(t *testing.T) {
 	}
 	h2 := heap()
 	perJob, perRank := (int64(h1)-int64(h0))/jobs, (int64(h2)-int64(h1))/ranks
-	t.Logf("pending state: %d bytes per job (charged %d), %d per rank (charged %d)", perJob, pendingJobBytes, perRank, pendingMemberBytes)
-	if perJob > pendingJobBytes || perRank > pendingMemberBytes {
-		t.Errorf("pending state holds %d bytes per job and %d per rank, more than its charges %d and %d", perJob, perRank, pendingJobBytes, pendingMemberBytes)
+	charge := s.pendingJobCharge()
+	t.Logf("pending state: %d bytes per job (charged %d), %d per rank (charged %d)", perJob, charge, perRank, pendingMemberBytes)
+	if perJob > charge || perRank > pendingMemberBytes {
+		t.Errorf("pending state holds %d bytes per job and %d per rank, more than its charges %d and %d", perJob, perRank, charge, pendingMemberBytes)
 	}
-	if want := int64(jobs+1)*pendingJobBytes + int64(jobs+ranks)*pendingMemberBytes; s.budget.reserved.Load() != want {
+	if want := int64(jobs+1)*charge + int64(jobs+ranks)*pendingMemberBytes; s.budget.reserved.Load() != want {
 		t.Errorf("%d bytes reserved, want %d", s.budget.reserved.Load(), want)
 	}
 	runtime.KeepAlive(s)

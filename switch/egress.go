@@ -100,7 +100,7 @@ func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []
 	case h.Flags&wire.FlagRetransmit != 0 && int(h.Child) < len(live.addrs):
 		op.to = live.addrs[h.Child]
 	}
-	j.tx.Add(1)
+	j.per[ip.rd].tx.Add(1)
 	return ip.rd
 }
 

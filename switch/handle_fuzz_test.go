@@ -384,7 +384,7 @@ func (fx *handleFixture) close(t *testing.T) {
 	s := fx.s
 	s.jobs.mu.Lock()
 	for _, j := range s.jobs.all() {
-		if n := j.inflight.Load(); n != 0 {
+		if n := j.inflight(); n != 0 {
 			t.Fatalf("job %d: %d packets accepted and never given back", j.id, n)
 		}
 		s.endLocked(j, "test")

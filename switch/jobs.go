@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
@@ -66,11 +67,55 @@ type job struct {
 	// live is what the packet path reads without a lock: nil until admitted.
 	live atomic.Pointer[liveJob]
 
-	lastActive atomic.Int64 // unix ns of the last packet
-	inflight   atomic.Int64 // packets submitted to the HPU and not yet done (see enter)
-	closing    atomic.Bool  // set when the job ends, before its teardown waits for inflight
-	rx, tx     atomic.Int64
+	closing atomic.Bool // set when the job ends, before its teardown waits for its packets in flight
+	// per is each reader's counts of the job's packets (by inPacket.rd),
+	// which the packet path writes; the rest of the job it only reads.
+	per []readerCounts
 }
+
+// readerCounts is one reader's share of a job's per-packet counts, on a
+// cache line of its own: with a group of readers on several CPUs, each
+// writes its own line a packet instead of all writing one, which moved
+// between the CPUs at every packet (docs/PERFORMANCE.md).
+type readerCounts struct {
+	inflight   atomic.Int64 // packets submitted to the HPU and not yet done (see enter)
+	lastActive atomic.Int64 // unix ns of the last packet
+	rx, tx     atomic.Int64
+	_          [32]byte
+}
+
+// readerCountsBytes is what a job's counts hold per reader.
+const readerCountsBytes = int64(unsafe.Sizeof(readerCounts{}))
+
+// inflight is how many of j's packets are submitted and not yet done.
+func (j *job) inflight() int64 {
+	n := int64(0)
+	for i := range j.per {
+		n += j.per[i].inflight.Load()
+	}
+	return n
+}
+
+// packets is how many data packets j took in and sent out.
+func (j *job) packets() (rx, tx int64) {
+	for i := range j.per {
+		rx += j.per[i].rx.Load()
+		tx += j.per[i].tx.Load()
+	}
+	return rx, tx
+}
+
+// lastActive is when j last took a packet, in unix ns.
+func (j *job) lastActive() int64 {
+	t := int64(0)
+	for i := range j.per {
+		t = max(t, j.per[i].lastActive.Load())
+	}
+	return t
+}
+
+// touch records activity of j at now (unix ns), as reader 0's.
+func (j *job) touch(now int64) { j.per[0].lastActive.Store(now) }
 
 // world is the number of members the job takes.
 func (j *job) world() int { return int(j.spec.World) }
@@ -85,15 +130,18 @@ type liveJob struct {
 	addrs   []netip.AddrPort // member addresses by rank, as admitted
 }
 
-// enter counts a packet of j in flight, unless j has ended. The count
-// comes before the check, and endLocked sets closing before its teardown
-// waits for the count to reach 0, so either the teardown waits for this
-// packet or this sees closing: a packet looked up in the table just before
-// its job ended never runs on the closed handler.
-func (j *job) enter() bool {
-	j.inflight.Add(1)
+// enter counts a packet of j from reader rd in flight, unless j has
+// ended. The count comes before the check, and endLocked sets closing
+// before its teardown waits for the readers' counts to sum to 0, so
+// either the teardown reads this packet's count or this sees closing: a
+// packet looked up in the table just before its job ended never runs on
+// the closed handler. (A reader's count the teardown has read as 0 stays
+// 0 but for packets that then see closing and take theirs back.)
+func (j *job) enter(rd int) bool {
+	c := &j.per[rd]
+	c.inflight.Add(1)
 	if j.closing.Load() {
-		j.inflight.Add(-1)
+		c.inflight.Add(-1)
 		return false
 	}
 	return true
@@ -250,7 +298,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined with %s/%s, %d elements, world %d; the job has %s/%s, %d elements, world %d",
 			h.Job, h.Child, h.DType, h.Op, body.Elements, body.World, j.dtype, j.op, j.spec.Elements, j.spec.World)
 	}
-	j.lastActive.Store(time.Now().UnixNano())
+	j.touch(time.Now().UnixNano())
 	if j.pend != nil {
 		return s.joinPending(j, from, rank, hosts, stream)
 	}
@@ -397,14 +445,15 @@ func (s *Switch) endLocked(j *job, why string) {
 	if !j.admitted {
 		level = slog.LevelDebug // pending jobs come and go with every stray join
 	}
-	s.log.Log(context.Background(), level, "job ended", "job", j.id, "why", why, "rx_packets", j.rx.Load(), "tx_packets", j.tx.Load())
+	rx, tx := j.packets()
+	s.log.Log(context.Background(), level, "job ended", "job", j.id, "why", why, "rx_packets", rx, "tx_packets", tx)
 	if j.building {
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		for j.inflight.Load() > 0 {
+		for j.inflight() > 0 {
 			time.Sleep(time.Millisecond)
 		}
 		s.free(j.handler, j.quota, j)
@@ -448,7 +497,7 @@ func (s *Switch) reap(now time.Time) {
 		case j.pend != nil && now.Sub(time.Unix(0, j.created)) > s.cfg.JoinTimeout:
 			s.evictions.add(evictJoinTimeout)
 			s.endLocked(j, "join-timeout")
-		case now.Sub(time.Unix(0, j.lastActive.Load())) > s.cfg.JobIdle:
+		case now.Sub(time.Unix(0, j.lastActive())) > s.cfg.JobIdle:
 			s.endLocked(j, "idle")
 		}
 	}

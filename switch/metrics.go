@@ -92,8 +92,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	completed, latency := s.completedEnded.Load(), s.latencyEnded.Load()
 	for _, j := range jobs {
 		id := strconv.FormatUint(uint64(j.id), 10)
-		counter(c.jobRx, float64(j.rx.Load()), id)
-		counter(c.jobTx, float64(j.tx.Load()), id)
+		rx, tx := j.packets()
+		counter(c.jobRx, float64(rx), id)
+		counter(c.jobTx, float64(tx), id)
 		if live := j.live.Load(); live != nil {
 			completed += live.handler.completed()
 			latency += live.handler.latencyNs()

@@ -48,6 +48,15 @@ const (
 	pendingMemberBytes = 192
 )
 
+// pendingJobCharge is what a pending job is charged: pendingJobBytes and
+// its counts for each of the switch's readers.
+func (s *Switch) pendingJobCharge() int64 {
+	return pendingJobBytes + int64(s.readers())*readerCountsBytes
+}
+
+// readers is how many readers the switch has (one before Run's sockets).
+func (s *Switch) readers() int { return max(1, len(s.conns)) }
+
 // Eviction reasons, the why label of flare_pending_evictions_total.
 const (
 	evictSourceLimit = "source-limit"
@@ -80,13 +89,14 @@ func (s *Switch) newPending(from netip.AddrPort, h *wire.Header, body *wire.Join
 	if len(s.jobs.all()) >= s.cfg.MaxJobs && !s.evictOldest(nil, evictTableFull) {
 		return nil, refuse(wire.CodeTooManyJobs, "job %d: the switch runs %d jobs, its limit (%s)", h.Job, s.cfg.MaxJobs, s.cfg.setting("MaxJobs"))
 	}
-	if !s.budget.reserve(pendingJobBytes) {
-		return nil, s.refuseMemory(h.Job, "a pending job", pendingJobBytes)
+	charge := s.pendingJobCharge()
+	if !s.budget.reserve(charge) {
+		return nil, s.refuseMemory(h.Job, "a pending job", charge)
 	}
 	now := time.Now().UnixNano()
 	j := &job{id: h.Job, token: h.Token, spec: jobSpec(body), dtype: h.DType, op: h.Op, pend: map[int]pendingMember{},
-		source: src, created: now, charge: pendingJobBytes}
-	j.lastActive.Store(now)
+		source: src, created: now, charge: charge, per: make([]readerCounts, s.readers())}
+	j.touch(now)
 	j.pendEl = p.order.PushBack(j)
 	if p.bySource == nil {
 		p.bySource = map[netip.Addr]int{}

@@ -368,7 +368,7 @@ func (s *Switch) tick(j *job, now time.Time) {
 	if live == nil || live.expire == nil {
 		return
 	}
-	if !j.enter() {
+	if !j.enter(0) {
 		return // ending
 	}
 	ip := s.inFree.get()
@@ -421,8 +421,8 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 		s.received(rd, msgs[:k])
 		now := time.Now().UnixNano()
 		for i := 0; i < k; i++ {
+			slots[i].rd = rd // the reader's counts of the packet's job
 			if s.handle(&msgs[i], slots[i], now) {
-				slots[i].rd = rd
 				batch = append(batch, &slots[i].pkt)
 				slots[i] = s.withBuf(free.get())
 				msgs[i].Buf = slots[i].buf
@@ -467,12 +467,13 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 			if spare == nil {
 				spare = free.get()
 			}
+			spare.rd = rd // the reader's counts of the packet's job
 			if !s.handle(&msgs[i], spare, now) {
 				continue
 			}
 			ip := spare
 			spare = nil
-			ip.rd, ip.region = rd, r
+			ip.region = r
 			lent++
 			batch = append(batch, &ip.pkt)
 		}
@@ -600,12 +601,13 @@ func (s *Switch) accept(j *job, d *conn.Datagram, ip *inPacket, payload []byte, 
 		s.drops.add(dropUnexpected)
 		return false
 	}
-	if !j.enter() {
+	c := &j.per[ip.rd]
+	if !j.enter(ip.rd) {
 		s.drops.add(dropUnknownJob) // it ended after the lookup
 		return false
 	}
-	j.lastActive.Store(now)
-	j.rx.Add(1)
+	c.lastActive.Store(now)
+	c.rx.Add(1)
 	p.Payload = payload
 	p.Handler = live.handler
 	if fromParent && live.sparse {
@@ -677,7 +679,7 @@ func (s *Switch) done(p *hpu.Packet, core int) {
 // returns it ready for the free list.
 func (s *Switch) unref(p *hpu.Packet) *inPacket {
 	ip := p.Ref.(*inPacket)
-	ip.job.inflight.Add(-1)
+	ip.job.per[ip.rd].inflight.Add(-1)
 	ip.job, ip.live = nil, nil
 	p.Handler, p.Payload = nil, nil
 	if ip.region != nil {

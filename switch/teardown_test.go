@@ -141,7 +141,7 @@ func TestLookedUpPacketAfterTeardown(t *testing.T) {
 		}},
 		{"expirer", wire.OptBounded, func(fx *jobFixture, j *job) {
 			fx.s.tick(j, time.Now())
-			if n := j.inflight.Load(); n != 0 {
+			if n := j.inflight(); n != 0 {
 				fx.t.Errorf("the expirer submitted a deadline tick to a job after its teardown closed the handler (%d in flight)", n)
 			}
 		}},
