@@ -3,6 +3,7 @@ package swtch_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,39 +30,59 @@ import (
 // socket makes too. With -cpu 1,2 it shows how the switch alone scales
 // with cores, apart from what the in-memory network's cross-CPU copies
 // cost. One op is one allreduce of P = 8 ranks of 1 MiB float32 (8192
-// data packets), in lock-step rounds of the window per reader.
+// data packets), in lock-step rounds of the window per reader. twins is
+// two switches of one reader each, side by side in the process, each with
+// its own hosts and an allreduce of its own per op: nothing of the
+// switch is shared between them, so what they lose at two CPUs against
+// two processes is the Go runtime's, not the switch's.
 func BenchmarkGenPath(b *testing.B) {
-	for _, readers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("readers-%d", readers), func(b *testing.B) { benchGenPath(b, readers) })
-	}
+	b.Run("readers-1", func(b *testing.B) { benchGenPath(b, 1, 1) })
+	b.Run("readers-2", func(b *testing.B) { benchGenPath(b, 1, 2) })
+	b.Run("twins", func(b *testing.B) { benchGenPath(b, 2, 1) })
 }
 
-func benchGenPath(b *testing.B, readers int) {
-	h := newGenHosts(readers)
-	cfg := swtch.Config{Conns: h.conns(), Readers: readers, Admin: "off", Window: pathWindow,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	sw, err := swtch.New(cfg)
-	if err != nil {
-		b.Fatal(err)
+// benchGenPath runs `switches` switches of `readers` readers each, every
+// one with hosts of its own.
+func benchGenPath(b *testing.B, switches, readers int) {
+	var hs []*genHosts
+	for range switches {
+		h := newGenHosts(readers)
+		cfg := swtch.Config{Conns: h.conns(), Readers: readers, Admin: "off", Window: pathWindow,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		sw, err := swtch.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- sw.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		<-sw.Ready()
+		hs = append(hs, h)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sw.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	<-sw.Ready()
-
 	gen := uint32(1)
-	h.call(b, gen) // the joins, then a warm call: pools, queues and the job's buffers
+	callAll := func() { // first the joins, then a warm call: pools, queues and the jobs' buffers
+		errs := make([]error, len(hs))
+		var g sync.WaitGroup
+		for i, h := range hs {
+			g.Go(func() { errs[i] = h.call(gen) })
+		}
+		g.Wait()
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	callAll()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
 	calls := 0
 	for b.Loop() {
 		gen++
-		h.call(b, gen)
-		calls++
+		callAll()
+		calls += len(hs)
 	}
-	pkts := float64(calls * pathRanks * h.blocks)
+	pkts := float64(calls * pathRanks * hs[0].blocks)
 	b.ReportMetric(pkts/b.Elapsed().Seconds(), "pkts/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pkts, "ns/pkt")
 	if cpu0 >= 0 {
@@ -110,7 +131,7 @@ func (h *genHosts) conns() []conn.Conn {
 
 // call runs one allreduce of generation gen through every conn and waits
 // for it; a result that is not P ones fails it.
-func (h *genHosts) call(b *testing.B, gen uint32) {
+func (h *genHosts) call(gen uint32) error {
 	for _, c := range h.cs {
 		c.next <- gen
 	}
@@ -120,12 +141,13 @@ func (h *genHosts) call(b *testing.B, gen uint32) {
 		select {
 		case <-c.finished:
 		case <-timeout.C:
-			b.Fatalf("generation %d: conn %d's call not done in 30 s", gen, c.k)
+			return fmt.Errorf("generation %d: conn %d's call not done in 30 s", gen, c.k)
 		}
 	}
 	if bad := h.bad.Load(); bad != nil {
-		b.Fatal(*bad)
+		return errors.New(*bad)
 	}
+	return nil
 }
 
 func (h *genHosts) fail(format string, args ...any) {
