@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,18 +35,6 @@ const (
 	pathWindow   = 64
 	pathElements = 1 << 18
 )
-
-// processCPU is the CPU time this process has used (user and system), in
-// nanoseconds, or -1 where it cannot be read. On a shared machine the CPU
-// a packet costs is steadier than the wall-clock time, which other users'
-// processes stretch.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return -1
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 // BenchmarkMemPath measures the switch's own packet path, reader → job
 // table → HPU → handler → egress → writer, over the in-memory network, so
