@@ -1,7 +1,6 @@
 package swtch_test
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"io"
@@ -106,15 +105,8 @@ func (p *pinger) ping() (time.Duration, error) {
 }
 
 func admissionStall(b *testing.B, budget int64, dt wire.DType, elements uint64, pe uint32) (stall, ack time.Duration) {
-	sw, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", MaxMemory: budget, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sw.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	<-sw.Ready()
+	sw, stopSwitch := runSwitch(b, swtch.Config{Listen: "127.0.0.1:0", Admin: "off", MaxMemory: budget, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer stopSwitch()
 	p := newPinger(b, sw.Addr())
 	defer p.c.Close()
 	var worst atomic.Int64

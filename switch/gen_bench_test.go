@@ -49,15 +49,8 @@ func benchGenPath(b *testing.B, switches, readers int) {
 		h := newGenHosts(readers)
 		cfg := swtch.Config{Conns: h.conns(), Readers: readers, Admin: "off", Window: pathWindow,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		sw, err := swtch.New(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- sw.Run(ctx) }()
-		defer func() { cancel(); <-done }()
-		<-sw.Ready()
+		_, stop := runSwitch(b, cfg)
+		defer stop()
 		hs = append(hs, h)
 	}
 	gen := uint32(1)
@@ -82,12 +75,7 @@ func benchGenPath(b *testing.B, switches, readers int) {
 		callAll()
 		calls += len(hs)
 	}
-	pkts := float64(calls * pathRanks * hs[0].blocks)
-	b.ReportMetric(pkts/b.Elapsed().Seconds(), "pkts/s")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pkts, "ns/pkt")
-	if cpu0 >= 0 {
-		b.ReportMetric(float64(processCPU()-cpu0)/pkts, "cpu-ns/pkt")
-	}
+	reportPackets(b, float64(calls*pathRanks*hs[0].blocks), cpu0)
 }
 
 // genHosts plays P hosts inside the conns of a switch: conn 0 brings their
@@ -350,4 +338,18 @@ func (c *genConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 		}
 	}
 	return len(msgs), nil
+}
+
+// runSwitch starts a switch of cfg and waits until it serves; stop ends
+// it and waits for Run to return.
+func runSwitch(b *testing.B, cfg swtch.Config) (sw *swtch.Switch, stop func()) {
+	sw, err := swtch.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sw.Run(ctx) }()
+	<-sw.Ready()
+	return sw, func() { cancel(); <-done }
 }

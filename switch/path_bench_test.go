@@ -113,7 +113,12 @@ func benchMemPath(b *testing.B, path string) {
 		d.call(b, gen, want)
 		calls++
 	}
-	pkts := float64(calls * pathRanks * d.blocks)
+	reportPackets(b, float64(calls*pathRanks*d.blocks), cpu0)
+}
+
+// reportPackets reports a path benchmark's rates for pkts data packets,
+// the process's CPU counted from cpu0 (processCPU).
+func reportPackets(b *testing.B, pkts float64, cpu0 int64) {
 	b.ReportMetric(pkts/b.Elapsed().Seconds(), "pkts/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pkts, "ns/pkt")
 	if cpu0 >= 0 {
