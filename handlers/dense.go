@@ -196,7 +196,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 			w.filled = make([]bool, nbufs)
 			w.locks = make([]hpu.Lock, nbufs)
 		}
-		w.shard = uint8(i % poolShards)
+		w.shard = shardOf(i) // spread over the stacks; a take moves it to the taker's
 		d.works.put(w, w.shard)
 	}
 	return d, nil
@@ -322,7 +322,8 @@ func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 // take, releaseWork, resend and counters make Dense a genOpener. A work's
 // aggregation buffers are taken by the designs after admission.
 func (d *Dense) take(t *hpu.Task) (*work, bool) {
-	w, shard := d.works.take(t.Cluster)
+	shard := shardOf(t.Cluster)
+	w := d.works.take(shard)
 	if w == nil {
 		return nil, false
 	}

@@ -307,7 +307,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	s.works.reserve(nwork)
 	for i := range nwork {
 		w := s.newWork()
-		w.shard = uint8(i % poolShards)
+		w.shard = shardOf(i) // spread over the stacks; a take moves it to the taker's
 		s.works.put(w, w.shard)
 	}
 	return s, nil
@@ -492,7 +492,8 @@ func (s *Sparse) admit(t *hpu.Task, b *sparseBlock, seq uint32) *sparseWork {
 // taken before the packet is recorded, all of the block's or none, so a
 // refused packet leaves no trace and the host's retransmission is taken.
 func (s *Sparse) take(t *hpu.Task) (*sparseWork, bool) {
-	w, shard := s.works.take(t.Cluster)
+	shard := shardOf(t.Cluster)
+	w := s.works.take(shard)
 	if w == nil {
 		return nil, false
 	}

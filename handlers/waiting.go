@@ -89,7 +89,7 @@ func reportParentWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, o
 // in a buffer of waitingScratch. B is blk, the block's id in full (the
 // header carries the retransmitted packet's block field).
 func sendWaiting(t *hpu.Task, job uint32, token uint64, dt wire.DType, op wire.Op, blk uint32, what func(text []byte) []byte) {
-	buf, _ := waitingScratch.take(0)
+	buf := waitingScratch.take(0)
 	if buf == nil {
 		buf = new([512]byte) // more reports at once than ever before
 	}

@@ -35,23 +35,24 @@ func (p *workPool[T]) reserve(n int) {
 	}
 }
 
-// take pops a state for cluster c, from its own stack or else another's;
-// shard is the stack the state goes back to, c's. It returns nil when
-// every stack is empty.
-func (p *workPool[T]) take(c int) (w *T, shard uint8) {
-	own := c % poolShards
+// shardOf is the stack of cluster c: where the states it takes go back.
+func shardOf(c int) uint8 { return uint8(c % poolShards) }
+
+// take pops a state from stack shard or, when it is empty, another's. It
+// returns nil when every stack is empty.
+func (p *workPool[T]) take(shard uint8) *T {
 	for i := range poolShards {
-		s := &p.shards[(own+i)%poolShards]
+		s := &p.shards[(int(shard)+i)%poolShards]
 		s.mu.Lock()
 		if n := len(s.free); n > 0 {
-			w = s.free[n-1]
+			w := s.free[n-1]
 			s.free = s.free[:n-1]
 			s.mu.Unlock()
-			return w, uint8(own)
+			return w
 		}
 		s.mu.Unlock()
 	}
-	return nil, uint8(own)
+	return nil
 }
 
 // put returns a state to stack shard.

@@ -75,8 +75,8 @@ type job struct {
 
 // readerCounts is one reader's share of a job's per-packet counts, on a
 // cache line of its own: with a group of readers on several CPUs, each
-// writes its own line a packet instead of all writing one, which moved
-// between the CPUs at every packet (docs/PERFORMANCE.md).
+// writes its own line a packet instead of all writing one line that every
+// reader's CPU took in turn (docs/PERFORMANCE.md).
 type readerCounts struct {
 	inflight   atomic.Int64 // packets submitted to the HPU and not yet done (see enter)
 	lastActive atomic.Int64 // unix ns of the last packet
