@@ -183,7 +183,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("Storage = %v with Sparse: must be hash or array", o.Storage)
 	case o.Sparse && o.PacketElems != 0:
 		return fmt.Errorf("PacketElems = %d with Sparse: the switch sets pairs per packet; use BlockElems for the block size", o.PacketElems)
-	case o.Sparse && (o.BlockElems < 0 || o.BlockElems > math.MaxUint32):
+	case o.Sparse && (o.BlockElems < 0 || uint64(o.BlockElems) > math.MaxUint32):
 		return fmt.Errorf("BlockElems = %d: must be in 0..%d (0 lets the switch choose)", o.BlockElems, uint32(math.MaxUint32))
 	case !o.Sparse && (o.Storage != wire.StorageDense || o.BlockElems != 0):
 		return fmt.Errorf("Storage = %v, BlockElems = %d: only for sparse jobs (set Sparse)", o.Storage, o.BlockElems)
@@ -199,7 +199,7 @@ func (o *Options) validate() error {
 	if maxPE := (maxDatagram - wire.HeaderLen) / o.DType.Size(); o.PacketElems < 0 || o.PacketElems > maxPE {
 		return fmt.Errorf("PacketElems = %d: must be in 0..%d for %v (0 lets the switch choose)", o.PacketElems, maxPE, o.DType)
 	}
-	if o.PacketElems > 0 && blockCount(o.Elements, o.PacketElems) > math.MaxUint32 {
+	if o.PacketElems > 0 && uint64(blockCount(o.Elements, o.PacketElems)) > math.MaxUint32 {
 		return fmt.Errorf("PacketElems = %d: %d elements would need more than 2^32 blocks", o.PacketElems, o.Elements)
 	}
 	if o.Op.Builtin() {

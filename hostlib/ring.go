@@ -461,8 +461,8 @@ func (r *Ring) AllReduce(ctx context.Context, buf []byte, dt wire.DType, op wire
 		return fmt.Errorf("hostlib: ring allreduce: buffer of %d bytes is not a whole number of %v elements (%d bytes each)",
 			len(buf), dt, dt.Size())
 	}
-	if maxChunk := (len(buf)/dt.Size() + r.world - 1) / r.world * dt.Size(); maxChunk > ringMaxChunk {
-		return fmt.Errorf("hostlib: ring allreduce: chunks of %d bytes exceed the frame limit of %d; split the vector", maxChunk, ringMaxChunk)
+	if maxChunk := (len(buf)/dt.Size() + r.world - 1) / r.world * dt.Size(); uint64(maxChunk) > ringMaxChunk {
+		return fmt.Errorf("hostlib: ring allreduce: chunks of %d bytes exceed the frame limit of %d; split the vector", maxChunk, uint64(ringMaxChunk))
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("hostlib: ring allreduce: %w", err)

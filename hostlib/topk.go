@@ -26,7 +26,7 @@ func TopK[T Float](grad []T, fraction float64, residual []T) ([]uint32, []T, err
 	if residual != nil && len(residual) != len(grad) {
 		return nil, nil, fmt.Errorf("hostlib: top-k: residual of %d elements for a gradient of %d", len(residual), len(grad))
 	}
-	if len(grad) > math.MaxUint32 {
+	if uint64(len(grad)) > math.MaxUint32 {
 		return nil, nil, fmt.Errorf("hostlib: top-k: %d elements exceed uint32 indices", len(grad))
 	}
 	acc := grad

@@ -84,7 +84,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.SubsetS = 9 }, "policy S = 9: must be in 1..8"},
 		{func(c *Config) { c.QueueDepth = -3 }, "queue depth = -3"},
 		{func(c *Config) { c.BufferBytes = 1001 }, "buffer size = 1001 bytes: must be a multiple of 8"},
-		{func(c *Config) { c.L1Bytes = 1 << 40 }, "L1 = 1099511627776 bytes: must be in"},
+		{func(c *Config) { c.L1Bytes = MaxL1Bytes + 1 }, "L1 = 1073741825 bytes: must be in"},
 		{func(c *Config) { c.Submitters = -2 }, "submitters = -2: must be in 0..1024"},
 	}
 	for _, tc := range cases {

@@ -80,7 +80,7 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 	}
 	elements := int(j.spec.Elements)
 	nblocks := (elements + pe - 1) / pe
-	if nblocks > math.MaxUint32 {
+	if uint64(nblocks) > math.MaxUint32 {
 		return nil, refuseFor(refusalOverflow, wire.CodeBadRequest, "job %d: %d elements in packets of %d make %d blocks: a block id and the join-ack's block count hold at most %d; send more elements per packet",
 			j.id, elements, pe, nblocks, uint32(math.MaxUint32))
 	}

@@ -3,6 +3,7 @@ package swtch
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"runtime"
 	"time"
@@ -389,6 +390,11 @@ func hpuFieldError(err error, h hpu.Config) error {
 
 // maxChildren re-exports the handler's fan-in bound for join validation.
 const maxChildren = proto.MaxChildren
+
+// maxElements bounds a job's vector length: 2^32 elements, or where an int
+// is 32 bits wide, few enough that a vector's bytes (8 an element) and its
+// rounding up to whole blocks still fit one.
+const maxElements = min(1<<32, math.MaxInt>>4)
 
 // defaultMaxMemory is DefaultMaxMemory, capped at a quarter of what the
 // machine (or the cgroup the daemon runs in) has.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/hpu"
 )
 
 // memConns is a group of n in-memory conns on one address.
@@ -83,7 +84,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.HPU.CoresPerCluster = 1000 }, "Config.HPU.CoresPerCluster: cores per cluster = 1000: must be in 1..256"},
 		{func(c *Config) { c.HPU.QueueDepth = -3 }, "Config.HPU.QueueDepth: queue depth = -3: must be in 1.."},
 		{func(c *Config) { c.HPU.SubsetS = 9 }, "Config.HPU.SubsetS: policy S = 9: must be in 1..8"},
-		{func(c *Config) { c.HPU.L1Bytes = 1 << 40 }, "Config.HPU.L1Bytes: L1 = 1099511627776 bytes: must be in"},
+		{func(c *Config) { c.HPU.L1Bytes = hpu.MaxL1Bytes + 1 }, "Config.HPU.L1Bytes: L1 = 1073741825 bytes: must be in"},
 		{func(c *Config) { c.HPU.Submitters = 5000 }, "Config.HPU.Submitters: submitters = 5000: must be in 0..1024"},
 		{func(c *Config) { c.Socket.BatchSize = -1 }, "Config.Socket.BatchSize: batch size = -1: must be in 1..1024"},
 		{func(c *Config) { c.Readers = -1 }, "Config.Readers = -1: must be in 1..256"},

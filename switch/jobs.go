@@ -342,8 +342,8 @@ func (s *Switch) checkJoin(h *wire.Header, b *wire.JoinBody) *joinError {
 		return refuse(wire.CodeBadRequest, "job %d: world size %d: must be in 1..%d", h.Job, b.World, maxChildren)
 	case int(h.Child) >= int(b.World):
 		return refuse(wire.CodeBadRequest, "job %d: rank %d: must be below the world size %d", h.Job, h.Child, b.World)
-	case b.Elements < 1 || b.Elements > 1<<32:
-		return refuse(wire.CodeBadRequest, "job %d: %d elements: must be in 1..%d", h.Job, b.Elements, uint64(1)<<32)
+	case b.Elements < 1 || b.Elements > maxElements:
+		return refuse(wire.CodeBadRequest, "job %d: %d elements: must be in 1..%d", h.Job, b.Elements, uint64(maxElements))
 	case b.Options&wire.OptSparse == 0 && b.Storage != wire.StorageDense:
 		return refuse(wire.CodeBadRequest, "job %d: storage %v is for sparse jobs", h.Job, b.Storage)
 	case b.Options&wire.OptSparse != 0 && b.Storage == wire.StorageDense:

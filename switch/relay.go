@@ -189,10 +189,10 @@ func relayAck(cfg *Config, b []byte, h *wire.Header, payload []byte) ([]byte, re
 	if pe == 0 {
 		pe = cfg.PacketBytes / h.DType.Size()
 	}
-	blocks := (int(body.Elements) + pe - 1) / pe
-	if blocks > math.MaxUint32 || blocks < 1 || body.World == 0 {
+	if pe < 1 || body.Elements < 1 || body.Elements > maxElements || (body.Elements-1)/uint64(pe) >= math.MaxUint32 || body.World == 0 {
 		return relayError(b, h, "relay: a job holds 1..4294967295 blocks and 1..65535 ranks"), relayShape{}
 	}
+	blocks := int((body.Elements-1)/uint64(pe) + 1)
 	algo, bufs := body.Algo, int(body.Buffers)
 	if algo == wire.AlgoAuto {
 		algo, bufs = wire.AlgoSingle, 0

@@ -103,7 +103,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("Config.Deadline with Config.Algo = %s: bounded time works with the dense single-buffer design (auto or single)", c.Algo)
 	case c.TailRatio != 0 && (c.TailRatio < 1 || c.TailRatio > 100 || c.TailMedian <= 0):
 		return fmt.Errorf("Config.TailRatio = %v with Config.TailMedian = %v: want a ratio in 1..100 and a positive median", c.TailRatio, c.TailMedian)
-	case c.BlockElems < 0 || c.BlockElems > math.MaxUint32:
+	case c.BlockElems < 0 || uint64(c.BlockElems) > math.MaxUint32:
 		return fmt.Errorf("Config.BlockElems = %d: must be in 0..%d (0 = the switch's choice)", c.BlockElems, uint32(math.MaxUint32))
 	}
 	if _, err := elem.KernelFor(c.DType, c.Op); err != nil {
@@ -151,7 +151,7 @@ func (c Config) validateSparse() error {
 		return fmt.Errorf("Config.Op = %v with Config.Sparse: must be sum, min or max", c.Op)
 	case c.Algo == "tree" || c.Reproducible:
 		return fmt.Errorf("Config.Algo = %s with Config.Sparse: sparse jobs use auto, single, multiB or ring", c.Algo)
-	case c.Count > math.MaxUint32:
+	case uint64(c.Count) > math.MaxUint32:
 		return fmt.Errorf("Config.Count = %d with Config.Sparse: indices are 32-bit", c.Count)
 	case c.Algo != "ring" && c.Storage != wire.StorageHash && c.Storage != wire.StorageArray:
 		return fmt.Errorf("Config.Storage = %v with Config.Sparse: want hash or array", c.Storage)
