@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/proto"
@@ -119,4 +118,4 @@ func (denseKind) result(s *Session, h *wire.Header, payload []byte) bool {
 	return true
 }
 
-func (denseKind) heldUp(s *Session, h *wire.Header) { s.trk.heldUp(h.Block, time.Since(s.start)) }
+func (denseKind) heldUp(s *Session, h *wire.Header) { s.trk.heldUp(h.Block, s.rxAt) }

@@ -70,6 +70,7 @@ type Session struct {
 	sp       sparseCall      // a sparse session's per-call state
 	kind     payloadKind     // dense or sparse (&sp), chosen by admit
 	rxHdr    wire.Header     // the header results decodes into
+	rxAt     time.Duration   // when results took its batch, since the call's start: every packet's arrival
 	aborted  *AbortedError   // set once the switch said a member aborted the job: every later call fails with it
 
 	stats counters

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
@@ -207,7 +206,7 @@ func (s *Session) sparseResult(h *wire.Header, payload []byte) {
 		s.stats.spilledPairs.Add(uint64(h.Count))
 	}
 	if complete {
-		s.trk.complete(b, time.Since(s.start))
+		s.trk.complete(b, s.rxAt)
 	}
 }
 
