@@ -177,6 +177,12 @@ type Config struct {
 	// system default. As root (CAP_NET_ADMIN) the size is forced past
 	// net.core.rmem_max/wmem_max; otherwise the kernel caps it there.
 	SocketBuffer int
+
+	// MulticastInterface, when valid, is the IPv4 address of the interface
+	// the socket sends multicast datagrams out of (IP_MULTICAST_IF), looped
+	// back to this box's own listeners too. Linux only; unset, the routing
+	// table picks the interface.
+	MulticastInterface netip.Addr
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -201,6 +207,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch size = %d: must be in 1..%d", c.BatchSize, MaxBatchSize)
 	case c.MaxDatagram < 1 || c.MaxDatagram > MaxDatagramLimit:
 		return fmt.Errorf("max datagram = %d bytes: must be in 1..%d", c.MaxDatagram, MaxDatagramLimit)
+	case c.MulticastInterface.IsValid() && (!c.MulticastInterface.Is4() || c.MulticastInterface.IsUnspecified() || c.MulticastInterface.IsMulticast()):
+		return fmt.Errorf("multicast interface = %v: must be an IPv4 unicast address of this host", c.MulticastInterface)
 	}
 	return nil
 }

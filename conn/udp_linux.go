@@ -144,13 +144,18 @@ func newMmsgConn(uc *net.UDPConn, addr string, cfg Config) (*mmsgConn, error) {
 // GRO if it accepts UDP_GRO (5.0+).
 func (c *mmsgConn) setup(cfg Config) error {
 	var domain int
-	var derr error
+	var derr, merr error
 	err := c.rc.Control(func(fd uintptr) {
 		s := int(fd)
 		domain, derr = unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_DOMAIN)
 		if cfg.SocketBuffer > 0 {
 			setBuffer(s, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.SocketBuffer)
 			setBuffer(s, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SocketBuffer)
+		}
+		if cfg.MulticastInterface.IsValid() {
+			if merr = setMulticastInterface(s, cfg.MulticastInterface); merr != nil {
+				return
+			}
 		}
 		if cfg.DisableOffload {
 			return
@@ -162,6 +167,9 @@ func (c *mmsgConn) setup(cfg Config) error {
 	})
 	if err == nil && derr != nil {
 		err = os.NewSyscallError("getsockopt SO_DOMAIN", derr)
+	}
+	if err == nil {
+		err = merr
 	}
 	c.v6 = domain == unix.AF_INET6
 	return err

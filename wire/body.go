@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"slices"
 )
 
@@ -139,18 +140,26 @@ func AppendJoin(dst []byte, h *Header, body *JoinBody) []byte {
 	return body.Append(appendControlHeader(dst, h, TypeJoin))
 }
 
-// JoinAckBodyLen is the size of a JoinAckBody, the whole payload of a JoinAck.
-const JoinAckBodyLen = 20
+// JoinAckBodyLen is the size of a JoinAckBody without a group, the whole
+// payload of a JoinAck; one with a group (header flag FlagGroup) has
+// JoinAckGroupLen bytes more.
+const (
+	JoinAckBodyLen  = 20
+	JoinAckGroupLen = 8
+)
 
 // Byte offsets within a JoinAckBody (big-endian, like the header).
 const (
-	ackOffWindow   = 0  // 4 bytes
-	ackOffAlgo     = 4  // 1 byte
-	ackOffBuffers  = 5  // 1 byte
-	ackOffReserved = 6  // 2 bytes, zero
-	ackOffPacket   = 8  // 4 bytes
-	ackOffBlocks   = 12 // 4 bytes
-	ackOffQuota    = 16 // 4 bytes
+	ackOffWindow    = 0  // 4 bytes
+	ackOffAlgo      = 4  // 1 byte
+	ackOffBuffers   = 5  // 1 byte
+	ackOffReserved  = 6  // 2 bytes, zero
+	ackOffPacket    = 8  // 4 bytes
+	ackOffBlocks    = 12 // 4 bytes
+	ackOffQuota     = 16 // 4 bytes
+	ackOffGroup     = 20 // 4 bytes, with FlagGroup
+	ackOffGroupPort = 24 // 2 bytes, with FlagGroup
+	ackOffGroupRes  = 26 // 2 bytes, zero, with FlagGroup
 )
 
 // JoinAckBody is the payload of a JoinAck: the switch admitted the host and
@@ -169,6 +178,10 @@ const (
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                          QuotaBuffers                         |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Group (IPv4, with FlagGroup)                 |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|           Group port          |        Reserved (zero)        |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 type JoinAckBody struct {
 	Window       uint32 // W: blocks each host may have in flight
 	Algo         Algo   // the design the switch chose; never AlgoAuto
@@ -176,36 +189,64 @@ type JoinAckBody struct {
 	PacketElems  uint32 // elements per packet (and per block) the job uses
 	Blocks       uint32 // blocks per allreduce
 	QuotaBuffers uint32 // aggregation buffers reserved for the job
+	// Group is, when valid, the IPv4 multicast group and port the job's
+	// results go to (granted to a job whose members all set OptMulticast);
+	// the zero value means results come to each member's own address.
+	Group netip.AddrPort
+}
+
+// Len is the encoded size of the body: JoinAckBodyLen, plus
+// JoinAckGroupLen with a group (an IPv4 one: the only kind encoded).
+func (a *JoinAckBody) Len() int {
+	if a.hasGroup() {
+		return JoinAckBodyLen + JoinAckGroupLen
+	}
+	return JoinAckBodyLen
 }
 
 // Unmarshal decodes a JoinAckBody from b, which must be exactly
-// JoinAckBodyLen bytes (ErrLength otherwise). An Algo that is not a concrete
-// design (unknown, or AlgoAuto) or a non-zero reserved byte gives ErrBody.
+// JoinAckBodyLen bytes, or JoinAckBodyLen+JoinAckGroupLen with a group
+// (ErrLength otherwise; the header's FlagGroup says which, and
+// Header.Unmarshal has checked that they agree). An Algo that is not a
+// concrete design (unknown, or AlgoAuto), a non-zero reserved byte, or a
+// group that is not an IPv4 multicast address with a port gives ErrBody.
 // It never allocates.
 func (a *JoinAckBody) Unmarshal(b []byte) error {
-	if len(b) != JoinAckBodyLen {
+	if len(b) != JoinAckBodyLen && len(b) != JoinAckBodyLen+JoinAckGroupLen {
 		return ErrLength
 	}
-	b = b[:JoinAckBodyLen]
 	a.Window = binary.BigEndian.Uint32(b[ackOffWindow:])
 	a.Algo = Algo(b[ackOffAlgo])
 	a.Buffers = b[ackOffBuffers]
 	a.PacketElems = binary.BigEndian.Uint32(b[ackOffPacket:])
 	a.Blocks = binary.BigEndian.Uint32(b[ackOffBlocks:])
 	a.QuotaBuffers = binary.BigEndian.Uint32(b[ackOffQuota:])
+	a.Group = netip.AddrPort{}
 	if !a.Algo.Valid() || a.Algo == AlgoAuto || binary.BigEndian.Uint16(b[ackOffReserved:]) != 0 {
 		return ErrBody
 	}
+	if len(b) == JoinAckBodyLen {
+		return nil
+	}
+	g := netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[ackOffGroup:ackOffGroupPort])), binary.BigEndian.Uint16(b[ackOffGroupPort:]))
+	if !g.Addr().IsMulticast() || g.Port() == 0 || binary.BigEndian.Uint16(b[ackOffGroupRes:]) != 0 {
+		return ErrBody
+	}
+	a.Group = g
 	return nil
 }
 
-// MarshalTo writes the body into b[:JoinAckBodyLen], reserved bytes zero.
-// It returns ErrShort if b is too small and does not check the field values.
+// hasGroup reports whether the body carries a group: an IPv4 one.
+func (a *JoinAckBody) hasGroup() bool { return a.Group.IsValid() && a.Group.Addr().Is4() }
+
+// MarshalTo writes the body into b[:a.Len()], reserved bytes zero. It
+// returns ErrShort if b is too small and does not check the field values.
 func (a *JoinAckBody) MarshalTo(b []byte) error {
-	if len(b) < JoinAckBodyLen {
+	n := a.Len()
+	if len(b) < n {
 		return ErrShort
 	}
-	b = b[:JoinAckBodyLen]
+	b = b[:n]
 	binary.BigEndian.PutUint32(b[ackOffWindow:], a.Window)
 	b[ackOffAlgo] = byte(a.Algo)
 	b[ackOffBuffers] = a.Buffers
@@ -213,21 +254,33 @@ func (a *JoinAckBody) MarshalTo(b []byte) error {
 	binary.BigEndian.PutUint32(b[ackOffPacket:], a.PacketElems)
 	binary.BigEndian.PutUint32(b[ackOffBlocks:], a.Blocks)
 	binary.BigEndian.PutUint32(b[ackOffQuota:], a.QuotaBuffers)
+	if n > JoinAckBodyLen {
+		g := a.Group.Addr().As4()
+		copy(b[ackOffGroup:], g[:])
+		binary.BigEndian.PutUint16(b[ackOffGroupPort:], a.Group.Port())
+		binary.BigEndian.PutUint16(b[ackOffGroupRes:], 0)
+	}
 	return nil
 }
 
 // Append appends the encoded body to dst and returns the extended slice.
 func (a *JoinAckBody) Append(dst []byte) []byte {
-	dst, tail := grow(dst, JoinAckBodyLen)
-	_ = a.MarshalTo(tail) // cannot fail: tail has JoinAckBodyLen bytes
+	dst, tail := grow(dst, a.Len())
+	_ = a.MarshalTo(tail) // cannot fail: tail has a.Len() bytes
 	return dst
 }
 
 // AppendJoinAck appends a whole JoinAck packet: a copy of h with Type
-// TypeJoinAck and Count 0, then body. Typically h is the Join's header, so
-// job, token, child, dtype and op echo the request.
+// TypeJoinAck, Count 0 and FlagGroup set where the body has a group, then
+// body. Typically h is the Join's header, so job, token, child, dtype and
+// op echo the request.
 func AppendJoinAck(dst []byte, h *Header, body *JoinAckBody) []byte {
-	return body.Append(appendControlHeader(dst, h, TypeJoinAck))
+	hh := *h
+	hh.Flags &^= FlagGroup
+	if body.hasGroup() {
+		hh.Flags |= FlagGroup
+	}
+	return body.Append(appendControlHeader(dst, &hh, TypeJoinAck))
 }
 
 // appendControlHeader appends the header of a control packet, whose body

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -34,7 +35,7 @@ func TestJoinBody(t *testing.T) {
 		{"short", b[:JoinBodyLen-1], ErrLength},
 		{"long", append(bytes.Clone(b), 0), ErrLength},
 		{"algo 4", set(joinOffAlgo, 4), ErrBody},
-		{"options bit 3", set(joinOffOptions, 8), ErrBody},
+		{"options bit 4", set(joinOffOptions, 16), ErrBody},
 		{"bounded without a deadline", set(joinOffOptions, byte(OptBounded)), ErrBody},
 		{"storage 3", set(joinOffStorage, 3), ErrBody},
 		{"deadline without bounded", set(joinOffDeadline+1, 1), ErrBody},
@@ -77,6 +78,57 @@ func TestJoinAckBody(t *testing.T) {
 		if err := new(JoinAckBody).Unmarshal(tt.b); err != tt.want {
 			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestJoinAckGroup: a body with a multicast group round-trips at
+// JoinAckBodyLen+JoinAckGroupLen bytes, and a group that is not IPv4
+// multicast with a port, or a non-zero reserved byte, is malformed.
+func TestJoinAckGroup(t *testing.T) {
+	good := JoinAckBody{Window: 16, Algo: AlgoSingle, PacketElems: 256, Blocks: 7, QuotaBuffers: 64,
+		Group: netip.MustParseAddrPort("239.255.70.3:7471")}
+	b := good.Append(nil)
+	if len(b) != JoinAckBodyLen+JoinAckGroupLen || good.Len() != len(b) {
+		t.Fatalf("len = %d (Len %d), want %d", len(b), good.Len(), JoinAckBodyLen+JoinAckGroupLen)
+	}
+	var a JoinAckBody
+	if err := a.Unmarshal(b); err != nil || a != good {
+		t.Fatalf("Unmarshal = %+v, %v; want %+v", a, err, good)
+	}
+	if err := a.Unmarshal(b[:JoinAckBodyLen]); err != nil || a.Group.IsValid() {
+		t.Errorf("without the group: %+v, %v; want no group", a, err)
+	}
+	set := func(off int, v ...byte) []byte { c := bytes.Clone(b); copy(c[off:], v); return c }
+	for _, tt := range []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"one byte short", b[:len(b)-1], ErrLength},
+		{"unicast group", set(ackOffGroup, 10, 0, 0, 1), ErrBody},
+		{"port 0", set(ackOffGroupPort, 0, 0), ErrBody},
+		{"reserved", set(ackOffGroupRes, 0, 1), ErrBody},
+	} {
+		if err := new(JoinAckBody).Unmarshal(tt.b); err != tt.want {
+			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	// The whole packet: FlagGroup set, and the header's length check
+	// takes the longer body.
+	h := Header{Version: Version, Type: TypeJoinAck, Job: 3, Token: 9}
+	pkt := AppendJoinAck(nil, &h, &good)
+	var hh Header
+	payload, err := hh.Unmarshal(pkt)
+	if err != nil || hh.Flags&FlagGroup == 0 || len(payload) != good.Len() {
+		t.Fatalf("packet: flags %v, payload %d bytes, err %v", hh.Flags, len(payload), err)
+	}
+	noGroup := good
+	noGroup.Group = netip.AddrPort{}
+	if pkt := AppendJoinAck(nil, &hh, &noGroup); pkt[OffFlags+1]&byte(FlagGroup) != 0 || len(pkt) != HeaderLen+JoinAckBodyLen {
+		t.Errorf("an ack without a group keeps FlagGroup or its length: % x", pkt)
+	}
+	if _, err := hh.Unmarshal(pkt[:HeaderLen+JoinAckBodyLen]); err != ErrLength {
+		t.Errorf("FlagGroup with a short body: err = %v, want ErrLength", err)
 	}
 }
 

@@ -158,7 +158,8 @@ const (
 	FlagRetransmit Flags = 1 << 1 // the sender has sent this packet before
 	FlagPartial    Flags = 1 << 2 // result released before every child contributed (bounded-time mode)
 	FlagFromSwitch Flags = 1 << 3 // sent by a child switch (carries an aggregate), not a host
-	flagsKnown           = FlagLast | FlagRetransmit | FlagPartial | FlagFromSwitch
+	FlagGroup      Flags = 1 << 4 // a JoinAck whose body names the job's multicast group (JoinAckGroupLen more bytes)
+	flagsKnown           = FlagLast | FlagRetransmit | FlagPartial | FlagFromSwitch | FlagGroup
 )
 
 // Known reports whether only defined flag bits are set.
@@ -205,8 +206,15 @@ const (
 	// switch releases a block's partial aggregate DeadlineMillis after the
 	// block's first packet, marked FlagPartial with the number of
 	// contributors in Child, instead of waiting for every child.
-	OptBounded   JoinOptions = 1 << 2
-	optionsKnown             = OptReproducible | OptSparse | OptBounded
+	OptBounded JoinOptions = 1 << 2
+	// OptMulticast says the host can also take the job's results on an IPv4
+	// multicast group. A switch with a group pool grants one to a job all
+	// of whose members ask (JoinAckBody.Group) and sends each result once,
+	// to the group, instead of once to every member; the host keeps its
+	// unicast socket for everything else. It is a member's capability, not
+	// part of what the members must agree on.
+	OptMulticast JoinOptions = 1 << 3
+	optionsKnown             = OptReproducible | OptSparse | OptBounded | OptMulticast
 )
 
 // Known reports whether only defined option bits are set.

@@ -187,6 +187,9 @@ func (h *Header) payloadLen() uint64 {
 	case TypeJoin:
 		return JoinBodyLen
 	case TypeJoinAck:
+		if h.Flags&FlagGroup != 0 {
+			return JoinAckBodyLen + JoinAckGroupLen
+		}
 		return JoinAckBodyLen
 	}
 	return 0
@@ -194,7 +197,7 @@ func (h *Header) payloadLen() uint64 {
 
 // PayloadLen returns the payload length h calls for: count × element size
 // for Data and Result, count × PairSize for Sparse and Spill, JoinBodyLen,
-// JoinAckBodyLen, and 0 for Leave. It returns -1 when the length is not
+// JoinAckBodyLen (plus JoinAckGroupLen with FlagGroup), and 0 for Leave. It returns -1 when the length is not
 // fixed by the header: for Error and Abort (it depends on the body's text
 // length), for an unknown type or dtype, and when the length does not fit
 // in an int.

@@ -97,7 +97,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"type 0", set(data, OffType, 0), ErrType},
 		{"type 10", set(data, OffType, 10), ErrType},
 		{"type 255", set(data, OffType, 255), ErrType},
-		{"flag bit 4", set(data, OffFlags, 0, 0x10), ErrFlags},
+		{"flag bit 5", set(data, OffFlags, 0, 0x20), ErrFlags},
 		{"flag bit 15", set(data, OffFlags, 0x80, 0), ErrFlags},
 		{"data dtype 0", set(data, OffDType, 0), ErrDType},
 		{"data dtype 9", set(data, OffDType, 9), ErrDType},

@@ -73,7 +73,7 @@ func TestUnmarshalOldJoinRefuses(t *testing.T) {
 		{"version 0", set(old, OffVersion, 0), ErrVersion},
 		{"version 3", set(old, OffVersion, 3), ErrVersion},
 		{"version-1 data", set(seeds["data-float32"], OffVersion, 1), ErrVersion},
-		{"unknown flag", set(old, OffFlags, 0, 0x10), ErrFlags},
+		{"unknown flag", set(old, OffFlags, 0, 0x20), ErrFlags},
 		{"dtype 0", set(old, OffDType, 0), ErrDType},
 		{"op 0", set(old, OffOp, 0), ErrOp},
 		{"count 1", set(old, OffCount, 0, 0, 0, 1), ErrLength},
