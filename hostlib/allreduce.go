@@ -167,7 +167,7 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 // take handles one batch from the reader and gives it back.
 func (s *Session) take(b *rxBatch) error {
 	err := s.results(b)
-	s.free <- b
+	b.release()
 	return err
 }
 

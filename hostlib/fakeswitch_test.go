@@ -18,7 +18,8 @@ type fakeConfig struct {
 	packetElems int     // used when a join asks for 0; 0 means 256
 	loss        float64 // fraction of datagrams dropped, each way
 	seed        uint64
-	refuse      string // if set, every join is answered with refused-memory and this text
+	refuse      string         // if set, every join is answered with refused-memory and this text
+	group       netip.AddrPort // if set, the join-ack names it (results stay unicast)
 }
 
 // fakeSwitch is a minimal Flare switch for the host library's tests, over a
@@ -179,6 +180,7 @@ func (f *fakeSwitch) join(h *wire.Header, body *wire.JoinBody, from netip.AddrPo
 	ack := wire.JoinAckBody{
 		Window: uint32(f.cfg.window), Algo: wire.AlgoTree,
 		PacketElems: uint32(j.pe), Blocks: uint32(j.blocks), QuotaBuffers: uint32(f.cfg.window * j.world),
+		Group: f.cfg.group,
 	}
 	for r, m := range j.members {
 		if first || r == int(h.Child) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/proto"
@@ -59,6 +60,34 @@ func (s *Session) admit(a *wire.JoinAckBody) error {
 	for i := range s.tx {
 		s.tx[i] = conn.Datagram{Buf: backing[i*size : (i+1)*size : (i+1)*size], Addr: s.sw}
 	}
+	return s.listenGroup(a.Group)
+}
+
+// listenGroup opens the job's multicast group, where the switch sends its
+// results once for every member, when the join-ack names one (the switch
+// grants one only to a job whose ranks all set Options.Multicast, and only
+// while its pool lasts; without, results come to the unicast socket). Its
+// datagrams go through the same checks as the unicast socket's: anyone on
+// the segment may send to a group, and only the switch's are taken.
+func (s *Session) listenGroup(g netip.AddrPort) error {
+	switch {
+	case !g.IsValid():
+		return nil
+	case !s.opts.Multicast:
+		return fmt.Errorf("the switch's join-ack names multicast group %v, which this rank did not ask for", g)
+	case s.group != nil: // (a second ack of the same join)
+		return nil
+	}
+	local, err := conn.LocalAddrTo(s.sw)
+	if err != nil {
+		return fmt.Errorf("multicast group %v: the interface toward %v: %w", g, s.sw, err)
+	}
+	c, err := conn.ListenMulticast(g, local, conn.Config{DisableOffload: s.opts.DisableOffload})
+	if err != nil {
+		return err
+	}
+	s.group = c
+	s.startReader(newBatches(c))
 	return nil
 }
 

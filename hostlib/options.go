@@ -124,6 +124,17 @@ type Options struct {
 	// around a driver, or to make per-datagram loss rules exact).
 	DisableOffload bool
 
+	// Multicast asks the switch to send this job's results once to a
+	// multicast group, which every rank listens on, instead of once to
+	// each rank: the switch (and the network before the hosts' links)
+	// then carries a result once, not World times. The switch grants it
+	// when it was started with a group pool (flare switch --multicast) and
+	// every rank asks; otherwise the job runs unicast, as without.
+	// Retransmitted results stay unicast. IPv4 only; not with Conn. It is
+	// this rank's, not part of what the ranks must agree on, but a rank
+	// that joins a job running with a group again must ask too.
+	Multicast bool
+
 	// Conn is the session's socket. nil (the usual case) opens a UDP
 	// socket bound to the loopback when Switch is local, every address
 	// otherwise; tests and benchmarks give a conn.MemNetwork conn instead.
@@ -191,6 +202,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("BlockDeadline = %v: must be 0 (exact) or whole milliseconds in 1ms..1m5.535s", o.BlockDeadline)
 	case o.BlockDeadline > 0 && (o.Sparse || o.Reproducible || (o.Algo != wire.AlgoAuto && o.Algo != wire.AlgoSingle)):
 		return fmt.Errorf("BlockDeadline with Sparse = %v, Reproducible = %v, Algo = %v: bounded time works with the dense single-buffer design only", o.Sparse, o.Reproducible, o.Algo)
+	case o.Multicast && o.Conn != nil:
+		return errors.New("Multicast with Conn: multicast results need the session's own UDP sockets (leave Conn nil)")
 	case o.JoinTimeout < 0:
 		return fmt.Errorf("JoinTimeout = %v: must not be negative (0 means %v)", o.JoinTimeout, DefaultJoinTimeout)
 	case o.Timeout < 0:

@@ -29,9 +29,10 @@ const rxBatches = 4
 // make the same sequence of calls, as with MPI and NCCL collectives: calls
 // are matched across ranks by their number (the generation).
 type Session struct {
-	opts Options        // validated, defaults applied
-	sw   netip.AddrPort // the switch
-	conn conn.Conn
+	opts  Options        // validated, defaults applied
+	sw    netip.AddrPort // the switch
+	conn  conn.Conn
+	group conn.Conn // the job's multicast group (Options.Multicast), once admitted with one; else nil
 
 	// Set once by the join-ack, read-only afterwards.
 	window  int // W as the switch granted it
@@ -43,11 +44,12 @@ type Session struct {
 	order   []uint32 // this rank's staggered sending order
 	limit   int      // blocks in flight at most: min(window, blocks)
 
-	// The reader hands filled batches over full and gets them back over
-	// free; both have room for every batch, so neither send blocks.
+	// The readers (one per socket) hand filled batches over full and get
+	// them back over their own free channel (rxBatch.home); every channel
+	// has room for every batch, so no send blocks.
 	free, full chan *rxBatch
-	closing    chan struct{} // closed by Close: ends a running call and the reader
-	readerDone chan struct{}
+	closing    chan struct{} // closed by Close: ends a running call and the readers
+	readers    sync.WaitGroup
 	closeOnce  sync.Once
 	closeErr   error
 
@@ -77,10 +79,24 @@ type Session struct {
 }
 
 // rxBatch is one receive's datagrams with their memory (conn.Batch: a
-// region they are lent from, where the conn lends) and how many it holds.
+// region they are lent from, where the conn lends), how many it holds, and
+// the free channel of the reader it goes back to.
 type rxBatch struct {
 	*conn.Batch
-	n int
+	n    int
+	home chan *rxBatch
+}
+
+// release gives b back to its reader.
+func (b *rxBatch) release() { b.home <- b }
+
+// newBatches returns a free channel holding rxBatches receive batches of c.
+func newBatches(c conn.Conn) chan *rxBatch {
+	free := make(chan *rxBatch, rxBatches)
+	for range rxBatches {
+		free <- &rxBatch{Batch: conn.NewBatch(c, rxRegionMessages, maxDatagram), home: free}
+	}
+	return free
 }
 
 // rxRegionMessages is how many coalesced messages a batch's region takes
@@ -134,6 +150,9 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostlib: join: Switch = %q: %w", o.Switch, err)
 	}
+	if o.Multicast && !sw.Addr().Is4() {
+		return nil, fmt.Errorf("hostlib: join: Multicast with Switch = %q (%v): multicast results are IPv4 only", o.Switch, sw)
+	}
 	c := o.Conn
 	if c == nil {
 		if c, err = conn.ListenUDP(listenAddr(sw), conn.Config{DisableOffload: o.DisableOffload}); err != nil {
@@ -141,7 +160,7 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 		}
 	}
 	s := newSession(o, sw, c)
-	go s.read()
+	s.startReader(s.free)
 	if err := s.join(ctx); err != nil {
 		// Whatever ended it, a copy of the join may be on its way still
 		// (a resend that crossed the switch's refusal or abort notice), and
@@ -159,15 +178,14 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 // control packets; the data path is sized later, by admit.
 func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 	s := &Session{
-		opts:       o,
-		sw:         sw,
-		conn:       c,
-		esize:      o.DType.Size(),
-		free:       make(chan *rxBatch, rxBatches),
-		full:       make(chan *rxBatch, rxBatches),
-		closing:    make(chan struct{}),
-		readerDone: make(chan struct{}),
-		timer:      time.NewTimer(time.Hour),
+		opts:    o,
+		sw:      sw,
+		conn:    c,
+		esize:   o.DType.Size(),
+		free:    newBatches(c),
+		full:    make(chan *rxBatch, 2*rxBatches), // the unicast socket's batches and a group's
+		closing: make(chan struct{}),
+		timer:   time.NewTimer(time.Hour),
 	}
 	s.timer.Stop()
 	s.hdr = wire.Header{
@@ -178,9 +196,6 @@ func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 		DType: o.DType,
 		Op:    o.Op,
 	}
-	for range rxBatches {
-		s.free <- &rxBatch{Batch: conn.NewBatch(c, rxRegionMessages, maxDatagram)}
-	}
 	const ctlSize = wire.HeaderLen + wire.JoinBodyLen
 	backing := make([]byte, leaveCopies*ctlSize)
 	s.ctl = make([]conn.Datagram, leaveCopies)
@@ -190,20 +205,27 @@ func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 	return s
 }
 
-// read is the reader goroutine: it fills free batches from the socket and
+// startReader starts the reader goroutine of the socket whose batches
+// circulate over free.
+func (s *Session) startReader(free chan *rxBatch) {
+	s.readers.Add(1)
+	go s.read(free)
+}
+
+// read is a reader goroutine: it fills free batches from their socket and
 // hands them over until the session closes.
-func (s *Session) read() {
-	defer close(s.readerDone)
+func (s *Session) read(free chan *rxBatch) {
+	defer s.readers.Done()
 	for {
 		var b *rxBatch
 		select {
-		case b = <-s.free:
+		case b = <-free:
 		case <-s.closing:
 			return
 		}
 		n, err := b.Read()
 		if err != nil {
-			s.free <- b
+			b.release()
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -269,6 +291,9 @@ func (s *Session) join(ctx context.Context) error {
 	if s.opts.Sparse {
 		body.Options |= wire.OptSparse
 	}
+	if s.opts.Multicast {
+		body.Options |= wire.OptMulticast
+	}
 	if s.opts.BlockDeadline > 0 {
 		body.Options |= wire.OptBounded
 		body.DeadlineMillis = uint16(s.opts.BlockDeadline / time.Millisecond)
@@ -286,7 +311,7 @@ func (s *Session) join(ctx context.Context) error {
 		select {
 		case b := <-s.full:
 			done, err := s.joinReplies(b)
-			s.free <- b
+			b.release()
 			if done || err != nil {
 				return err
 			}
@@ -438,7 +463,10 @@ func (s *Session) shutdown(leave bool) error {
 		_ = s.sendControl(s.ctl) // best effort
 	}
 	err := s.conn.Close()
-	<-s.readerDone
+	if s.group != nil {
+		err = errors.Join(err, s.group.Close())
+	}
+	s.readers.Wait()
 	s.timer.Stop()
 	if err != nil {
 		return fmt.Errorf("hostlib: close: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
 )
@@ -381,6 +383,11 @@ func TestSessionWrongArguments(t *testing.T) {
 }
 
 func TestSessionOptionsInvalid(t *testing.T) {
+	memConn, err := conn.NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer memConn.Close()
 	good := Options{Switch: "127.0.0.1:1", World: 4, DType: wire.Float32, Op: wire.OpSum, Elements: 100}
 	tests := []struct {
 		edit func(*Options)
@@ -400,6 +407,8 @@ func TestSessionOptionsInvalid(t *testing.T) {
 		{func(o *Options) { o.PacketElems = 4096 }, "PacketElems = 4096: must be in 0..2242"},
 		{func(o *Options) { o.Timeout = -1 }, "Timeout = -1ns"},
 		{func(o *Options) { o.JoinTimeout = -1 }, "JoinTimeout = -1ns"},
+		{func(o *Options) { o.Multicast, o.Conn = true, memConn }, "Multicast with Conn: multicast results need the session's own UDP sockets"},
+		{func(o *Options) { o.Multicast, o.Switch = true, "[::1]:1" }, "multicast results are IPv4 only"},
 	}
 	for _, tt := range tests {
 		o := good
@@ -408,6 +417,35 @@ func TestSessionOptionsInvalid(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Join: %v; want an error containing %q", err, tt.want)
 		}
+	}
+}
+
+// A join-ack that names a multicast group makes a rank that asked listen
+// on it, and fails the join of one that did not, saying so.
+func TestSessionMulticastGroup(t *testing.T) {
+	g := netip.MustParseAddrPort("239.255.84.1:47330")
+	f := newFakeSwitch(t, fakeConfig{group: g})
+	o := testOptions(f, 0, 1, wire.Float32, 1000)
+	if _, err := Join(t.Context(), o); err == nil || !strings.Contains(err.Error(), "names multicast group 239.255.84.1:47330, which this rank did not ask for") {
+		t.Fatalf("Join without Multicast: %v, want it refused for the group it did not ask for", err)
+	}
+	f = newFakeSwitch(t, fakeConfig{group: g})
+	o = testOptions(f, 0, 1, wire.Float32, 1000)
+	o.Multicast = true
+	s, err := Join(t.Context(), o)
+	if err != nil {
+		t.Fatalf("Join with Multicast: %v", err)
+	}
+	defer s.Close()
+	if s.group == nil {
+		t.Fatal("the session does not listen on the group")
+	}
+	buf := make([]float32, 1000)
+	for i := range buf {
+		buf[i] = float32(i)
+	}
+	if err := AllReduce(t.Context(), s, buf); err != nil || buf[999] != 999 {
+		t.Fatalf("AllReduce: %v, element 999 = %v", err, buf[999])
 	}
 }
 
