@@ -55,6 +55,13 @@ func (s *Switch) startAdmission(j *job) *joinError {
 		p.quota.Release() // the budget's charge goes back when the caller ends the job
 		return jerr
 	}
+	if j.multicast { // (a child switch never asks: its members are hosts, or unicast)
+		var ok bool
+		if j.group, ok = s.groups.take(); ok { // none left: the job runs unicast
+			p.ack.Group = j.group
+			p.log = append(p.log, "group", j.group)
+		}
+	}
 	j.building = true
 	s.admitting.Add(1)
 	go s.build(j, p, j.charge >= bigBuild)
@@ -181,10 +188,11 @@ func (s *Switch) build(j *job, p *plan, big bool) {
 // install admits job j with handler h. The caller holds the table lock.
 func (s *Switch) install(j *job, h jobHandler, p *plan) {
 	j.handler, j.quota, j.admitted, j.ack = h, p.quota, true, p.ack
-	live := &liveJob{handler: h, addrs: slices.Clone(j.members)}
+	live := &liveJob{handler: h, addrs: slices.Clone(j.members), group: j.group}
 	h.install(s, j, live)
 	j.live.Store(live)
 	s.links.ref(linkChild, j.members...)
+	s.links.ref(linkGroup, j.group)
 	s.log.Info("job admitted", append([]any{"job", j.id, "world", len(j.members), "host_memory", j.charge}, p.log...)...)
 }
 

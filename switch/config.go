@@ -154,8 +154,18 @@ type Config struct {
 	// want the CPUs too.
 	SharedCPUs bool
 	Socket     conn.Config // socket batch size, offload and buffers (when Conn is nil)
-	PcapPath   string      // capture every datagram in and out to this pcap file; "" = off
-	PcapMax    int64       // size bound of the capture file in bytes (0 = DefaultPcapMax)
+	// Multicast, when set, is a pool of IPv4 multicast groups (such as
+	// 239.255.70.0/24): a job whose members all join with
+	// wire.OptMulticast gets one of them while it runs, and its results
+	// go once to the group, port MulticastPort, instead of once to each
+	// member (multicast.go). The results leave through the interface of
+	// Socket.MulticastInterface, by default Listen's address. Needs the
+	// switch's own UDP sockets (Conn and Conns nil). Anyone on the segment
+	// can join a group, as anyone on it can read unicast results.
+	Multicast     netip.Prefix
+	MulticastPort int    // the groups' port; 0: the data port's + 1
+	PcapPath      string // capture every datagram in and out to this pcap file; "" = off
+	PcapMax       int64  // size bound of the capture file in bytes (0 = DefaultPcapMax)
 	// Parent, when set (HOST:PORT), makes this switch a child in a tree of
 	// switches: once a job's members have joined here, the switch joins the
 	// job at Parent as child ChildIndex and sends each finished block up
@@ -259,6 +269,16 @@ func (c Config) WithDefaults() Config {
 		c.HPU.Submitters = c.Readers // each reader submits its batches
 	}
 	c.Socket = c.Socket.WithDefaults()
+	if c.Multicast.IsValid() {
+		if ap, err := netip.ParseAddrPort(c.Listen); err == nil {
+			if c.MulticastPort == 0 && ap.Port() != 0 {
+				c.MulticastPort = groupPort(ap.Port())
+			} // (port 0: set once the data port is bound, Switch.listen)
+			if a := ap.Addr().Unmap(); !c.Socket.MulticastInterface.IsValid() && a.Is4() && !a.IsUnspecified() {
+				c.Socket.MulticastInterface = a
+			}
+		}
+	}
 	if c.Socket.MaxDatagram < wire.HeaderLen+c.PacketBytes {
 		c.Socket.MaxDatagram = wire.HeaderLen + c.PacketBytes
 	}
@@ -284,14 +304,20 @@ func (c Config) Validate() error {
 	if err := c.validateTree(); err != nil {
 		return err
 	}
+	if err := c.validateMulticast(); err != nil {
+		return err
+	}
 	if err := c.HPU.Validate(); err != nil {
 		return hpuFieldError(err, c.HPU)
 	}
 	if err := c.Socket.Validate(); err != nil {
-		if c.Socket.BatchSize < 1 || c.Socket.BatchSize > conn.MaxBatchSize {
+		switch { // (in conn.Config.Validate's order)
+		case c.Socket.BatchSize < 1 || c.Socket.BatchSize > conn.MaxBatchSize:
 			return fmt.Errorf("Config.Socket.BatchSize: %w", err)
+		case c.Socket.MaxDatagram < 1 || c.Socket.MaxDatagram > conn.MaxDatagramLimit:
+			return fmt.Errorf("Config.Socket.MaxDatagram: %w", err)
 		}
-		return fmt.Errorf("Config.Socket.MaxDatagram: %w", err)
+		return fmt.Errorf("Config.Socket.MulticastInterface: %w", err)
 	}
 	return nil
 }
@@ -364,6 +390,25 @@ func (c Config) validateTree() error {
 	case c.LocalHosts < 0 || c.Children+c.LocalHosts > proto.MaxChildren:
 		return fmt.Errorf("Config.LocalHosts = %d: must be in 0..%d (with Config.Children = %d, at most %d members)", c.LocalHosts,
 			proto.MaxChildren-c.Children, c.Children, proto.MaxChildren)
+	}
+	return nil
+}
+
+// validateMulticast checks the group pool and where its results leave.
+func (c Config) validateMulticast() error {
+	if !c.Multicast.IsValid() {
+		return nil
+	}
+	p := c.Multicast
+	switch ifa := c.Socket.MulticastInterface; {
+	case !p.Addr().Is4() || !p.Masked().Addr().IsMulticast() || p.Bits() < 4 || p.Masked().Addr().IsLinkLocalMulticast():
+		return fmt.Errorf("Config.Multicast = %v: must be IPv4 multicast groups in 224.0.0.0/4 outside 224.0.0.0/24 (link-local control), such as 239.255.70.0/24", p)
+	case c.MulticastPort < 0 || c.MulticastPort > 65535:
+		return fmt.Errorf("Config.MulticastPort = %d: must be in 1..65535 (0: Listen's port + 1)", c.MulticastPort)
+	case c.Conn != nil || len(c.Conns) > 0:
+		return fmt.Errorf("Config.Multicast = %v with Config.Conn or Config.Conns: multicast results need the switch's own UDP sockets", p)
+	case !ifa.IsValid():
+		return fmt.Errorf("Config.Multicast = %v with Config.Listen = %q: set Config.Socket.MulticastInterface to the IPv4 address of the interface toward the hosts", p, c.Listen)
 	}
 	return nil
 }

@@ -96,6 +96,13 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Conns, c.Readers = memConns(t, 2), 3 }, "Config.Readers = 3 with 2 Config.Conns: one reader per conn"},
 		{func(c *Config) { c.Conn, c.Conns = memConns(t, 1)[0], memConns(t, 2) }, "Config.Conn and Config.Conns (2 conns) are both set"},
 		{func(c *Config) { c.Conns = []conn.Conn{nil} }, "Config.Conns[0] is nil"},
+		{func(c *Config) { c.Multicast = netip.MustParsePrefix("10.0.0.0/24") }, "Config.Multicast = 10.0.0.0/24: must be IPv4 multicast groups in 224.0.0.0/4"},
+		{func(c *Config) { c.Multicast = netip.MustParsePrefix("224.0.0.0/28") }, "Config.Multicast = 224.0.0.0/28: must be IPv4 multicast groups in 224.0.0.0/4 outside 224.0.0.0/24"},
+		{func(c *Config) { c.Multicast = netip.MustParsePrefix("ff05::/120") }, "Config.Multicast = ff05::/120: must be IPv4 multicast"},
+		{func(c *Config) { c.Multicast, c.MulticastPort = netip.MustParsePrefix("239.1.2.0/24"), 70000 }, "Config.MulticastPort = 70000: must be in 1..65535"},
+		{func(c *Config) { c.Multicast, c.Conn = netip.MustParsePrefix("239.1.2.0/24"), memConns(t, 1)[0] }, "multicast results need the switch's own UDP sockets"},
+		{func(c *Config) { c.Multicast, c.Listen = netip.MustParsePrefix("239.1.2.0/24"), "0.0.0.0:0" }, `Config.Multicast = 239.1.2.0/24 with Config.Listen = "0.0.0.0:0": set Config.Socket.MulticastInterface`},
+		{func(c *Config) { c.Socket.MulticastInterface = netip.MustParseAddr("239.1.1.1") }, "Config.Socket.MulticastInterface: multicast interface = 239.1.1.1: must be an IPv4 unicast address"},
 	} {
 		c := Config{Listen: "127.0.0.1:0"}
 		tc.edit(&c)

@@ -177,15 +177,18 @@ func (w *sender) flush() {
 	s, msgs := w.s, w.msgs
 	fan := 0
 	for _, op := range w.held {
-		if op.to.IsValid() || op.job == nil {
+		switch {
+		case op.to.IsValid() || op.job == nil:
 			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
-		} else {
+		case op.job.group.IsValid(): // once, to every member (multicast.go)
+			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.job.group})
+		default:
 			fan = max(fan, len(op.job.addrs))
 		}
 	}
 	for m := 0; m < fan; m++ {
 		for _, op := range w.held {
-			if op.to.IsValid() || op.job == nil || m >= len(op.job.addrs) {
+			if op.to.IsValid() || op.job == nil || op.job.group.IsValid() || m >= len(op.job.addrs) {
 				continue
 			}
 			if to := op.job.addrs[m]; to.IsValid() {

@@ -44,6 +44,10 @@ type job struct {
 	joined  int
 	left    int
 	hosts   int // hosts under this switch in the job
+	// multicast: every member joined with wire.OptMulticast; group is the
+	// one the job holds of the pool (Config.Multicast), once admitted.
+	multicast bool
+	group     netip.AddrPort
 
 	// A child switch in a tree (Config.Parent): upAsked once it has joined
 	// the job at its parent, upAcked once the parent acked. A sparse job's
@@ -128,6 +132,7 @@ type liveJob struct {
 	expire  hpu.Handler      // bounded-time jobs: the handler's deadline tick
 	down    hpu.Handler      // sparse jobs at a non-root switch: the parent's stream
 	addrs   []netip.AddrPort // member addresses by rank, as admitted
+	group   netip.AddrPort   // where results go instead of to each member, when valid (multicast.go)
 }
 
 // enter counts a packet of j from reader rd in flight, unless j has
@@ -299,13 +304,16 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 			h.Job, h.Child, h.DType, h.Op, body.Elements, body.World, j.dtype, j.op, j.spec.Elements, j.spec.World)
 	}
 	j.touch(time.Now().UnixNano())
+	multicast := body.Options&wire.OptMulticast != 0
 	if j.pend != nil {
-		return s.joinPending(j, from, rank, hosts, stream)
+		return s.joinPending(j, from, rank, hosts, stream, multicast)
 	}
 	switch cur := j.members[rank]; {
 	case cur == from:
 	case cur.IsValid():
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d already joined from %s", h.Job, rank, cur)
+	case j.group.IsValid() && !multicast:
+		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined without multicast, and the job's results go to group %v: join with it (hostlib Options.Multicast)", h.Job, rank, j.group)
 	default: // the rank left the admitted job and joins it again
 		j.members[rank] = from
 		j.joined++
@@ -314,11 +322,12 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 }
 
 // jobSpec is what of a join every member of the job must agree on: all of
-// it but what each member says of itself, its timeout and (a child
-// switch) its stream bound.
+// it but what each member says of itself, its timeout, (a child switch)
+// its stream bound, and whether it takes results on a multicast group.
 func jobSpec(body *wire.JoinBody) wire.JoinBody {
 	spec := *body
 	spec.TimeoutMillis, spec.StreamPackets = 0, 0
+	spec.Options &^= wire.OptMulticast
 	return spec
 }
 
@@ -437,6 +446,7 @@ func (s *Switch) endLocked(j *job, why string) {
 			s.boundedJobs.Add(-1)
 		}
 		s.links.unref(live.addrs...)
+		s.links.unref(live.group)
 		if s.hasParent() && j.upAsked {
 			s.leaveParent(j)
 		}
@@ -474,6 +484,8 @@ func (s *Switch) free(h jobHandler, q *hpu.Quota, j *job) {
 	s.jobs.mu.Lock()
 	n := j.charge + j.streamBytes.Swap(0)
 	j.charge = 0
+	s.groups.give(j.group)
+	j.group = netip.AddrPort{}
 	j.handler, j.quota = nil, nil
 	s.jobs.mu.Unlock()
 	j.live.Store(nil)

@@ -26,6 +26,7 @@ import (
 const (
 	linkChild  = "child"
 	linkParent = "parent"
+	linkGroup  = "group" // a job's multicast group: its results, sent once for every member
 )
 
 // link counts one peer's traffic.

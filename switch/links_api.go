@@ -12,7 +12,7 @@ import (
 // link Tx is up and Rx down.
 type LinkTraffic struct {
 	Peer                                   netip.AddrPort
-	Role                                   string // "child" or "parent"
+	Role                                   string // "child", "parent" or "group" (a job's multicast group: its results, once for every member)
 	RxBytes, TxBytes, RxPackets, TxPackets int64
 	// Retransmit is the part of the traffic above whose datagrams carried
 	// FlagRetransmit: loss recovery (a host's retransmissions, the answers
@@ -41,7 +41,7 @@ type LinkCounter struct {
 // Peer is the address at the other end of the link.
 func (c LinkCounter) Peer() netip.AddrPort { return c.peer }
 
-// Role is "child" or "parent".
+// Role is "child", "parent" or "group".
 func (c LinkCounter) Role() string { return c.l.role }
 
 // Load reads the counters now.

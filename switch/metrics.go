@@ -15,7 +15,7 @@ type collector struct {
 	rx, tx, reader, drops, jobs, bufs, bufsTotal, blocks, blockLat, bufSeconds, handler, queue *prometheus.Desc
 	queueMean, coreBusy, corePackets, lockWait, jobRx, jobTx, tauC                             *prometheus.Desc
 	linkBytes, linkPackets                                                                     *prometheus.Desc
-	memBudget, memReserved, pending, refusals, evictions, ioErrors                             *prometheus.Desc
+	memBudget, memReserved, pending, refusals, evictions, ioErrors, groups                     *prometheus.Desc
 }
 
 func newCollector(s *Switch) *collector {
@@ -43,21 +43,22 @@ func newCollector(s *Switch) *collector {
 		jobRx:       d("flare_job_rx_packets_total", "Data packets accepted for a job.", "job"),
 		jobTx:       d("flare_job_tx_packets_total", "Packets a job's handler emitted (before multicast).", "job"),
 		tauC:        d("flare_tau_cycles", "Mean handler service time in PsPIN cycles (the paper's tau)."),
-		linkBytes:   d("flare_link_bytes_total", "UDP payload bytes (Flare header included) exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
-		linkPackets: d("flare_link_packets_total", "Datagrams exchanged with a peer: a child (host or child switch) or the parent switch.", "peer", "link", "direction"),
+		linkBytes:   d("flare_link_bytes_total", "UDP payload bytes (Flare header included) exchanged with a peer: a child (host or child switch), the parent switch, or a job's multicast group (link group: its results, sent once for every member).", "peer", "link", "direction"),
+		linkPackets: d("flare_link_packets_total", "Datagrams exchanged with a peer: a child (host or child switch), the parent switch, or a job's multicast group.", "peer", "link", "direction"),
 		memBudget:   d("flare_memory_budget_bytes", "Host memory all jobs together may hold besides L1 (the switch's memory budget)."),
 		memReserved: d("flare_memory_reserved_bytes", "Host memory reserved against the budget now: admitted jobs' footprints, sparse streams, pending joins."),
 		pending:     d("flare_jobs_pending", "Jobs in the table whose ranks have not all joined."),
 		refusals:    d("flare_join_refusals_total", "Joins refused, by reason (answered or not).", "reason"),
 		evictions:   d("flare_pending_evictions_total", "Pending jobs ended to make room or for taking too long to gather their ranks, by reason.", "why"),
 		ioErrors:    d("flare_io_errors_total", "Socket errors the reader (rx) and writer (tx) lived through, by errno.", "dir", "errno"),
+		groups:      d("flare_multicast_groups_in_use", "Multicast groups of the pool (--multicast) held by running jobs."),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rx, c.tx, c.reader, c.drops, c.jobs, c.bufs, c.bufsTotal, c.blocks, c.blockLat, c.bufSeconds, c.handler, c.queue,
 		c.queueMean, c.coreBusy, c.corePackets, c.lockWait, c.jobRx, c.jobTx, c.tauC, c.linkBytes, c.linkPackets,
-		c.memBudget, c.memReserved, c.pending, c.refusals, c.evictions, c.ioErrors} {
+		c.memBudget, c.memReserved, c.pending, c.refusals, c.evictions, c.ioErrors, c.groups} {
 		ch <- d
 	}
 }
@@ -113,6 +114,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.memBudget, float64(s.budget.limit))
 	gauge(c.memReserved, float64(s.budget.reserved.Load()))
 	gauge(c.pending, float64(s.pending.n.Load()))
+	gauge(c.groups, float64(s.groups.held()))
 	s.refusals.each(func(reason string, n int64) {
 		counter(c.refusals, float64(n), reason)
 	})

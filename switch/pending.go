@@ -35,9 +35,10 @@ import (
 
 // pendingMember is a rank that joined a pending job.
 type pendingMember struct {
-	addr   netip.AddrPort
-	hosts  int // hosts under the member: 1, or a child switch's join World
-	stream int // sparse, a child switch: its longest stream of a block
+	addr      netip.AddrPort
+	hosts     int  // hosts under the member: 1, or a child switch's join World
+	stream    int  // sparse, a child switch: its longest stream of a block
+	multicast bool // joined with wire.OptMulticast
 }
 
 // Budget charges of pending state: a job (its struct, its map, its slots
@@ -137,14 +138,14 @@ func (s *Switch) unpend(j *job) {
 // admission once every rank is in. It returns j while the job waits for
 // ranks, and no job once its admission has started (the build acks). The
 // caller holds the table lock.
-func (s *Switch) joinPending(j *job, from netip.AddrPort, rank, hosts, stream int) (*job, *joinError) {
+func (s *Switch) joinPending(j *job, from netip.AddrPort, rank, hosts, stream int, multicast bool) (*job, *joinError) {
 	if _, ok := j.pend[rank]; !ok { // (a known rank joining from a new address is a restarted host)
 		if !s.budget.reserve(pendingMemberBytes) {
 			return nil, s.refuseMemory(j.id, "a pending join", pendingMemberBytes)
 		}
 		j.charge += pendingMemberBytes
 	}
-	j.pend[rank] = pendingMember{addr: from, hosts: hosts, stream: stream}
+	j.pend[rank] = pendingMember{addr: from, hosts: hosts, stream: stream, multicast: multicast}
 	if len(j.pend) < j.world() {
 		return j, nil
 	}
@@ -196,9 +197,11 @@ func (s *Switch) leavePending(j *job, rank int, from netip.AddrPort) {
 func (s *Switch) fixMembers(j *job) {
 	n := j.world()
 	j.members, j.subtree, j.streams = make([]netip.AddrPort, n), make([]int, n), make([]int, n)
+	j.multicast = true
 	for r, m := range j.pend {
 		j.members[r], j.subtree[r], j.streams[r] = m.addr, m.hosts, m.stream
 		j.hosts += m.hosts
+		j.multicast = j.multicast && m.multicast
 	}
 	j.joined = n
 	s.unpend(j)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -40,9 +41,16 @@ func sparseInput(rng *rand.Rand, n int, density, overlap float64, shared []uint3
 
 // Sparse allreduce through a real switch and hostlib over loopback: hash
 // (with spills) and array storage, single and multi-buffer, several calls
-// per session, checked against the plain sparse reference.
+// per session, checked against the plain sparse reference; with the
+// results (sparse and spilled pairs) unicast and on multicast groups.
 func TestSparseAllReduceThroughSwitch(t *testing.T) {
-	sw := startSwitch(t, swtch.Config{})
+	t.Run("unicast", func(t *testing.T) { testSparseThroughSwitch(t, netip.Prefix{}) })
+	t.Run("multicast", func(t *testing.T) { testSparseThroughSwitch(t, netip.MustParsePrefix("239.255.82.0/28")) })
+}
+
+func testSparseThroughSwitch(t *testing.T, groups netip.Prefix) {
+	sw := startSwitch(t, swtch.Config{Multicast: groups})
+	multicast := groups.IsValid()
 	job := uint32(100)
 	for _, tc := range []struct {
 		storage wire.Storage
@@ -67,7 +75,7 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 			g.Go(func() error {
 				s, err := hostlib.Join(ctx, hostlib.Options{Switch: sw.Addr().String(), Job: job, Token: 7, Rank: r, World: tc.world,
 					DType: wire.Float32, Op: tc.op, Elements: n, Sparse: true, Storage: tc.storage, Algo: tc.algo, Buffers: tc.buffers,
-					BlockElems: 1000, Timeout: 20 * time.Second})
+					BlockElems: 1000, Timeout: 20 * time.Second, Multicast: multicast})
 				ss[r] = s
 				return err
 			})
@@ -118,6 +126,9 @@ func TestSparseAllReduceThroughSwitch(t *testing.T) {
 					t.Fatalf("%+v call %d rank %d: %v", tc, call, r, err)
 				}
 			}
+		}
+		if sent := groupTxPackets(sw); multicast != (sent > 0) {
+			t.Errorf("%+v: %d datagrams sent to multicast groups, with groups %v", tc, sent, groups)
 		}
 		for _, s := range ss {
 			spilled += s.Stats().SpilledPairs

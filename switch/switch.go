@@ -67,6 +67,7 @@ type Switch struct {
 
 	parent netip.AddrPort // Config.Parent; invalid at the root or a lone switch
 	links  linkTable      // per-peer traffic counters
+	groups *groupPool     // Config.Multicast; nil without; under the table lock
 	aborts abortLog       // jobs a member aborted lately (abort.go)
 
 	registry *registry // admission mode, admin secret, registered jobs
@@ -126,6 +127,7 @@ func New(cfg Config) (*Switch, error) {
 	s := &Switch{cfg: cfg, log: cfg.Logger, jobs: newJobTable(), drops: newDropCounters(), ioErrors: newIOErrorCounters(), refusals: newReasonCounters("refusal", refusalReasons), evictions: newReasonCounters("eviction", evictionReasons),
 		outs: make([]chan *outPacket, cfg.Readers), perReader: make([]readerCounters, cfg.Readers), bigBuilds: make(chan struct{}, 1), ready: make(chan struct{}), boundedWake: make(chan struct{}, 1), registry: reg}
 	s.budget.limit = cfg.MaxMemory
+	s.groups = newGroupPool(cfg.Multicast, cfg.MulticastPort)
 	s.joinLimit = rateLimit{rate: float64(cfg.JoinRate), tokens: float64(cfg.JoinRate), last: time.Now()}
 	s.unknownLimit = rateLimit{rate: unknownJobReplies, tokens: unknownJobReplies, last: time.Now()}
 	s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}
@@ -203,6 +205,9 @@ func (s *Switch) listen() error {
 		return fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
 	}
 	s.conns, s.steer = cs, steer
+	if s.groups != nil && s.groups.port == 0 {
+		s.groups.port = uint16(groupPort(s.Addr().Port()))
+	}
 	return nil
 }
 
@@ -259,6 +264,9 @@ func (s *Switch) Run(ctx context.Context) error {
 	s.log.Info("switch listening", "data", s.Addr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
 		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
 		"readers", len(s.conns), "steering", s.steer.String(), "steer_run", s.cfg.SteerRun, "gso", off.GSO, "gro", off.GRO)
+	if s.groups != nil {
+		s.log.Info("multicast results", "groups", s.cfg.Multicast, "jobs", len(s.groups.used), "port", s.groups.port, "interface", s.cfg.Socket.MulticastInterface)
+	}
 	close(s.ready)
 
 	unitCtx, stopUnit := context.WithCancel(context.Background())

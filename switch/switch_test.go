@@ -69,6 +69,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 			sw := startSwitch(t, swtch.Config{Readers: 1})
 			return joinRanks(t, sw.Addr().String(), 1, world, elements)
 		}},
+		{"udp-multicast", func(t *testing.T) []*hostlib.Session {
+			sw := startSwitch(t, swtch.Config{Readers: 1, Multicast: netip.MustParsePrefix("239.255.83.0/30")})
+			return mcRanks(t, sw, 1, world, elements, func(int) bool { return true })
+		}},
 		{"udp-readers-3", func(t *testing.T) []*hostlib.Session {
 			sw := startSwitch(t, swtch.Config{Readers: 3})
 			return joinRanks(t, sw.Addr().String(), 1, world, elements)

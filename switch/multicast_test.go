@@ -1,0 +1,153 @@
+package swtch_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/internal/inproctest"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// groupTxPackets is how many datagrams sw has sent to multicast groups,
+// over the groups live jobs hold now.
+func groupTxPackets(sw *swtch.Switch) int64 {
+	var n int64
+	for _, l := range sw.LinkTraffic() {
+		if l.Role == "group" {
+			n += l.TxPackets
+		}
+	}
+	return n
+}
+
+// childTxPackets is how many datagrams sw has sent to the members of live
+// jobs one by one.
+func childTxPackets(sw *swtch.Switch) int64 {
+	var n int64
+	for _, l := range sw.LinkTraffic() {
+		if l.Role == "child" {
+			n += l.TxPackets
+		}
+	}
+	return n
+}
+
+// mcRanks joins world float32-sum ranks of job at sw, rank r asking for
+// multicast results when ask(r).
+func mcRanks(t *testing.T, sw *swtch.Switch, job uint32, world, elements int, ask func(r int) bool) []*hostlib.Session {
+	t.Helper()
+	return inproctest.JoinAll(t, world, func(r int) hostlib.Options {
+		return hostlib.Options{Switch: sw.Addr().String(), Job: job, Token: 42, Rank: r, World: world,
+			DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second, Multicast: ask(r)}
+	})
+}
+
+// checkSums runs calls allreduces of sumInputs on ss and checks every
+// rank's result against the plain sum.
+func checkSums(t *testing.T, ss []*hostlib.Session, elements, calls int) {
+	t.Helper()
+	for call := range calls {
+		bufs, want := sumInputs(len(ss), elements)
+		allreduceAll(t, ss, bufs)
+		for r := range bufs {
+			for i, v := range bufs[r] {
+				if v != want[i] {
+					t.Fatalf("call %d, rank %d: element %d = %v, want %v", call, r, i, v, want[i])
+				}
+			}
+		}
+	}
+}
+
+// A job whose ranks all ask gets a group of the pool: each result is sent
+// once, to the group, and every rank's sum is right; unicast sends to the
+// members are the join-acks alone. The group goes back to the pool when the
+// job ends, and its link with it.
+func TestMulticastResults(t *testing.T) {
+	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.81.0/30")})
+	const elements, world, calls = 50_000, 4, 3
+	ss := mcRanks(t, sw, 1, world, elements, func(int) bool { return true })
+	blocks := int64(ss[0].Blocks())
+	checkSums(t, ss, elements, calls)
+	if got := groupTxPackets(sw); got < calls*blocks {
+		t.Errorf("%d datagrams sent to the group, want at least %d (every block of %d calls)", got, calls*blocks, calls)
+	}
+	if got := childTxPackets(sw); got >= blocks {
+		t.Errorf("%d datagrams sent to members one by one, want only join-acks and answers to retransmissions (< %d)", got, blocks)
+	}
+	if got := sw.MulticastGroupsInUse(); got != 1 {
+		t.Errorf("%d groups in use, want 1", got)
+	}
+	for _, s := range ss {
+		s.Close()
+	}
+	waitFor(t, "the group back in the pool", func() bool { return sw.MulticastGroupsInUse() == 0 && groupTxPackets(sw) == 0 })
+}
+
+// A job with one rank that does not ask runs unicast for everyone; a
+// pool of one group serves one job at a time, and a second job running
+// alongside falls back to unicast. Both sum right.
+func TestMulticastFallsBackToUnicast(t *testing.T) {
+	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.81.8/32")})
+	const elements = 20_000
+	mixed := mcRanks(t, sw, 2, 3, elements, func(r int) bool { return r != 1 })
+	checkSums(t, mixed, elements, 1)
+	if got := sw.MulticastGroupsInUse(); got != 0 {
+		t.Errorf("a job with a rank that did not ask holds %d groups, want 0", got)
+	}
+	first := mcRanks(t, sw, 3, 2, elements, func(int) bool { return true })
+	second := mcRanks(t, sw, 4, 2, elements, func(int) bool { return true })
+	var g errgroup.Group
+	g.Go(func() error { checkSums(t, first, elements, 2); return nil })
+	g.Go(func() error { checkSums(t, second, elements, 2); return nil })
+	g.Wait()
+	if got := sw.MulticastGroupsInUse(); got != 1 {
+		t.Errorf("%d groups in use with a pool of one and two jobs asking, want 1", got)
+	}
+}
+
+// A rank that rejoins a job running on a group must ask for it too: one
+// that does not is refused, naming the option, and one that does is
+// admitted again, on the job's group.
+func TestMulticastRejoin(t *testing.T) {
+	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.81.16/30")})
+	const elements, world = 20_000, 3
+	ss := mcRanks(t, sw, 5, world, elements, func(int) bool { return true })
+	checkSums(t, ss, elements, 1)
+	ss[0].Close()
+	opts := hostlib.Options{Switch: sw.Addr().String(), Job: 5, Token: 42, Rank: 0, World: world,
+		DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second, JoinTimeout: 5 * time.Second}
+	_, err := hostlib.Join(context.Background(), opts)
+	var se *hostlib.SwitchError
+	if !errors.As(err, &se) || se.Code != wire.CodeJobMismatch || !strings.Contains(err.Error(), "Options.Multicast") {
+		t.Fatalf("rejoin without Multicast: %v, want a job-mismatch refusal naming Options.Multicast", err)
+	}
+	opts.Multicast = true
+	s, err := hostlib.Join(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("rejoin with Multicast: %v", err)
+	}
+	s.Close()
+	if got := sw.MulticastGroupsInUse(); got != 1 {
+		t.Errorf("%d groups in use after the rejoin, want the job's 1", got)
+	}
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
