@@ -86,7 +86,7 @@ func (s *Session) listenGroup(g netip.AddrPort) error {
 	if err != nil {
 		return err
 	}
-	s.group = c
+	s.group, s.groupAddr = c, g
 	s.startReader(newBatches(c))
 	return nil
 }

@@ -34,6 +34,7 @@ type Session struct {
 	conn  conn.Conn
 	group conn.Conn // the job's multicast group (Options.Multicast), once admitted with one; else nil
 
+	groupAddr netip.AddrPort // the group's address, set with group
 	// Set once by the join-ack, read-only afterwards.
 	window  int // W as the switch granted it
 	algo    wire.Algo
@@ -404,6 +405,11 @@ func (s *Session) Buffers() int { return s.buffers }
 // count. It returns nil for other sessions; the slice is the session's and
 // changes with the next call.
 func (s *Session) Contributors() []uint16 { return s.contrib }
+
+// Group returns the multicast group the switch sends this job's results
+// to (Options.Multicast), or the zero AddrPort where it sends them to each
+// rank.
+func (s *Session) Group() netip.AddrPort { return s.groupAddr }
 
 // Blocks returns the number of blocks (packets per host) of one allreduce.
 func (s *Session) Blocks() int { return s.blocks }

@@ -437,8 +437,8 @@ func TestSessionMulticastGroup(t *testing.T) {
 		t.Fatalf("Join with Multicast: %v", err)
 	}
 	defer s.Close()
-	if s.group == nil {
-		t.Fatal("the session does not listen on the group")
+	if s.group == nil || s.Group() != g {
+		t.Fatalf("the session listens on group %v, want %v", s.Group(), g)
 	}
 	buf := make([]float32, 1000)
 	for i := range buf {
