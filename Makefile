@@ -97,6 +97,8 @@ PEERS_PACKETS ?= 1KiB,8KiB
 PEERS_ITERS   ?= 5
 PEERS_ROUNDS  ?= 3
 PEERS_OUT     ?= bin/peers.jsonl
+# switch-mc: the embedded switch with its results on a multicast group
+PEERS_PATHS   ?= switch,switch-mc,ring,relay,fanout
 # ob1 and tcp,self: TCP on loopback, no shared memory (vader) and no UCX.
 MPIRUN_FLAGS  := --oversubscribe --bind-to none --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
                  $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
@@ -120,7 +122,7 @@ bench-peers: build peers
 	  mpirun -np $(PEERS_P) $(MPIRUN_FLAGS) bin/peers-mpi-allreduce --bytes $$b --iters $(PEERS_ITERS) >> $(PEERS_OUT) && \
 	  bin/peers-gloo-ring --ranks $(PEERS_P) --bytes $$b --iters $(PEERS_ITERS) >> $(PEERS_OUT) || exit 1; \
 	done
-	bin/flare bench --ranks $(PEERS_P) --bytes $(PEERS_BYTES) --packet $(PEERS_PACKETS) --iters $(PEERS_ITERS) --rounds $(PEERS_ROUNDS) --peers $(PEERS_OUT)
+	bin/flare bench --ranks $(PEERS_P) --bytes $(PEERS_BYTES) --packet $(PEERS_PACKETS) --iters $(PEERS_ITERS) --rounds $(PEERS_ROUNDS) --paths $(PEERS_PATHS) --peers $(PEERS_OUT)
 
 demo:
 	$(GO) run ./cmd/flare demo

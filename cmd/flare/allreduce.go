@@ -94,6 +94,7 @@ func addAllReduceFlags(fs *pflag.FlagSet, c *bench.Config) *allReduceFlags {
 	a.storage = fs.String("storage", "hash", "sparse: the switch's storage, hash (spills collisions) or array")
 	fs.IntVar(&c.BlockElems, "block-elems", 0, "sparse: indices per block (0 = the switch's choice)")
 	fs.BoolVar(&c.NoOffload, "no-offload", false, "do not use UDP GSO/GRO (every datagram crosses the kernel alone)")
+	fs.BoolVar(&c.Multicast, "multicast", false, "ask the switch for the results on the job's multicast group (IPv4; a switch started with --multicast)")
 	fs.DurationVar(&c.Deadline, "deadline", 0, "bounded time: the switch releases each block's partial sum this long after its first packet (e.g. 5ms)")
 	fs.DurationVar(&c.TailMedian, "tail-median", 2*time.Millisecond, "with --tail-ratio: median of the injected delay before each call")
 	fs.Float64Var(&c.TailRatio, "tail-ratio", 0, "inject a lognormal delay before each rank's call with this p99/p50 (e.g. 1.5 or 3; 0 = none);\ntimes are then the longest any rank waited from its own delayed start")
@@ -145,6 +146,9 @@ func allreduceArgs(c bench.Config) []string {
 		"--iters", strconv.Itoa(c.Iters), "--warmup", strconv.Itoa(c.Warmup), "--timeout", c.Timeout.String(), "--json"}
 	if c.Verify {
 		args = append(args, "--verify")
+	}
+	if c.Multicast {
+		args = append(args, "--multicast")
 	}
 	if c.Sparse {
 		args = append(args, "--sparse", "--density", strconv.FormatFloat(c.Density, 'g', -1, 64),

@@ -64,7 +64,7 @@ var configFlags = fields{"Config", map[string]string{
 	"Count": "--count", "DType": "--dtype", "Op": "--op", "Algo": "--algo", "Peers": "--peers", "Reproducible": "--reproducible",
 	"Iters": "--iters", "Warmup": "--warmup", "Verify": "--verify", "Timeout": "--timeout", "Sparse": "--sparse",
 	"Density": "--density", "Overlap": "--overlap", "Storage": "--storage", "BlockElems": "--block-elems",
-	"NoOffload": "--no-offload", "Deadline": "--deadline", "TailMedian": "--tail-median", "TailRatio": "--tail-ratio",
+	"NoOffload": "--no-offload", "Multicast": "--multicast", "Deadline": "--deadline", "TailMedian": "--tail-median", "TailRatio": "--tail-ratio",
 }}
 
 // suiteFlags are `flare bench`'s flags for bench.Suite's fields.
@@ -94,6 +94,7 @@ var switchFlags = fields{"Config", map[string]string{
 	"HPU.Clusters": "--clusters", "HPU.CoresPerCluster": "--cores", "HPU.QueueDepth": "--queue", "HPU.SubsetS": "--policy-s",
 	"HPU.L1Bytes": "--l1", "Socket.BatchSize": "--batch", "Socket.DisableOffload": "--no-offload",
 	"Readers": "--readers", "SteerRun": "--steer-run",
+	"Multicast": "--multicast", "MulticastPort": "--multicast-port", "Socket.MulticastInterface": "--multicast-interface",
 }}
 
 // testbedFlags are `flare testbed`'s flags for testbed.Config's fields.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strconv"
 
 	"github.com/spf13/pflag"
@@ -16,6 +17,7 @@ import (
 func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("switch", "Run the Flare switch daemon: a UDP data port where hosts join jobs and allreduce,\nand an admin HTTP port with /metrics, /healthz and /debug/pprof/.",
 		"  flare switch\n  flare switch --listen 0.0.0.0:7470 --admin 127.0.0.1:9470 --clusters 16\n  flare switch --pcap /var/lib/flare-switch/flare.pcap --pcap-max 256MiB\n"+
+			"  flare switch --listen 10.0.0.1:7470 --multicast 239.255.70.0/24\n"+
 			"  flare switch --listen 10.0.0.1:7470 --children 4                            # root of a tree of 4 leaf switches\n"+
 			"  flare switch --listen 10.0.1.1:7470 --parent 10.0.0.1:7470 --child-index 0  # leaf 0 under it\n"+
 			"  flare switch --listen 10.0.0.1:7470 --children 4 --local-hosts 2            # a root with 2 hosts of its own as well\n"+
@@ -43,6 +45,7 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // swtch.Config field as they are typed.
 type switchTextFlags struct {
 	l1, packet, maxMemory, pcapMax, level *string
+	multicast, multicastIf                *string
 }
 
 // addSwitchFlags registers the flags, the Config's fields in cfg.
@@ -75,6 +78,10 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 		"runs of blocks as one GSO datagram, steered by its first block; 64 spreads those runs over the readers (docs/DEPLOY.md)")
 	fs.IntVar(&cfg.Socket.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
 	fs.BoolVar(&cfg.Socket.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
+	sf.multicast = fs.String("multicast", "", "IPv4 multicast groups, such as 239.255.70.0/24: a job whose hosts all ask (flare allreduce --multicast,\n"+
+		"hostlib Options.Multicast) gets one while it runs, and its results go once to the group instead of once to each host")
+	fs.IntVar(&cfg.MulticastPort, "multicast-port", 0, "with --multicast: the groups' UDP port (0 = the data port + 1)")
+	sf.multicastIf = fs.String("multicast-interface", "", "with --multicast: the IPv4 address of the interface toward the hosts (default: --listen's address)")
 	fs.StringVar(&cfg.PcapPath, "pcap", "", "write every Flare packet in and out to this pcap file (read it with flare decode or Wireshark)")
 	sf.pcapMax = fs.String("pcap-max", "1GiB", "stop capturing when the pcap file reaches this size")
 	fs.StringVar(&cfg.Parent, "parent", "", "tree of switches: the parent switch's data address HOST:PORT (this switch is its child)")
@@ -106,6 +113,16 @@ func (sf *switchTextFlags) resolve(cfg *swtch.Config, stderr io.Writer) error {
 	}
 	if err := refuseZero(cfg, sf); err != nil {
 		return err
+	}
+	if *sf.multicast != "" {
+		if cfg.Multicast, err = netip.ParsePrefix(*sf.multicast); err != nil {
+			return flagError("--multicast", err)
+		}
+	}
+	if *sf.multicastIf != "" {
+		if cfg.Socket.MulticastInterface, err = netip.ParseAddr(*sf.multicastIf); err != nil {
+			return flagError("--multicast-interface", err)
+		}
 	}
 	if *sf.maxMemory != "auto" {
 		if cfg.MaxMemory, err = parseSize(*sf.maxMemory); err != nil {

@@ -60,6 +60,9 @@ type Config struct {
 	Storage    wire.Storage
 	BlockElems int
 	NoOffload  bool // no UDP GSO/GRO
+	// Multicast asks the switch for the job's results on a multicast
+	// group (hostlib Options.Multicast).
+	Multicast bool
 	// Deadline is bounded time: the switch releases each block's partial
 	// sum this long after its first packet (0: exact).
 	Deadline time.Duration

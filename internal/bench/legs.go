@@ -70,9 +70,14 @@ func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 		}
 		srv.relays[path] = r.Addr().String()
 	}
-	if slices.Contains(s.Paths, PathSwitch) && s.Switch == "" {
-		// Ranks in this process share its CPUs with the switch.
-		sw, err := g.Switch(swtch.Config{PacketBytes: pk, SharedCPUs: s.Procs == nil})
+	if slices.ContainsFunc(s.Paths, throughSwitch) && s.Switch == "" {
+		// Ranks in this process share its CPUs with the switch. Its
+		// multicast groups serve the jobs that ask (PathMulticast) only.
+		cfg := swtch.Config{PacketBytes: pk, SharedCPUs: s.Procs == nil}
+		if slices.Contains(s.Paths, PathMulticast) {
+			cfg.Multicast = BenchGroups
+		}
+		sw, err := g.Switch(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +92,7 @@ func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 func (s Suite) measureLegs() []leg {
 	var legs []leg
 	for _, pk := range s.packets() {
-		for _, path := range []string{PathRelay, PathFanout, PathSwitch} {
+		for _, path := range []string{PathRelay, PathFanout, PathSwitch, PathMulticast} {
 			if slices.Contains(s.Paths, path) {
 				legs = append(legs, leg{path, pk})
 			}
@@ -100,10 +105,10 @@ func (s Suite) measureLegs() []leg {
 }
 
 // tableLegs lists a (P, size) group's legs in the table's order: switch,
-// ring, relay, fanout, each at every packet size.
+// switch-mc, ring, relay, fanout, each at every packet size.
 func tableLegs(packets []int) []leg {
 	var legs []leg
-	for _, path := range []string{PathSwitch, PathRing, PathRelay, PathFanout} {
+	for _, path := range []string{PathSwitch, PathMulticast, PathRing, PathRelay, PathFanout} {
 		if path == PathRing {
 			legs = append(legs, leg{path, 0})
 			continue
@@ -161,7 +166,7 @@ func ratioOf(base *Row, t float64) float64 {
 // what the switch (or relay) they joined granted. A daemon's (Suite.Switch)
 // size is its own.
 func (l leg) checkPacket(res *Result, embedded bool) error {
-	if l.packet == 0 || (l.path == PathSwitch && !embedded) || res.PacketBytes == l.packet {
+	if l.packet == 0 || (throughSwitch(l.path) && !embedded) || res.PacketBytes == l.packet {
 		return nil
 	}
 	return fmt.Errorf("the hosts were granted %d-byte packets, want %d", res.PacketBytes, l.packet)

@@ -48,23 +48,31 @@ func (w *hostLinkWatch) poll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range cs {
-		if c.Role() == "child" && !w.old[c] {
+		if (c.Role() == "child" || c.Role() == "group") && !w.old[c] {
 			w.seen[c] = true
 		}
 	}
 }
 
 // finish stops the watch and sums the bytes the switch received from
-// (up) and sent to (down) the links it found, and how many there were.
+// (up) and sent to (down) the host links it found, and how many there
+// were. What it sent to the job's multicast group crossed every host's
+// link.
 func (w *hostLinkWatch) finish() (up, down int64, links int) {
 	close(w.stop)
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var group int64
 	for c := range w.seen {
 		t := c.Load()
+		if c.Role() == "group" {
+			group += t.TxBytes
+			continue
+		}
 		up += t.RxBytes
 		down += t.TxBytes
+		links++
 	}
-	return up, down, len(w.seen)
+	return up, down + group*int64(links), links
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -71,6 +72,7 @@ func joinSessions(ctx context.Context, c Config) (sessions, error) {
 				Switch: sw, Job: c.Job, Token: c.Token, Rank: lr, World: lw, DType: c.DType, Op: c.Op,
 				Elements: c.Count, Algo: algo, Buffers: b, Reproducible: c.Reproducible, Timeout: c.Timeout,
 				Sparse: c.Sparse, Storage: c.Storage, BlockElems: c.BlockElems, DisableOffload: c.NoOffload, BlockDeadline: c.Deadline,
+				Multicast: c.Multicast,
 			})
 			mu.Lock()
 			ss[i] = s
@@ -78,7 +80,11 @@ func joinSessions(ctx context.Context, c Config) (sessions, error) {
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	if err == nil && c.Multicast && !ss[0].Group().IsValid() {
+		err = fmt.Errorf("the switch at %s granted no multicast group: start it with --multicast", c.Switch)
+	}
+	if err != nil {
 		for _, s := range ss {
 			if s != nil {
 				s.Close()

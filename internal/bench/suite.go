@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -17,11 +18,19 @@ import (
 
 // The paths `flare bench` measures.
 const (
-	PathSwitch = "switch" // the switch daemon
-	PathRing   = "ring"   // the host ring baseline over TCP
-	PathRelay  = "relay"  // the UDP echo relay: the kernel's ceiling
-	PathFanout = "fanout" // the fan-out relay: the switch's pattern's ceiling
+	PathSwitch    = "switch"    // the switch daemon
+	PathMulticast = "switch-mc" // the switch daemon, its results sent once to the job's multicast group
+	PathRing      = "ring"      // the host ring baseline over TCP
+	PathRelay     = "relay"     // the UDP echo relay: the kernel's ceiling
+	PathFanout    = "fanout"    // the fan-out relay: the switch's pattern's ceiling
 )
+
+// BenchGroups is the multicast group pool of the switch `flare bench`
+// embeds for PathMulticast (an administratively scoped block, RFC 2365).
+var BenchGroups = netip.MustParsePrefix("239.255.70.0/24")
+
+// throughSwitch says whether path p runs through the switch.
+func throughSwitch(p string) bool { return p == PathSwitch || p == PathMulticast }
 
 // MaxRounds is the most Suite.Rounds.
 const MaxRounds = 100
@@ -80,8 +89,8 @@ func (s Suite) Validate() error {
 		return err
 	}
 	for _, p := range s.Paths {
-		if p != PathSwitch && p != PathRing && p != PathRelay && p != PathFanout {
-			return fmt.Errorf("Suite.Paths %q: want switch, ring, relay or fanout", p)
+		if !throughSwitch(p) && p != PathRing && p != PathRelay && p != PathFanout {
+			return fmt.Errorf("Suite.Paths %q: want switch, switch-mc, ring, relay or fanout", p)
 		}
 	}
 	for _, p := range s.Ranks {

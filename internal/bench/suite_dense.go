@@ -14,7 +14,7 @@ import (
 // Row is one line of `flare bench`: an allreduce result, the path it
 // took, and its ratios against the other paths of the same P and size.
 type Row struct {
-	Path string `json:"path"` // switch, ring, relay (the echo relay) or fanout (the fan-out relay); a peer's own (Suite.Peers)
+	Path string `json:"path"` // switch, switch-mc (results to a multicast group), ring, relay (the echo relay) or fanout (the fan-out relay); a peer's own (Suite.Peers)
 	Result
 	// Rounds is how many times the row was measured, in turn with the
 	// other rows of its P and size (Suite.Rounds; mergeRounds). A peer's
@@ -132,8 +132,8 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	switch l.path {
 	case PathRelay, PathFanout:
 		c.Switch, c.Verify, c.Algo = srv.relays[l.path], false, "single"
-	case PathSwitch:
-		c.Switch, embedded = srv.sw, srv.embedded
+	case PathSwitch, PathMulticast:
+		c.Switch, embedded, c.Multicast = srv.sw, srv.embedded, l.path == PathMulticast
 	case PathRing:
 		c.Algo = PathRing
 	}
@@ -176,12 +176,12 @@ func hostLinkBytes(row *Row, c Config, embedded bool, up, down int64, links int)
 	p := float64(row.Ranks)
 	calls := float64(c.Warmup + c.Iters)
 	switch {
-	case row.Path == PathSwitch && embedded:
+	case throughSwitch(row.Path) && embedded:
 		if links != row.Ranks {
 			return // the watch missed a link: no number rather than a wrong one
 		}
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(up)/p/calls, float64(down)/p/calls, "switch"
-	case row.Path == PathSwitch:
+	case throughSwitch(row.Path):
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "hosts"
 	case row.Path == PathRing:
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "ring"
