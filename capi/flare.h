@@ -137,6 +137,8 @@ typedef struct flare_options {
     int64_t join_timeout_ms; /* bound on flare_join (every rank must join within it); 0 = 10000 */
     int64_t timeout_ms;      /* bound on each allreduce call; 0 = 30000 */
     int32_t disable_offload; /* nonzero: no UDP GSO/GRO on the session's socket */
+    int32_t multicast;       /* nonzero: ask for the results on the job's multicast group (a switch run with --multicast;
+                                IPv4; the job runs unicast unless every rank asks and the switch has a group free) */
 } flare_options;
 
 /* A session: an integer handle, never 0. */

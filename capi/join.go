@@ -94,6 +94,7 @@ func options(o *C.flare_options) (hostlib.Options, C.int) {
 		JoinTimeout:    joinTimeout,
 		Timeout:        timeout,
 		DisableOffload: o.disable_offload != 0,
+		Multicast:      o.multicast != 0,
 	}
 	return opts, C.FLARE_OK
 }

@@ -66,7 +66,9 @@ class Session:
     gives the same job, token, world, dtype, op, elements and design; the
     op and the vector's length are fixed for the session, as the switch
     sets up its handler for them. Timeouts are in seconds; deadline (bounded
-    time) in seconds, whole milliseconds, 0 for exact results.
+    time) in seconds, whole milliseconds, 0 for exact results. multicast
+    asks for the results on the job's multicast group (a switch run with
+    --multicast; the job runs unicast unless every rank asks).
 
         with flare.Session("127.0.0.1:7470", job=7, token=secret, rank=r, world=4,
                            dtype="float32", op="sum", elements=grad.size) as s:
@@ -75,7 +77,8 @@ class Session:
 
     def __init__(self, switch, *, job, rank, world, dtype, elements, op="sum", token=0, design="auto",
                  buffers=0, reproducible=False, packet_elems=0, sparse=False, storage=None, block_elems=0,
-                 deadline=0, join_timeout=None, timeout=None, disable_offload=False):
+                 deadline=0, join_timeout=None, timeout=None, disable_offload=False,
+                 multicast=False):
         if design not in DESIGNS:
             raise InvalidArgumentError(EINVAL, f"flare: design {design!r}: must be one of {', '.join(DESIGNS)}")
         if storage not in STORAGES:
@@ -86,7 +89,8 @@ class Session:
             buffers=buffers, reproducible=int(bool(reproducible)), packet_elems=packet_elems,
             sparse=int(bool(sparse)), storage=STORAGES[storage], block_elems=block_elems,
             deadline_ms=_millis("deadline", deadline), join_timeout_ms=_millis("join_timeout", join_timeout),
-            timeout_ms=_millis("timeout", timeout), disable_offload=int(bool(disable_offload)))
+            timeout_ms=_millis("timeout", timeout), disable_offload=int(bool(disable_offload)),
+            multicast=int(bool(multicast)))
         self._lib = _lib.lib()
         h = ctypes.c_uint64()
         _lib.check(self._lib.flare_join(ctypes.byref(o), ctypes.byref(h)))

@@ -61,7 +61,7 @@ class Switch:
 
 @pytest.fixture(scope="session")
 def switch():
-    s = Switch()
+    s = Switch("--multicast", "239.255.87.0/28")
     yield s
     s.stop()
 

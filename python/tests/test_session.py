@@ -58,6 +58,20 @@ def test_numpy_every_dtype_and_op(switch, job, dtype, op):
         np.testing.assert_array_equal(x, expected(op).astype(dtype))
 
 
+def test_multicast(switch, job):
+    """Ranks that all ask get the results on a multicast group, sent once."""
+    def rank(r):
+        x = inputs("sum", r).astype("float32")
+        with flare.Session(switch.addr, job=job, token=job * 31, rank=r, world=WORLD, dtype="float32", op="sum",
+                           elements=N, multicast=True) as s:
+            s.allreduce(x)
+            held = switch.metric("flare_multicast_groups_in_use")
+        return x, held
+    for x, held in ranks(WORLD, rank):
+        np.testing.assert_array_equal(x, expected("sum").astype("float32"))
+        assert held == 1
+
+
 @pytest.mark.parametrize("dtype,op", PAIRS)
 def test_torch_every_dtype_and_op(switch, job, dtype, op):
     torch = pytest.importorskip("torch", reason="torch is not installed (apt-get install python3-torch)")

@@ -17,6 +17,9 @@ class Config:
     FLARE_DEADLINE      bounded time: milliseconds after a block's first
                         packet that the switch releases it without late
                         ranks (default 0: exact)
+    FLARE_MULTICAST     1: ask for the results on the job's multicast
+                        group (a switch run with --multicast), sent once
+                        for all ranks instead of once to each
     FLARE_TIMEOUT       seconds one allreduce may take (default 30)
     FLARE_JOIN_TIMEOUT  seconds a job's join may take (default 10)
     FLARE_FALLBACK      gloo (default): reduce with gloo when the switch
@@ -28,6 +31,7 @@ class Config:
     design: str = "auto"
     reproducible: bool = False
     deadline_ms: int = 0
+    multicast: bool = False
     timeout: float = 30.0
     join_timeout: float = 10.0
     fallback: str = "gloo"
@@ -41,6 +45,7 @@ class Config:
             design=env.get("FLARE_DESIGN", cls.design).lower(),
             reproducible=_flag(env, "FLARE_REPRODUCIBLE"),
             deadline_ms=_number(env, "FLARE_DEADLINE", cls.deadline_ms, int),
+            multicast=_flag(env, "FLARE_MULTICAST"),
             timeout=_number(env, "FLARE_TIMEOUT", cls.timeout, float),
             join_timeout=_number(env, "FLARE_JOIN_TIMEOUT", cls.join_timeout, float),
             fallback=env.get("FLARE_FALLBACK", cls.fallback).lower(),

@@ -91,7 +91,8 @@ class Reducer:
             s = Session(self.config.switch, job=job, token=self.token, rank=self.rank, world=self.world,
                         dtype=dtype, op=op, elements=n, design=self.config.design,
                         reproducible=self.config.reproducible, deadline=self.config.deadline_ms / 1000,
-                        timeout=self.config.timeout, join_timeout=self.config.join_timeout)
+                        timeout=self.config.timeout, join_timeout=self.config.join_timeout,
+                        multicast=self.config.multicast)
         except FlareError as e:
             s, err = None, e
         if not self.agree(s is not None):
