@@ -265,7 +265,7 @@ func checkAborted(t *testing.T, r int, err error, rank int, want string) {
 // and the hosts of the other leaf fail with an *AbortedError that names it
 // and the path the news took.
 func TestAbortTree(t *testing.T) {
-	leaves := startTree(t, 2).Leaves
+	leaves := startTree(t, 2, netip.Prefix{}).Leaves
 	ss := inproctest.JoinAll(t, 4, func(r int) hostlib.Options {
 		return hostlib.Options{Switch: leaves[r/2].Addr().String(), Job: 5, Token: 77, Rank: r % 2, World: 2,
 			DType: wire.Float32, Op: wire.OpSum, Elements: 1 << 14, Timeout: 30 * time.Second}

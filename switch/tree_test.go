@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -30,10 +31,12 @@ func treeSwitch(t *testing.T) swtch.Config {
 }
 
 // startTree runs a root and leaves leaf switches on loopback until the
-// test ends.
-func startTree(t *testing.T, leaves int) *inproc.Tree {
+// test ends, each with the pool of multicast groups (none when invalid).
+func startTree(t *testing.T, leaves int, groups netip.Prefix) *inproc.Tree {
 	t.Helper()
-	tree, err := inproctest.Group(t).Tree(leaves, treeSwitch(t))
+	cfg := treeSwitch(t)
+	cfg.Multicast = groups
+	tree, err := inproctest.Group(t).Tree(leaves, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -42,15 +45,18 @@ func startTree(t *testing.T, leaves int) *inproc.Tree {
 
 // treeAllReduce runs calls allreduces of in (one vector per rank) over
 // leaves × perLeaf hosts under one root (leaves = 0: one switch holds every
-// rank) and returns rank 0's results, one per call.
-func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducible bool, in [][]float32, calls int) [][]float32 {
+// rank) and returns rank 0's results, one per call. With groups valid,
+// every switch has that pool of multicast groups and the hosts ask for one.
+func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducible bool, in [][]float32, calls int, groups netip.Prefix) [][]float32 {
 	t.Helper()
 	var addrs []string
 	if leaves == 0 {
-		addrs = []string{startSwitch(t, treeSwitch(t)).Addr().String()}
+		cfg := treeSwitch(t)
+		cfg.Multicast = groups
+		addrs = []string{startSwitch(t, cfg).Addr().String()}
 		perLeaf = len(in)
 	} else {
-		addrs = strings.Split(startTree(t, leaves).Addrs(), ",")
+		addrs = strings.Split(startTree(t, leaves, groups).Addrs(), ",")
 	}
 	world := len(in)
 	ss := make([]*hostlib.Session, world)
@@ -60,7 +66,8 @@ func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducib
 	for r := range world {
 		g.Go(func() error {
 			s, err := hostlib.Join(gctx, hostlib.Options{Switch: addrs[r/perLeaf], Job: 3, Token: 9, Rank: r % perLeaf, World: perLeaf,
-				DType: wire.Float32, Op: wire.OpSum, Elements: len(in[0]), Algo: algo, Reproducible: reproducible, Timeout: 20 * time.Second})
+				DType: wire.Float32, Op: wire.OpSum, Elements: len(in[0]), Algo: algo, Reproducible: reproducible, Timeout: 20 * time.Second,
+				Multicast: groups.IsValid()})
 			ss[r] = s
 			return err
 		})
@@ -73,6 +80,11 @@ func treeAllReduce(t *testing.T, leaves, perLeaf int, algo wire.Algo, reproducib
 			s.Close()
 		}
 	}()
+	for r, s := range ss {
+		if s.Group().IsValid() != groups.IsValid() {
+			t.Fatalf("rank %d takes its results on group %v, with the switches' pool %v", r, s.Group(), groups)
+		}
+	}
 	var out [][]float32
 	for range calls {
 		bufs := make([][]float32, world)
@@ -108,10 +120,13 @@ func TestTreeReproducible(t *testing.T) {
 			in[i][k] = float32(r.NormFloat64() * float64(1+k%1000) * 1e3)
 		}
 	}
-	flat := treeAllReduce(t, 0, 0, wire.AlgoAuto, true, in, 1)[0]
-	first := treeAllReduce(t, leaves, perLeaf, wire.AlgoAuto, true, in, 3)
-	again := treeAllReduce(t, leaves, perLeaf, wire.AlgoAuto, true, in, 1)
-	for i, res := range append(first, again...) {
+	flat := treeAllReduce(t, 0, 0, wire.AlgoAuto, true, in, 1, netip.Prefix{})[0]
+	first := treeAllReduce(t, leaves, perLeaf, wire.AlgoAuto, true, in, 3, netip.Prefix{})
+	again := treeAllReduce(t, leaves, perLeaf, wire.AlgoAuto, true, in, 1, netip.Prefix{})
+	// The leaves send their hosts the results on multicast groups: the
+	// same bits.
+	multicast := treeAllReduce(t, leaves, perLeaf, wire.AlgoAuto, true, in, 2, netip.MustParsePrefix("239.255.89.0/28"))
+	for i, res := range append(append(first, again...), multicast...) {
 		if !slices.Equal(res, flat) {
 			t.Fatalf("run %d: the tree's reproducible sum differs from one switch's", i)
 		}
@@ -119,7 +134,7 @@ func TestTreeReproducible(t *testing.T) {
 	// Every design sums right (to float tolerance) through the tree.
 	// (multi is covered end to end, in cmd/flare.)
 	for _, algo := range []wire.Algo{wire.AlgoSingle, wire.AlgoTree} {
-		res := treeAllReduce(t, leaves, perLeaf, algo, false, in, 1)[0]
+		res := treeAllReduce(t, leaves, perLeaf, algo, false, in, 1, netip.Prefix{})[0]
 		for k := range res {
 			if d := res[k] - flat[k]; d > 1e-3*(1+abs(flat[k])) || -d > 1e-3*(1+abs(flat[k])) {
 				t.Fatalf("%s: element %d = %v, want about %v", algo, k, res[k], flat[k])
