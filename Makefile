@@ -97,8 +97,9 @@ PEERS_PACKETS ?= 1KiB,8KiB
 PEERS_ITERS   ?= 5
 PEERS_ROUNDS  ?= 3
 PEERS_OUT     ?= bin/peers.jsonl
-# switch-mc: the embedded switch with its results on a multicast group
-PEERS_PATHS   ?= switch,switch-mc,ring,relay,fanout
+# switch-mc: the embedded switch with its results on a multicast group;
+# fanout-mc: the fan-out relay sending to one, switch-mc's ceiling
+PEERS_PATHS   ?= switch,switch-mc,ring,relay,fanout,fanout-mc
 # ob1 and tcp,self: TCP on loopback, no shared memory (vader) and no UCX.
 MPIRUN_FLAGS  := --oversubscribe --bind-to none --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
                  $(if $(filter 0,$(shell id -u)),--allow-run-as-root)

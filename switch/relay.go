@@ -23,7 +23,10 @@ import (
 // (NewFanoutRelay) has the switch's own communication pattern: it counts a
 // block's arrivals from the job's P members and, with the last, sends that
 // packet to all P, so a host waits for the slowest rank as in every
-// allreduce. The fan-out relay is the fair ceiling for the switch.
+// allreduce. The fan-out relay is the fair ceiling for the switch. Given
+// Config.Multicast, it sends a job whose members ask (wire.OptMulticast)
+// its packets once to a group of the pool, as the switch does: the
+// ceiling of the switch's multicast results.
 type Relay struct {
 	cfg   Config
 	conn  conn.Conn
@@ -33,7 +36,8 @@ type Relay struct {
 }
 
 // NewRelay checks cfg (the fields a relay uses: Listen, PacketBytes, Window,
-// Conn, Socket) and builds an echo relay; Run starts it.
+// Conn, Socket; Multicast and MulticastPort for the fan-out relay) and
+// builds an echo relay; Run starts it.
 func NewRelay(cfg Config) (*Relay, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -48,7 +52,7 @@ func NewFanoutRelay(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.fan = newFanout()
+	r.fan = newFanout(newGroupPool(r.cfg.Multicast, r.cfg.MulticastPort))
 	return r, nil
 }
 
@@ -73,6 +77,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		return err
 	}
 	r.conn = c
+	if g := r.fan.groupPool(); g != nil && g.port == 0 {
+		g.port = uint16(groupPort(c.LocalAddr().Port()))
+	}
 	close(r.ready)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
@@ -132,9 +139,12 @@ func (r *Relay) batch(msgs []conn.Datagram, out []conn.Datagram) []conn.Datagram
 			// own answers.
 			start := len(r.ack)
 			var shape relayShape
-			r.ack, shape = relayAck(&r.cfg, r.ack, &h, payload)
+			r.ack, shape = relayAck(&r.cfg, r.ack, &h, payload, netip.AddrPort{})
 			if r.fan != nil && shape.world > 0 {
 				r.ack = r.fan.join(r.ack, start, &h, shape, d.Addr)
+				if g := r.fan.jobs[h.Job].groupOf(); g.IsValid() && len(r.ack) > start && r.ack[start+wire.OffType] == byte(wire.TypeJoinAck) {
+					r.ack, _ = relayAck(&r.cfg, r.ack[:start], &h, payload, g) // the ack names the job's group
+				}
 			}
 			if len(r.ack) > start {
 				out = append(out, conn.Datagram{Buf: r.ack[start:], N: len(r.ack) - start, Addr: d.Addr})
@@ -170,17 +180,19 @@ func listenRelay(cfg *Config, what string) (conn.Conn, error) {
 	return c, nil
 }
 
-// relayShape is what a relay's join-ack fixes: the job's ranks and blocks.
+// relayShape is what a relay's join-ack fixes: the job's ranks and
+// blocks, and whether the member asked for a multicast group.
 type relayShape struct {
 	world, blocks int
+	multicast     bool
 }
 
 // relayAck answers a join at once, appended to b: a relay needs no other
 // member to answer. A join it cannot read gets no answer; one it cannot
 // serve an error. For a join-ack it returns the job's shape (zero
 // otherwise); a fan-out relay checks the rank and the shape on top
-// (fanout.join).
-func relayAck(cfg *Config, b []byte, h *wire.Header, payload []byte) ([]byte, relayShape) {
+// (fanout.join). The ack names group when it is valid.
+func relayAck(cfg *Config, b []byte, h *wire.Header, payload []byte, group netip.AddrPort) ([]byte, relayShape) {
 	var body wire.JoinBody
 	if body.Unmarshal(payload) != nil || h.DType.Size() == 0 {
 		return b, relayShape{}
@@ -200,8 +212,8 @@ func relayAck(cfg *Config, b []byte, h *wire.Header, payload []byte) ([]byte, re
 	reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: h.Job, Token: h.Token, Child: h.Child, DType: h.DType, Op: h.Op}
 	w := cfg.windowFor(int(body.World), pe*h.DType.Size()) // the switch's for the job with one buffer a block
 	a := wire.JoinAckBody{Window: uint32(min(w, blocks)), Algo: algo, Buffers: uint8(bufs),
-		PacketElems: uint32(pe), Blocks: uint32(blocks)}
-	return wire.AppendJoinAck(b, &reply, &a), relayShape{world: int(body.World), blocks: blocks}
+		PacketElems: uint32(pe), Blocks: uint32(blocks), Group: group}
+	return wire.AppendJoinAck(b, &reply, &a), relayShape{world: int(body.World), blocks: blocks, multicast: body.Options&wire.OptMulticast != 0}
 }
 
 // relayError appends an error answer to the join h.

@@ -20,8 +20,9 @@ const (
 // the arrivals of each block in its current generation. It is used by the
 // relay's one goroutine only.
 type fanout struct {
-	jobs  map[uint32]*fanoutJob
-	order []uint32 // job ids, oldest first
+	jobs   map[uint32]*fanoutJob
+	order  []uint32   // job ids, oldest first
+	groups *groupPool // Config.Multicast; nil without
 
 	// the blocks completed in the batch being handled: which job, and the
 	// packet (rewritten as the result) to send to its members
@@ -42,12 +43,32 @@ type fanoutJob struct {
 	shape   relayShape
 	words   int
 	members []netip.AddrPort
+	group   netip.AddrPort // where its packets go instead of to each member, when valid
 	gen     []uint32
 	count   []uint32
 	seen    []uint64
 }
 
-func newFanout() *fanout { return &fanout{jobs: make(map[uint32]*fanoutJob)} }
+func newFanout(groups *groupPool) *fanout {
+	return &fanout{jobs: make(map[uint32]*fanoutJob), groups: groups}
+}
+
+// groupPool is f's pool of multicast groups; nil for no fan-out relay or
+// no pool.
+func (f *fanout) groupPool() *groupPool {
+	if f == nil {
+		return nil
+	}
+	return f.groups
+}
+
+// groupOf is j's multicast group; invalid for none (or no job).
+func (j *fanoutJob) groupOf() netip.AddrPort {
+	if j == nil {
+		return netip.AddrPort{}
+	}
+	return j.group
+}
 
 // start begins a received batch.
 func (f *fanout) start() { f.done = f.done[:0] }
@@ -61,8 +82,8 @@ func (f *fanout) join(b []byte, start int, h *wire.Header, shape relayShape, fro
 	}
 	j := f.jobs[h.Job]
 	if j != nil && (j.token != h.Token || j.shape != shape) {
-		return relayError(b[:start], h, fmt.Sprintf("fan-out relay: job %d is joined with another token or shape (%d ranks, %d blocks)",
-			h.Job, j.shape.world, j.shape.blocks))
+		return relayError(b[:start], h, fmt.Sprintf("fan-out relay: job %d is joined with another token or shape (%d ranks, %d blocks, multicast %v)",
+			h.Job, j.shape.world, j.shape.blocks, j.shape.multicast))
 	}
 	if j == nil {
 		words := (shape.world + 63) / 64
@@ -70,11 +91,15 @@ func (f *fanout) join(b []byte, start int, h *wire.Header, shape relayShape, fro
 			return relayError(b[:start], h, fmt.Sprintf("fan-out relay: job %d needs %d bytes of block table, more than %d", h.Job, need, fanoutMaxBytes))
 		}
 		if len(f.order) == fanoutMaxJobs {
+			f.groups.give(f.jobs[f.order[0]].group)
 			delete(f.jobs, f.order[0])
 			f.order = f.order[1:]
 		}
 		j = &fanoutJob{token: h.Token, shape: shape, words: words, members: make([]netip.AddrPort, shape.world),
 			gen: make([]uint32, shape.blocks), count: make([]uint32, shape.blocks), seen: make([]uint64, shape.blocks*words)}
+		if shape.multicast {
+			j.group, _ = f.groups.take() // none (no pool, or all taken): unicast
+		}
 		f.jobs[h.Job] = j
 		f.order = append(f.order, h.Job)
 	}
@@ -128,6 +153,11 @@ func (f *fanout) finish(out []conn.Datagram) []conn.Datagram {
 		j := f.done[i].j
 		if j == nil {
 			continue // sent with an earlier job's run
+		}
+		if j.group.IsValid() {
+			out = append(out, conn.Datagram{Buf: f.done[i].d.Buf, N: f.done[i].d.N, Addr: j.group})
+			f.done[i].j = nil
+			continue
 		}
 		for _, m := range j.members {
 			for k := i; k < len(f.done); k++ {

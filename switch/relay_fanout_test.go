@@ -20,16 +20,27 @@ type fanoutFixture struct {
 
 func newFanoutFixture(t *testing.T, world, elements int) *fanoutFixture {
 	t.Helper()
-	r, err := NewFanoutRelay(Config{Listen: "127.0.0.1:0", PacketBytes: 64})
+	return newGroupFanoutFixture(t, world, elements, netip.Prefix{})
+}
+
+// newGroupFanoutFixture is newFanoutFixture with a relay given the pool
+// groups; with one, the hosts join asking for a group.
+func newGroupFanoutFixture(t *testing.T, world, elements int, groups netip.Prefix) *fanoutFixture {
+	t.Helper()
+	r, err := NewFanoutRelay(Config{Listen: "127.0.0.1:7000", PacketBytes: 64, Multicast: groups})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var opts wire.JoinOptions
+	if groups.IsValid() {
+		opts = wire.OptMulticast
 	}
 	f := &fanoutFixture{t: t, r: r, hdr: wire.Header{Job: 5, Token: 9, DType: wire.Float32, Op: wire.OpSum}}
 	for rank := range world {
 		f.hosts = append(f.hosts, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(2000+rank)))
 		h := f.hdr
 		h.Child = uint16(rank)
-		join := wire.AppendJoin(nil, &h, &wire.JoinBody{World: uint16(world), Elements: uint64(elements)})
+		join := wire.AppendJoin(nil, &h, &wire.JoinBody{World: uint16(world), Elements: uint64(elements), Options: opts})
 		out := f.batch(conn.Datagram{Buf: join, N: len(join), Addr: f.hosts[rank]})
 		if len(out) != 1 || f.typeOf(out[0]) != wire.TypeJoinAck {
 			t.Fatalf("join of rank %d: answers %v", rank, f.types(out))
@@ -64,6 +75,32 @@ func (f *fanoutFixture) types(out []conn.Datagram) []wire.Type {
 		ts = append(ts, f.typeOf(d))
 	}
 	return ts
+}
+
+// With a pool, a job whose members ask gets a group, named in every
+// join-ack, and each completed block goes there once; the answer to a
+// retransmission goes to its sender alone.
+func TestFanoutRelayGroup(t *testing.T) {
+	const world = 3
+	f := newGroupFanoutFixture(t, world, 16*4, netip.MustParsePrefix("239.255.90.0/30"))
+	want := netip.MustParseAddrPort("239.255.90.0:7001")
+	h := f.hdr
+	join := wire.AppendJoin(nil, &h, &wire.JoinBody{World: world, Elements: 64, Options: wire.OptMulticast})
+	ack := f.batch(conn.Datagram{Buf: join, N: len(join), Addr: f.hosts[0]}) // a resent join
+	var ah wire.Header
+	payload, err := ah.Unmarshal(ack[0].Buf[:ack[0].N])
+	var body wire.JoinAckBody
+	if err != nil || body.Unmarshal(payload) != nil || body.Group != want {
+		t.Fatalf("join-ack: %v, group %v, want %v", err, body.Group, want)
+	}
+	out := f.batch(f.data(0, 1, 1, 0), f.data(1, 1, 1, 0), f.data(2, 1, 1, 0))
+	if len(out) != 1 || out[0].Addr != want || f.typeOf(out[0]) != wire.TypeResult {
+		t.Fatalf("a completed block: %d datagrams %v, want one result to %v", len(out), out, want)
+	}
+	out = f.batch(f.data(2, 1, 1, wire.FlagRetransmit))
+	if len(out) != 1 || out[0].Addr != f.hosts[2] {
+		t.Fatalf("a retransmission: %d datagrams %v, want one to its sender", len(out), out)
+	}
 }
 
 // A block's result goes to all P members once each of the P ranks sent it,

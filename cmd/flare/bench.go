@@ -60,7 +60,8 @@ func addBenchFlags(fs *pflag.FlagSet, s *bench.Suite) *benchFlags {
 	var b benchFlags
 	fs.IntSliceVar(&s.Ranks, "ranks", []int{8}, "world sizes P, comma-separated (1..1024)")
 	b.sizes = fs.StringSlice("bytes", []string{"1MiB", "16MiB"}, "vector sizes per rank, comma-separated")
-	fs.StringSliceVar(&s.Paths, "paths", []string{"switch", "ring", "relay", "fanout"}, "what to measure: switch, switch-mc (the switch with its results on a multicast group), ring, relay (echo), fanout")
+	fs.StringSliceVar(&s.Paths, "paths", []string{"switch", "ring", "relay", "fanout"}, "what to measure: switch, switch-mc (the switch with its results on a multicast group), ring, relay (echo), fanout,\n"+
+		"fanout-mc (the fan-out relay sending to a multicast group: switch-mc's ceiling)")
 	b.packets = fs.StringSlice("packet", []string{"1KiB"}, "payload bytes per packet, comma-separated (8..8KiB): the switch and the relays run once per size")
 	b.peers = fs.String("peers", "", "a file of --json rows from host-based libraries measured apart (make bench-peers: mpi-tcp,\n"+
 		"gloo-ring) to print in the same table, with ratios, beside the rows of the same P and size")

@@ -60,11 +60,15 @@ func (s Suite) validatePackets() error {
 // pk and, without Suite.Switch, a switch of that size.
 func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 	srv := &servers{sw: s.Switch, relays: map[string]string{}}
-	for _, path := range []string{PathRelay, PathFanout} {
+	for _, path := range []string{PathRelay, PathFanout, PathFanoutMC} {
 		if !slices.Contains(s.Paths, path) {
 			continue
 		}
-		r, err := g.Relay(path == PathFanout, swtch.Config{Listen: "127.0.0.1:0", PacketBytes: pk})
+		cfg := swtch.Config{Listen: "127.0.0.1:0", PacketBytes: pk}
+		if path == PathFanoutMC {
+			cfg.Multicast = relayGroups
+		}
+		r, err := g.Relay(path != PathRelay, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +96,7 @@ func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 func (s Suite) measureLegs() []leg {
 	var legs []leg
 	for _, pk := range s.packets() {
-		for _, path := range []string{PathRelay, PathFanout, PathSwitch, PathMulticast} {
+		for _, path := range []string{PathRelay, PathFanout, PathFanoutMC, PathSwitch, PathMulticast} {
 			if slices.Contains(s.Paths, path) {
 				legs = append(legs, leg{path, pk})
 			}
@@ -105,10 +109,10 @@ func (s Suite) measureLegs() []leg {
 }
 
 // tableLegs lists a (P, size) group's legs in the table's order: switch,
-// switch-mc, ring, relay, fanout, each at every packet size.
+// switch-mc, ring, relay, fanout, fanout-mc, each at every packet size.
 func tableLegs(packets []int) []leg {
 	var legs []leg
-	for _, path := range []string{PathSwitch, PathMulticast, PathRing, PathRelay, PathFanout} {
+	for _, path := range []string{PathSwitch, PathMulticast, PathRing, PathRelay, PathFanout, PathFanoutMC} {
 		if path == PathRing {
 			legs = append(legs, leg{path, 0})
 			continue
@@ -145,13 +149,23 @@ func groupRows(res map[leg]*Row, peers []Row, packets []int) []Row {
 		}
 		row.VsRing = ratioOf(res[leg{PathRing, 0}], row.MedianS)
 		row.OfRelay = ratioOf(res[leg{PathRelay, pk}], row.MedianS)
-		row.OfFanout = ratioOf(res[leg{PathFanout, pk}], row.MedianS)
+		row.OfFanout = ratioOf(res[fanoutOf(row.Path, pk, res)], row.MedianS)
 		row.OverBestPeer = 0
 		if best > 0 {
 			row.OverBestPeer = row.MedianS / best
 		}
 	}
 	return rows
+}
+
+// fanoutOf is the fan-out relay leg a row of path at packet size pk is
+// compared with: the multicast one for the multicast rows where it was
+// measured, the unicast one otherwise.
+func fanoutOf(path string, pk int, res map[leg]*Row) leg {
+	if mc := (leg{PathFanoutMC, pk}); (path == PathMulticast || path == PathFanoutMC) && res[mc] != nil {
+		return mc
+	}
+	return leg{PathFanout, pk}
 }
 
 // ratioOf is base's median time over t: 0 (no ratio) without base.

@@ -23,14 +23,22 @@ const (
 	PathRing      = "ring"      // the host ring baseline over TCP
 	PathRelay     = "relay"     // the UDP echo relay: the kernel's ceiling
 	PathFanout    = "fanout"    // the fan-out relay: the switch's pattern's ceiling
+	PathFanoutMC  = "fanout-mc" // the fan-out relay, its packets sent once to a multicast group: switch-mc's ceiling
 )
 
-// BenchGroups is the multicast group pool of the switch `flare bench`
-// embeds for PathMulticast (an administratively scoped block, RFC 2365).
-var BenchGroups = netip.MustParsePrefix("239.255.70.0/24")
+// BenchGroups and relayGroups are the multicast group pools of the switch
+// `flare bench` embeds (for PathMulticast) and of its fan-out relay (for
+// PathFanoutMC): administratively scoped blocks (RFC 2365).
+var (
+	BenchGroups = netip.MustParsePrefix("239.255.70.0/24")
+	relayGroups = netip.MustParsePrefix("239.255.71.0/24")
+)
 
 // throughSwitch says whether path p runs through the switch.
 func throughSwitch(p string) bool { return p == PathSwitch || p == PathMulticast }
+
+// isRelay says whether path p is one of the relays (ceilings, never sums).
+func isRelay(p string) bool { return p == PathRelay || p == PathFanout || p == PathFanoutMC }
 
 // MaxRounds is the most Suite.Rounds.
 const MaxRounds = 100
@@ -89,8 +97,8 @@ func (s Suite) Validate() error {
 		return err
 	}
 	for _, p := range s.Paths {
-		if !throughSwitch(p) && p != PathRing && p != PathRelay && p != PathFanout {
-			return fmt.Errorf("Suite.Paths %q: want switch, switch-mc, ring, relay or fanout", p)
+		if !throughSwitch(p) && p != PathRing && !isRelay(p) {
+			return fmt.Errorf("Suite.Paths %q: want switch, switch-mc, ring, relay, fanout or fanout-mc", p)
 		}
 	}
 	for _, p := range s.Ranks {

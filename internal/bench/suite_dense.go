@@ -14,7 +14,7 @@ import (
 // Row is one line of `flare bench`: an allreduce result, the path it
 // took, and its ratios against the other paths of the same P and size.
 type Row struct {
-	Path string `json:"path"` // switch, switch-mc (results to a multicast group), ring, relay (the echo relay) or fanout (the fan-out relay); a peer's own (Suite.Peers)
+	Path string `json:"path"` // switch, switch-mc (results to a multicast group), ring, relay (the echo relay), fanout (the fan-out relay) or fanout-mc (it, to a group); a peer's own (Suite.Peers)
 	Result
 	// Rounds is how many times the row was measured, in turn with the
 	// other rows of its P and size (Suite.Rounds; mergeRounds). A peer's
@@ -40,7 +40,8 @@ type Row struct {
 	// OfFanout is the fan-out relay's median time over this row's: the
 	// fraction of the switch's own communication pattern (every block's P
 	// arrivals, then one packet to all P) this path reaches, with no
-	// processing unit. The fair ceiling for the switch.
+	// processing unit. The fair ceiling for the switch; for switch-mc,
+	// the fan-out relay that sends to a group (fanout-mc) where it ran.
 	OfFanout float64 `json:"of_fanout"`
 	// Bytes per call on one host's link, the mean over the ranks: up
 	// (host to switch, or to its ring successor) and down. The switch row
@@ -89,7 +90,8 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 	if tw != nil {
 		tw.Flush()
 		fmt.Fprintln(w, "\nvs ring: ring time / this time (above 1 is faster). of relay, of fanout: that relay's time / this time (the\n"+
-			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling); the ring and the\n"+
+			"fraction of its ceiling; of fanout on the switch row is the switch of its own pattern's ceiling, on the switch-mc\n"+
+			"row of fanout-mc's where it ran); the ring and the\n"+
 			"peers are compared with the relays of the first packet size. ÷ best peer: this time / the faster peer row's time\n"+
 			"(below 1 is faster than the best host-based library). server cpu: user+kernel CPU per call of the process holding\n"+
 			"the row's switch or relay, with a process per rank (the embedded switch and the relays only).\n"+
@@ -130,8 +132,8 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	srv := s.servers[l.packet]
 	var embedded *swtch.Switch
 	switch l.path {
-	case PathRelay, PathFanout:
-		c.Switch, c.Verify, c.Algo = srv.relays[l.path], false, "single"
+	case PathRelay, PathFanout, PathFanoutMC:
+		c.Switch, c.Verify, c.Algo, c.Multicast = srv.relays[l.path], false, "single", l.path == PathFanoutMC
 	case PathSwitch, PathMulticast:
 		c.Switch, embedded, c.Multicast = srv.sw, srv.embedded, l.path == PathMulticast
 	case PathRing:
@@ -156,12 +158,12 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	switch l.path {
 	case PathRelay:
 		res.Algo = "echo"
-	case PathFanout:
+	case PathFanout, PathFanoutMC:
 		res.Algo = "fan-out"
 	}
 	row := &Row{Path: l.path, Result: *res}
 	hostLinkBytes(row, c, embedded != nil, up, down, links)
-	if cpu != nil && (l.path == PathRelay || l.path == PathFanout || embedded != nil) {
+	if cpu != nil && (isRelay(l.path) || embedded != nil) {
 		row.ServerUserS, row.ServerSysS = cpu.perCall(c.Iters)
 	}
 	return row, nil
@@ -227,7 +229,7 @@ func linkCell(n float64, from string) string {
 // results are one rank's data, never a sum.
 func yesNo(v bool, path string) string {
 	switch {
-	case path == PathRelay || path == PathFanout:
+	case isRelay(path):
 		return "n/a"
 	case v:
 		return "yes"
