@@ -41,3 +41,30 @@ func TestBenchProcessPerRank(t *testing.T) {
 		t.Errorf("switch of fanout %v, want %v: the merged medians' ratio", sw.OfFanout, fo.MedianS/sw.MedianS)
 	}
 }
+
+// The multicast rows, a process per rank: switch-mc is verified and is
+// compared with fanout-mc, both ran on a group (a row that got none fails
+// the run), and a host's down bytes count what the switch sent the group
+// once for every host: about the vector, as unicast.
+func TestBenchMulticastRows(t *testing.T) {
+	out, err := exec.Command(flareBin, "bench", "--json", "--ranks", "3", "--bytes", "64KiB", "--packet", "1KiB",
+		"--iters", "3", "--warmup", "1", "--paths", "switch-mc,fanout,fanout-mc").CombinedOutput()
+	if err != nil {
+		t.Fatalf("flare bench: %v\n%s", err, out)
+	}
+	paths := map[string]benchRow{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		r := strictRow(t, line)
+		paths[r.Path] = r
+	}
+	mc, fo := paths["switch-mc"], paths["fanout-mc"]
+	if !mc.Verified || mc.MedianS <= 0 || fo.MedianS <= 0 || paths["fanout"].MedianS <= 0 {
+		t.Fatalf("rows %+v, want a verified switch-mc and both fan-out relays timed", paths)
+	}
+	if mc.OfFanout != fo.MedianS/mc.MedianS {
+		t.Errorf("switch-mc of fanout %v, want fanout-mc's %v", mc.OfFanout, fo.MedianS/mc.MedianS)
+	}
+	if mc.HostDownBytes < 64<<10 || mc.HostDownBytes > 80<<10 {
+		t.Errorf("switch-mc: %.0f bytes down a host's link a call, want the 64 KiB result and headers", mc.HostDownBytes)
+	}
+}
