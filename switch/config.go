@@ -397,6 +397,12 @@ func (c Config) validateTree() error {
 // validateMulticast checks the group pool and where its results leave.
 func (c Config) validateMulticast() error {
 	if !c.Multicast.IsValid() {
+		switch {
+		case c.MulticastPort != 0:
+			return fmt.Errorf("Config.MulticastPort = %d without Config.Multicast: the port is the groups'", c.MulticastPort)
+		case c.Socket.MulticastInterface.IsValid():
+			return fmt.Errorf("Config.Socket.MulticastInterface = %v without Config.Multicast: it is where the groups' results leave", c.Socket.MulticastInterface)
+		}
 		return nil
 	}
 	p := c.Multicast

@@ -102,7 +102,11 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Multicast, c.MulticastPort = netip.MustParsePrefix("239.1.2.0/24"), 70000 }, "Config.MulticastPort = 70000: must be in 1..65535"},
 		{func(c *Config) { c.Multicast, c.Conn = netip.MustParsePrefix("239.1.2.0/24"), memConns(t, 1)[0] }, "multicast results need the switch's own UDP sockets"},
 		{func(c *Config) { c.Multicast, c.Listen = netip.MustParsePrefix("239.1.2.0/24"), "0.0.0.0:0" }, `Config.Multicast = 239.1.2.0/24 with Config.Listen = "0.0.0.0:0": set Config.Socket.MulticastInterface`},
-		{func(c *Config) { c.Socket.MulticastInterface = netip.MustParseAddr("239.1.1.1") }, "Config.Socket.MulticastInterface: multicast interface = 239.1.1.1: must be an IPv4 unicast address"},
+		{func(c *Config) {
+			c.Multicast, c.Socket.MulticastInterface = netip.MustParsePrefix("239.1.2.0/24"), netip.MustParseAddr("239.1.1.1")
+		}, "Config.Socket.MulticastInterface: multicast interface = 239.1.1.1: must be an IPv4 unicast address"},
+		{func(c *Config) { c.MulticastPort = 7471 }, "Config.MulticastPort = 7471 without Config.Multicast"},
+		{func(c *Config) { c.Socket.MulticastInterface = netip.MustParseAddr("10.0.0.1") }, "Config.Socket.MulticastInterface = 10.0.0.1 without Config.Multicast"},
 	} {
 		c := Config{Listen: "127.0.0.1:0"}
 		tc.edit(&c)
