@@ -289,6 +289,8 @@ func TestE2ETreeKernelLoss(t *testing.T) {
 		{"--algo", "single"}, {"--algo", "multi4"}, {"--algo", "tree"},
 		{"--sparse", "--storage", "hash", "--density", "0.02"},
 		{"--sparse", "--storage", "array", "--density", "0.02"},
+		{"--multicast", "--algo", "single"},
+		{"--multicast", "--sparse", "--storage", "hash", "--density", "0.02"},
 	})
 	if !testing.Short() {
 		treeUnderLoss(t, 8, 8, "256KiB", [][]string{
@@ -300,7 +302,8 @@ func TestE2ETreeKernelLoss(t *testing.T) {
 }
 
 // treeUnderLoss runs leaves × hosts in one namespace with 1% loss on the
-// link of leaf 0, each run verified, and logs the table.
+// link of leaf 0, each run verified, and logs the table. The leaves have
+// multicast groups for the runs whose hosts ask (--multicast).
 func treeUnderLoss(t *testing.T, leaves, hosts int, size string, runs [][]string) {
 	ns := newLossNS(t, 0)
 	const root = "127.0.0.1:7470"
@@ -308,7 +311,8 @@ func treeUnderLoss(t *testing.T, leaves, hosts int, size string, runs [][]string
 	var addrs []string
 	for i := range leaves {
 		a := "127.0.0.1:" + strconv.Itoa(7471+i)
-		ns.startSwitchAt(t, a, append([]string{"--parent", root, "--child-index", strconv.Itoa(i)}, treeDaemonFlags...)...)
+		ns.startSwitchAt(t, a, append([]string{"--parent", root, "--child-index", strconv.Itoa(i),
+			"--multicast", "239.255.91.0/28", "--multicast-port", strconv.Itoa(7571+i)}, treeDaemonFlags...)...)
 		addrs = append(addrs, a)
 	}
 	for _, dir := range [][2]string{{"7471", "7470"}, {"7470", "7471"}} {
