@@ -16,29 +16,21 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
-// groupTxPackets is how many datagrams sw has sent to multicast groups,
-// over the groups live jobs hold now.
-func groupTxPackets(sw *swtch.Switch) int64 {
+// txPackets is how many datagrams sw has sent on the links of role that
+// live jobs name now: "group" (their multicast groups), "child" (their
+// members, one by one).
+func txPackets(sw *swtch.Switch, role string) int64 {
 	var n int64
 	for _, l := range sw.LinkTraffic() {
-		if l.Role == "group" {
+		if l.Role == role {
 			n += l.TxPackets
 		}
 	}
 	return n
 }
 
-// childTxPackets is how many datagrams sw has sent to the members of live
-// jobs one by one.
-func childTxPackets(sw *swtch.Switch) int64 {
-	var n int64
-	for _, l := range sw.LinkTraffic() {
-		if l.Role == "child" {
-			n += l.TxPackets
-		}
-	}
-	return n
-}
+// groupTxPackets is txPackets to the multicast groups.
+func groupTxPackets(sw *swtch.Switch) int64 { return txPackets(sw, "group") }
 
 // mcRanks joins world float32-sum ranks of job at sw, rank r asking for
 // multicast results when ask(r).
@@ -80,7 +72,7 @@ func TestMulticastResults(t *testing.T) {
 	if got := groupTxPackets(sw); got < calls*blocks {
 		t.Errorf("%d datagrams sent to the group, want at least %d (every block of %d calls)", got, calls*blocks, calls)
 	}
-	if got := childTxPackets(sw); got >= blocks {
+	if got := txPackets(sw, "child"); got >= blocks {
 		t.Errorf("%d datagrams sent to members one by one, want only join-acks and answers to retransmissions (< %d)", got, blocks)
 	}
 	if got := sw.MulticastGroupsInUse(); got != 1 {

@@ -14,16 +14,7 @@ import (
 // barrier). Two rounds measure both rows twice, in turn, each round with
 // its own processes.
 func TestBenchProcessPerRank(t *testing.T) {
-	out, err := exec.Command(flareBin, "bench", "--json", "--ranks", "3", "--bytes", "64KiB", "--packet", "1KiB",
-		"--iters", "3", "--warmup", "1", "--rounds", "2", "--paths", "switch,fanout").CombinedOutput()
-	if err != nil {
-		t.Fatalf("flare bench: %v\n%s", err, out)
-	}
-	paths := map[string]benchRow{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		r := strictRow(t, line)
-		paths[r.Path] = r
-	}
+	paths := smallBenchRows(t, "--rounds", "2", "--paths", "switch,fanout")
 	sw, ok := paths["switch"]
 	if !ok || !sw.Verified || sw.MedianS <= 0 || sw.Iters != 6 || sw.Rounds != 2 {
 		t.Fatalf("switch row %+v, want 2 rounds of 3 verified calls", sw)
@@ -47,16 +38,7 @@ func TestBenchProcessPerRank(t *testing.T) {
 // the run), and a host's down bytes count what the switch sent the group
 // once for every host: about the vector, as unicast.
 func TestBenchMulticastRows(t *testing.T) {
-	out, err := exec.Command(flareBin, "bench", "--json", "--ranks", "3", "--bytes", "64KiB", "--packet", "1KiB",
-		"--iters", "3", "--warmup", "1", "--paths", "switch-mc,fanout,fanout-mc").CombinedOutput()
-	if err != nil {
-		t.Fatalf("flare bench: %v\n%s", err, out)
-	}
-	paths := map[string]benchRow{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		r := strictRow(t, line)
-		paths[r.Path] = r
-	}
+	paths := smallBenchRows(t, "--paths", "switch-mc,fanout,fanout-mc")
 	mc, fo := paths["switch-mc"], paths["fanout-mc"]
 	if !mc.Verified || mc.MedianS <= 0 || fo.MedianS <= 0 || paths["fanout"].MedianS <= 0 {
 		t.Fatalf("rows %+v, want a verified switch-mc and both fan-out relays timed", paths)
@@ -67,4 +49,21 @@ func TestBenchMulticastRows(t *testing.T) {
 	if mc.HostDownBytes < 64<<10 || mc.HostDownBytes > 80<<10 {
 		t.Errorf("switch-mc: %.0f bytes down a host's link a call, want the 64 KiB result and headers", mc.HostDownBytes)
 	}
+}
+
+// smallBenchRows runs `flare bench --json` (the binary) with 3 ranks of 64 KiB in 1 KiB
+// packets, 3 calls after 1, and args, and returns its rows by path.
+func smallBenchRows(t *testing.T, args ...string) map[string]benchRow {
+	t.Helper()
+	out, err := exec.Command(flareBin, append([]string{"bench", "--json", "--ranks", "3", "--bytes", "64KiB", "--packet", "1KiB",
+		"--iters", "3", "--warmup", "1"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("flare bench: %v\n%s", err, out)
+	}
+	paths := map[string]benchRow{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		r := strictRow(t, line)
+		paths[r.Path] = r
+	}
+	return paths
 }

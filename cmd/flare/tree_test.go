@@ -312,7 +312,7 @@ func treeUnderLoss(t *testing.T, leaves, hosts int, size string, runs [][]string
 	for i := range leaves {
 		a := "127.0.0.1:" + strconv.Itoa(7471+i)
 		ns.startSwitchAt(t, a, append([]string{"--parent", root, "--child-index", strconv.Itoa(i),
-			"--multicast", "239.255.91.0/28", "--multicast-port", strconv.Itoa(7571+i)}, treeDaemonFlags...)...)
+			"--multicast", "239.255.91.0/28", "--multicast-port", strconv.Itoa(7571 + i)}, treeDaemonFlags...)...)
 		addrs = append(addrs, a)
 	}
 	for _, dir := range [][2]string{{"7471", "7470"}, {"7470", "7471"}} {
