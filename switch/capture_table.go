@@ -42,7 +42,7 @@ func flagNames(f wire.Flags) string {
 	for _, x := range []struct {
 		f    wire.Flags
 		name string
-	}{{wire.FlagLast, "last"}, {wire.FlagRetransmit, "retransmit"}, {wire.FlagPartial, "partial"}, {wire.FlagFromSwitch, "from-switch"}} {
+	}{{wire.FlagLast, "last"}, {wire.FlagRetransmit, "retransmit"}, {wire.FlagPartial, "partial"}, {wire.FlagFromSwitch, "from-switch"}, {wire.FlagGroup, "group"}} {
 		if f&x.f != 0 {
 			names = append(names, x.name)
 		}
