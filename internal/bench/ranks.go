@@ -82,7 +82,7 @@ func joinSessions(ctx context.Context, c Config) (sessions, error) {
 	}
 	err := g.Wait()
 	if err == nil && c.Multicast && !ss[0].Group().IsValid() {
-		err = fmt.Errorf("the switch at %s granted no multicast group: start it with --multicast", c.Switch)
+		err = fmt.Errorf("--multicast: the switch at %s granted the job no multicast group: it has no pool (flare switch --multicast), or every group of it is in use", c.Switch)
 	}
 	if err != nil {
 		for _, s := range ss {
