@@ -1,7 +1,8 @@
 """The PyTorch backend "flare" in real DDP training: 4 processes started
 with spawn, a small MLP on synthetic data, through a real switch process.
-Compared with the same run on gloo, repeated with the reproducible tree
-design, and run with no switch (fallback to gloo)."""
+Compared with the same run on gloo, with results on a multicast group,
+repeated with the reproducible tree design, and run with no switch
+(fallback to gloo)."""
 
 import pathlib
 import socket
@@ -40,6 +41,19 @@ def test_flare_trains_like_gloo(switch, tmp_path, gloo_run):
     assert norm <= 1e-5 and peak <= 1e-5, f"flare vs gloo: relative difference {norm:.3g} (norm), {peak:.3g} (max)"
     # and it trained: the loss on the first batch fell from the initial one
     assert r["loss"] < 2.0
+
+
+def test_multicast_results_train_like_gloo(switch, tmp_path, gloo_run):
+    """FLARE_MULTICAST=1: the switch sends each result once, to the job's
+    group, and the training is gloo's."""
+    blocks0, tx0 = switch.metric("flare_blocks_completed_total"), switch.metric("flare_tx_packets_total")
+    r = ddp_mlp.run("flare", WORLD, STEPS, str(tmp_path / "w.pt"), env={"FLARE_SWITCH": switch.addr, "FLARE_MULTICAST": "1"})
+    blocks = switch.metric("flare_blocks_completed_total") - blocks0
+    tx = switch.metric("flare_tx_packets_total") - tx0
+    assert blocks >= STEPS and r["fallbacks"] == [0] * WORLD
+    assert tx < 2 * blocks, f"{tx} datagrams sent for {blocks} blocks: the results went to each of {WORLD} ranks"
+    norm, peak = relative(r["weights"], gloo_run["weights"])
+    assert norm <= 1e-5 and peak <= 1e-5, f"flare vs gloo: relative difference {norm:.3g} (norm), {peak:.3g} (max)"
 
 
 def test_reproducible_design_is_bitwise_identical(switch, tmp_path):
