@@ -29,21 +29,21 @@ const rxBatches = 4
 // make the same sequence of calls, as with MPI and NCCL collectives: calls
 // are matched across ranks by their number (the generation).
 type Session struct {
-	opts  Options        // validated, defaults applied
-	sw    netip.AddrPort // the switch
-	conn  conn.Conn
-	group conn.Conn // the job's multicast group (Options.Multicast), once admitted with one; else nil
+	opts Options        // validated, defaults applied
+	sw   netip.AddrPort // the switch
+	conn conn.Conn
 
-	groupAddr netip.AddrPort // the group's address, set with group
 	// Set once by the join-ack, read-only afterwards.
-	window  int // W as the switch granted it
-	algo    wire.Algo
-	buffers int
-	pe      int // elements per packet and per block
-	blocks  int
-	esize   int      // bytes per element
-	order   []uint32 // this rank's staggered sending order
-	limit   int      // blocks in flight at most: min(window, blocks)
+	group     conn.Conn      // the job's multicast group (Options.Multicast), when the ack names one; else nil
+	groupAddr netip.AddrPort // its address
+	window    int            // W as the switch granted it
+	algo      wire.Algo
+	buffers   int
+	pe        int // elements per packet and per block
+	blocks    int
+	esize     int      // bytes per element
+	order     []uint32 // this rank's staggered sending order
+	limit     int      // blocks in flight at most: min(window, blocks)
 
 	// The readers (one per socket) hand filled batches over full and get
 	// them back over their own free channel (rxBatch.home); every channel
