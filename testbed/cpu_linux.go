@@ -95,3 +95,12 @@ func cpuUse(a, b cpuSnap) (busy, maxProc, maxThread float64) {
 	}
 	return busy, maxProc, maxThread
 }
+
+// BoxBusy is the machine's busy share (0..1, all CPUs) over the next
+// window: what other processes leave a run to be timed in.
+func BoxBusy(window time.Duration) float64 {
+	a := takeCPU(nil)
+	time.Sleep(window)
+	busy, _, _ := cpuUse(a, takeCPU(nil))
+	return busy
+}

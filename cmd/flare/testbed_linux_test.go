@@ -63,7 +63,19 @@ func TestTestbedLinkBound(t *testing.T) {
 	}
 	var best testbed.Row
 	var table strings.Builder
+	quiet := time.Now().Add(45 * time.Second) // what waiting for a quiet box may take, over all attempts
 	for a := range attempts {
+		// The bound is the links' only where the hosts and the daemon get
+		// the CPUs when they need them: `go test ./...` runs other
+		// packages' tests beside this one, and with both CPUs taken the
+		// hosts stall past their retransmission timeouts and resend on the
+		// shaped links. So each attempt starts once the box is quiet, or
+		// when the time to wait for it is spent.
+		for !raceEnabled && time.Now().Before(quiet) {
+			if busy := testbed.BoxBusy(250 * time.Millisecond); busy < 0.3 {
+				break
+			}
+		}
 		rows, err := testbed.Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
