@@ -178,17 +178,17 @@ func (w *sender) flush() {
 	fan := 0
 	for _, op := range w.held {
 		switch {
-		case op.to.IsValid() || op.job == nil:
-			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
-		case op.job.group.IsValid(): // once, to every member (multicast.go)
+		case op.fansOut():
+			fan = max(fan, len(op.job.addrs))
+		case op.job != nil && !op.to.IsValid(): // once, to every member (multicast.go)
 			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.job.group})
 		default:
-			fan = max(fan, len(op.job.addrs))
+			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
 		}
 	}
 	for m := 0; m < fan; m++ {
 		for _, op := range w.held {
-			if op.to.IsValid() || op.job == nil || op.job.group.IsValid() || m >= len(op.job.addrs) {
+			if !op.fansOut() || m >= len(op.job.addrs) {
 				continue
 			}
 			if to := op.job.addrs[m]; to.IsValid() {
@@ -210,6 +210,13 @@ func (w *sender) flush() {
 	s.outFree.putAll(w.held)
 	clear(w.held)
 	w.held = w.held[:0]
+}
+
+// fansOut says whether op goes to each member of its job in turn: a
+// result of a job without a multicast group. Every other packet goes to
+// one address, its own or its job's group.
+func (op *outPacket) fansOut() bool {
+	return !op.to.IsValid() && op.job != nil && !op.job.group.IsValid()
 }
 
 // sendAll sends msgs through c. WriteBatch stops at a datagram it

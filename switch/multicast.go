@@ -70,6 +70,14 @@ func (p *groupPool) give(g netip.AddrPort) {
 	}
 }
 
+// bind gives a pool made without a port (Config.MulticastPort 0 and
+// Listen's port 0) the one next to the data port, once that is bound.
+func (p *groupPool) bind(data netip.AddrPort) {
+	if p != nil && p.port == 0 {
+		p.port = uint16(groupPort(data.Port()))
+	}
+}
+
 // groupPort is the groups' default port: the data port's next (its
 // previous for 65535).
 func groupPort(data uint16) int {

@@ -77,8 +77,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		return err
 	}
 	r.conn = c
-	if g := r.fan.groupPool(); g != nil && g.port == 0 {
-		g.port = uint16(groupPort(c.LocalAddr().Port()))
+	if r.fan != nil {
+		r.fan.groups.bind(c.LocalAddr())
 	}
 	close(r.ready)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
@@ -141,8 +141,8 @@ func (r *Relay) batch(msgs []conn.Datagram, out []conn.Datagram) []conn.Datagram
 			var shape relayShape
 			r.ack, shape = relayAck(&r.cfg, r.ack, &h, payload, netip.AddrPort{})
 			if r.fan != nil && shape.world > 0 {
-				r.ack = r.fan.join(r.ack, start, &h, shape, d.Addr)
-				if g := r.fan.jobs[h.Job].groupOf(); g.IsValid() && len(r.ack) > start && r.ack[start+wire.OffType] == byte(wire.TypeJoinAck) {
+				var g netip.AddrPort
+				if r.ack, g = r.fan.join(r.ack, start, &h, shape, d.Addr); g.IsValid() {
 					r.ack, _ = relayAck(&r.cfg, r.ack[:start], &h, payload, g) // the ack names the job's group
 				}
 			}

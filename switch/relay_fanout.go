@@ -53,42 +53,27 @@ func newFanout(groups *groupPool) *fanout {
 	return &fanout{jobs: make(map[uint32]*fanoutJob), groups: groups}
 }
 
-// groupPool is f's pool of multicast groups; nil for no fan-out relay or
-// no pool.
-func (f *fanout) groupPool() *groupPool {
-	if f == nil {
-		return nil
-	}
-	return f.groups
-}
-
-// groupOf is j's multicast group; invalid for none (or no job).
-func (j *fanoutJob) groupOf() netip.AddrPort {
-	if j == nil {
-		return netip.AddrPort{}
-	}
-	return j.group
-}
-
 // start begins a received batch.
 func (f *fanout) start() { f.done = f.done[:0] }
 
 // join records the member h.Child at from, creating the job on its first
 // join. b holds the batch's answers, this join's join-ack from start; an
-// answer that refuses the join replaces it.
-func (f *fanout) join(b []byte, start int, h *wire.Header, shape relayShape, from netip.AddrPort) []byte {
+// answer that refuses the join replaces it. It also returns the job's
+// multicast group, invalid for none or a refused join.
+func (f *fanout) join(b []byte, start int, h *wire.Header, shape relayShape, from netip.AddrPort) ([]byte, netip.AddrPort) {
+	var none netip.AddrPort
 	if int(h.Child) >= shape.world {
-		return relayError(b[:start], h, fmt.Sprintf("fan-out relay: rank %d: must be in 0..%d (world %d)", h.Child, shape.world-1, shape.world))
+		return relayError(b[:start], h, fmt.Sprintf("fan-out relay: rank %d: must be in 0..%d (world %d)", h.Child, shape.world-1, shape.world)), none
 	}
 	j := f.jobs[h.Job]
 	if j != nil && (j.token != h.Token || j.shape != shape) {
 		return relayError(b[:start], h, fmt.Sprintf("fan-out relay: job %d is joined with another token or shape (%d ranks, %d blocks, multicast %v)",
-			h.Job, j.shape.world, j.shape.blocks, j.shape.multicast))
+			h.Job, j.shape.world, j.shape.blocks, j.shape.multicast)), none
 	}
 	if j == nil {
 		words := (shape.world + 63) / 64
 		if need := int64(shape.blocks) * int64(8+8*words); need > fanoutMaxBytes {
-			return relayError(b[:start], h, fmt.Sprintf("fan-out relay: job %d needs %d bytes of block table, more than %d", h.Job, need, fanoutMaxBytes))
+			return relayError(b[:start], h, fmt.Sprintf("fan-out relay: job %d needs %d bytes of block table, more than %d", h.Job, need, fanoutMaxBytes)), none
 		}
 		if len(f.order) == fanoutMaxJobs {
 			f.groups.give(f.jobs[f.order[0]].group)
@@ -104,7 +89,7 @@ func (f *fanout) join(b []byte, start int, h *wire.Header, shape relayShape, fro
 		f.order = append(f.order, h.Job)
 	}
 	j.members[h.Child] = from
-	return b
+	return b, j.group
 }
 
 // data counts the data packet d (header h). The last of a block's ranks

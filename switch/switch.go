@@ -205,9 +205,7 @@ func (s *Switch) listen() error {
 		return fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
 	}
 	s.conns, s.steer = cs, steer
-	if s.groups != nil && s.groups.port == 0 {
-		s.groups.port = uint16(groupPort(s.Addr().Port()))
-	}
+	s.groups.bind(s.Addr())
 	return nil
 }
 

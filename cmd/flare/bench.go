@@ -116,7 +116,7 @@ func (b *benchFlags) resolve(fs *pflag.FlagSet, s *bench.Suite, stderr io.Writer
 	if s.Packets, err = parsePackets(*b.packets); err != nil {
 		return err
 	}
-	if s.Switch != "" && fs.Changed("packet") && (slices.Contains(s.Paths, bench.PathSwitch) || slices.Contains(s.Paths, bench.PathMulticast)) {
+	if s.Switch != "" && fs.Changed("packet") && slices.ContainsFunc(s.Paths, bench.ThroughSwitch) {
 		return fmt.Errorf("--switch with --packet: the daemon's own --packet sets its size (--packet sizes the relays alone with --paths relay,fanout)")
 	}
 	if *b.peers != "" {

@@ -74,7 +74,7 @@ func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 		}
 		srv.relays[path] = r.Addr().String()
 	}
-	if slices.ContainsFunc(s.Paths, throughSwitch) && s.Switch == "" {
+	if slices.ContainsFunc(s.Paths, ThroughSwitch) && s.Switch == "" {
 		// Ranks in this process share its CPUs with the switch. Its
 		// multicast groups serve the jobs that ask (PathMulticast) only.
 		cfg := swtch.Config{PacketBytes: pk, SharedCPUs: s.Procs == nil}
@@ -180,7 +180,7 @@ func ratioOf(base *Row, t float64) float64 {
 // what the switch (or relay) they joined granted. A daemon's (Suite.Switch)
 // size is its own.
 func (l leg) checkPacket(res *Result, embedded bool) error {
-	if l.packet == 0 || (throughSwitch(l.path) && !embedded) || res.PacketBytes == l.packet {
+	if l.packet == 0 || (ThroughSwitch(l.path) && !embedded) || res.PacketBytes == l.packet {
 		return nil
 	}
 	return fmt.Errorf("the hosts were granted %d-byte packets, want %d", res.PacketBytes, l.packet)

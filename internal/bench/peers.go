@@ -62,7 +62,7 @@ func ParsePeers(r io.Reader, name string) (*Peers, error) {
 // CheckPeerRow checks the fields of a peer's row the table reads.
 func CheckPeerRow(r *Row) error {
 	switch {
-	case r.Path == "" || throughSwitch(r.Path) || r.Path == PathRing || isRelay(r.Path):
+	case r.Path == "" || ThroughSwitch(r.Path) || r.Path == PathRing || isRelay(r.Path):
 		return fmt.Errorf("path %q: want a peer's own name (mpi-tcp, gloo-ring), not empty or one flare bench measures", r.Path)
 	case r.Ranks < 1 || r.Ranks > MaxRanks:
 		return fmt.Errorf("ranks %d: must be in 1..%d", r.Ranks, MaxRanks)

@@ -34,8 +34,8 @@ var (
 	relayGroups = netip.MustParsePrefix("239.255.71.0/24")
 )
 
-// throughSwitch says whether path p runs through the switch.
-func throughSwitch(p string) bool { return p == PathSwitch || p == PathMulticast }
+// ThroughSwitch says whether path p runs through the switch (switch, switch-mc).
+func ThroughSwitch(p string) bool { return p == PathSwitch || p == PathMulticast }
 
 // isRelay says whether path p is one of the relays (ceilings, never sums).
 func isRelay(p string) bool { return p == PathRelay || p == PathFanout || p == PathFanoutMC }
@@ -97,7 +97,7 @@ func (s Suite) Validate() error {
 		return err
 	}
 	for _, p := range s.Paths {
-		if !throughSwitch(p) && p != PathRing && !isRelay(p) {
+		if !ThroughSwitch(p) && p != PathRing && !isRelay(p) {
 			return fmt.Errorf("Suite.Paths %q: want switch, switch-mc, ring, relay, fanout or fanout-mc", p)
 		}
 	}

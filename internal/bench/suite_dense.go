@@ -178,12 +178,12 @@ func hostLinkBytes(row *Row, c Config, embedded bool, up, down int64, links int)
 	p := float64(row.Ranks)
 	calls := float64(c.Warmup + c.Iters)
 	switch {
-	case throughSwitch(row.Path) && embedded:
+	case ThroughSwitch(row.Path) && embedded:
 		if links != row.Ranks {
 			return // the watch missed a link: no number rather than a wrong one
 		}
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(up)/p/calls, float64(down)/p/calls, "switch"
-	case throughSwitch(row.Path):
+	case ThroughSwitch(row.Path):
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "hosts"
 	case row.Path == PathRing:
 		row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, "ring"
