@@ -75,8 +75,6 @@ func (s *Session) listenGroup(g netip.AddrPort) error {
 		return nil
 	case !s.opts.Multicast:
 		return fmt.Errorf("the switch's join-ack names multicast group %v, which this rank did not ask for", g)
-	case s.group != nil: // (a second ack of the same join)
-		return nil
 	}
 	local, err := conn.LocalAddrTo(s.sw)
 	if err != nil {
