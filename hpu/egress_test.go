@@ -8,11 +8,17 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
-// emitter is a handler that emits one packet naming the core it runs on.
+// emitter is a handler that emits one packet naming the core it runs on:
+// a packet of an odd block with EmitKept.
 type emitter struct{ cores int }
 
 func (e emitter) Payload(t *Task) {
-	t.Emit(&wire.Header{Type: wire.TypeResult, Block: uint32(t.Cluster*e.cores + t.Core)}, nil)
+	h := &wire.Header{Type: wire.TypeResult, Block: uint32(t.Cluster*e.cores + t.Core)}
+	if t.Pkt.Hdr.Block%2 == 1 {
+		t.EmitKept(h, nil)
+		return
+	}
+	t.Emit(h, nil)
 }
 
 // coreEgress records a CoreEgress's calls: what each core emitted and has
@@ -20,6 +26,7 @@ func (e emitter) Payload(t *Task) {
 // that core's goroutine.
 type coreEgress struct {
 	pending, flushed []int
+	kept             []int // of the emits, EmitKeptFrom's
 	wrong            []int // emits whose core index is not the core that ran them
 	plain            int   // Emit or EmitFor calls, which a real-time unit must not make
 	mu               sync.Mutex
@@ -37,6 +44,11 @@ func (e *coreEgress) EmitFrom(core int, _ *Packet, h *wire.Header, _ []byte) {
 		e.wrong[core]++
 	}
 	e.pending[core]++
+}
+
+func (e *coreEgress) EmitKeptFrom(core int, p *Packet, h *wire.Header, payload []byte) {
+	e.kept[core]++
+	e.EmitFrom(core, p, h, payload)
 }
 
 func (e *coreEgress) Flush(core int) {
@@ -65,8 +77,9 @@ func TestCoreEgress(t *testing.T) {
 	}
 	wg.Wait()
 	stop() // the cores have exited: their last batch was flushed
-	total, used := 0, 0
+	total, used, kept := 0, 0, 0
 	for c := range n {
+		kept += e.kept[c]
 		if e.pending[c] != 0 || e.wrong[c] != 0 {
 			t.Errorf("core %d: %d emits never flushed, %d under another core's index", c, e.pending[c], e.wrong[c])
 		}
@@ -77,6 +90,9 @@ func TestCoreEgress(t *testing.T) {
 	}
 	if total != packets || e.plain != 0 {
 		t.Errorf("%d emits flushed and %d plain ones, want %d and 0", total, e.plain, packets)
+	}
+	if kept != packets/2 {
+		t.Errorf("%d emits kept, want %d (every EmitKept)", kept, packets/2)
 	}
 	if used < 2 {
 		t.Errorf("only %d cores emitted: the test ran on one", used)
@@ -89,7 +105,7 @@ func TestCoreEgress(t *testing.T) {
 func startCoreEgress(t *testing.T, cfg Config, done *sync.WaitGroup) (u *HPU, e *coreEgress, stop func()) {
 	t.Helper()
 	n := cfg.Clusters * cfg.CoresPerCluster
-	e = &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n)}
+	e = &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n), kept: make([]int, n)}
 	u, err := New(cfg, e, func(*Packet, int) { done.Done() })
 	if err != nil {
 		t.Fatal(err)

@@ -101,6 +101,7 @@ func New(cfg Config, egress Egress, done func(p *Packet, core int)) (*HPU, error
 			co.task = Task{cost: &h.cfg.Cost, egress: egress}
 			co.task.pegress, _ = egress.(PacketEgress)
 			co.task.cegress, _ = egress.(CoreEgress)
+			co.task.kegress, _ = egress.(KeptEgress)
 			co.task.index = c*cfg.CoresPerCluster + k
 			cl.cores = append(cl.cores, co)
 			co.setAwake(true)

@@ -67,6 +67,14 @@ type CoreEgress interface {
 	Flush(core int)
 }
 
+// KeptEgress is a CoreEgress that can send a payload in place instead of
+// copying it, for Task.EmitKept: the handler promises the bytes stay as
+// they are until every receiver has the packet.
+type KeptEgress interface {
+	CoreEgress
+	EmitKeptFrom(core int, p *Packet, h *wire.Header, payload []byte)
+}
+
 // Lock guards an aggregation buffer (or a block's state). Handlers take it
 // through Task.Lock so that waiting is measured and charged.
 //
@@ -89,6 +97,7 @@ type Task struct {
 	egress   Egress
 	pegress  PacketEgress // egress, when it is one
 	cegress  CoreEgress   // egress, when it is one (real time only)
+	kegress  KeptEgress   // egress, when it is one (real time only)
 	index    int          // the core's index for cegress: cluster × CoresPerCluster + core
 	now      int64        // virtual: the current cycle of this handler
 	started  int64        // when the handler started: ns on the daemon's clock (real time) or the cycle (virtual)
@@ -134,6 +143,21 @@ func (t *Task) Emit(h *wire.Header, payload []byte) {
 		return
 	}
 	t.egress.Emit(&t.out, payload)
+}
+
+// EmitKept is Emit for a payload the handler keeps unchanged until every
+// receiver has the packet (a dense job's stored result, which only the
+// generation after next overwrites, and only once every member has moved
+// past this one): an egress that can (KeptEgress) sends it from where it
+// is, without a copy. The cost charged is the handler's, as with Emit, so
+// the virtual-time unit, which calls Emit, is unchanged.
+func (t *Task) EmitKept(h *wire.Header, payload []byte) {
+	if t.kegress == nil {
+		t.Emit(h, payload)
+		return
+	}
+	t.out = *h
+	t.kegress.EmitKeptFrom(t.index, t.Pkt, &t.out, payload)
 }
 
 // Complete asks the unit to run the handler's Completion stage after Payload.

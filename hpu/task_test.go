@@ -16,7 +16,7 @@ func (*packetEgress) EmitFor(*Packet, *wire.Header, []byte) {}
 // it sets fields one by one, so a field added to Task must be added there
 // (or here, to the kept ones) too.
 func TestTaskResetClearsPacketFields(t *testing.T) {
-	kept := map[string]bool{"cost": true, "egress": true, "pegress": true, "cegress": true, "index": true, "now": true, "sim": true,
+	kept := map[string]bool{"cost": true, "egress": true, "pegress": true, "cegress": true, "kegress": true, "index": true, "now": true, "sim": true,
 		"out": true} // out: Emit's copy of a header, written whole before each use
 	var task Task
 	v := reflect.ValueOf(&task).Elem()
@@ -63,5 +63,17 @@ func TestTaskResetClearsPacketFields(t *testing.T) {
 		case !f.IsZero():
 			t.Errorf("per-packet field %s = %v after reset, want zero", name, f)
 		}
+	}
+}
+
+// EmitKept on an egress that cannot send in place is Emit: the
+// virtual-time unit's egresses, and the plain ones, see the same packet.
+func TestEmitKeptFallsBackToEmit(t *testing.T) {
+	e := &coreEgress{}
+	var task Task
+	task.egress = e
+	task.EmitKept(&wire.Header{Type: wire.TypeResult}, nil)
+	if e.plain != 1 {
+		t.Errorf("EmitKept on a plain Egress made %d Emit calls, want 1", e.plain)
 	}
 }
