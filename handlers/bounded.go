@@ -50,17 +50,7 @@ func (d *Dense) release(t *hpu.Task, w *work, gen, blk uint32, count int) {
 	}
 	payload := w.bufs[0].Data[:n*d.esize]
 	t.ChargeCopy(len(payload))
-	if d.results[0] != nil {
-		b := &d.blocks[blk]
-		t.Lock(&b.lock)
-		if slot := gen & 1; d.storable(slot, blk, gen) {
-			copy(d.results[slot][int(blk)*d.cfg.PacketElems*d.esize:], payload)
-			d.resultGen[slot][blk] = gen + 1
-			d.resultCount[slot][blk] = uint16(count)
-		}
-		t.Unlock(&b.lock)
-	}
-	t.Emit(&h, payload)
+	d.emitResult(t, &h, payload, uint16(count))
 	d.Stats.Partial.Add(1)
 	d.Stats.Missed.Add(int64(d.cfg.Children - count))
 	d.Stats.Completed.Add(1)

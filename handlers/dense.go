@@ -567,30 +567,53 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 	}
 	payload := res.Data[:count*d.esize]
 	t.ChargeCopy(len(payload))
-	if d.results[0] != nil {
-		b := &d.blocks[p.Hdr.Block]
-		t.Lock(&b.lock)
-		if slot := p.Hdr.Generation & 1; d.storable(slot, p.Hdr.Block, p.Hdr.Generation) {
-			copy(d.results[slot][int(p.Hdr.Block)*d.cfg.PacketElems*d.esize:], payload)
-			d.resultGen[slot][p.Hdr.Block] = p.Hdr.Generation + 1
-			if d.resultCount[0] != nil {
-				d.resultCount[slot][p.Hdr.Block] = 0
-			}
-			if d.final[0] != nil {
-				d.final[slot][p.Hdr.Block] = false
-				d.upAt[slot][p.Hdr.Block] = 0
-			}
-		}
-		t.Unlock(&b.lock)
-		t.ChargeCopy(len(payload))
-	}
-	t.Emit(&h, payload)
+	d.emitResult(t, &h, payload, 0)
 	d.Stats.Completed.Add(1)
 	d.Stats.LatencyNs.Add(t.Started() - w.gs.start)
 	if d.cfg.Algo == wire.AlgoTree {
 		d.cfg.Quota.Free(res) // the root's buffer is held by no node
 	}
 	d.releaseWork(w)
+}
+
+// emitResult sends the finished block of t's packet (header h, the
+// aggregate in payload, count contributors when it is partial, 0 when it
+// is whole) and stores it first for retransmissions, when the job keeps
+// results, charging that copy. A root's stored result goes out from the store itself
+// (Task.EmitKept): the slot is written once a generation and overwritten
+// only by the generation after next, which cannot finish before every
+// member has sent it, so after every member that still waits for this
+// result has it. A non-root's partial is copied out, as the parent's
+// result replaces it in the store (down).
+func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count uint16) {
+	if d.results[0] == nil {
+		t.Emit(h, payload)
+		return
+	}
+	slot, blk := h.Generation&1, h.Block // not t.Pkt's: an Expire tick releases blocks too
+	b := &d.blocks[blk]
+	var stored []byte
+	t.Lock(&b.lock)
+	if d.storable(slot, blk, h.Generation) {
+		off := int(blk) * d.cfg.PacketElems * d.esize
+		stored = d.results[slot][off : off+len(payload)]
+		copy(stored, payload)
+		d.resultGen[slot][blk] = h.Generation + 1
+		if d.resultCount[0] != nil {
+			d.resultCount[slot][blk] = count
+		}
+		if d.final[0] != nil {
+			d.final[slot][blk] = false
+			d.upAt[slot][blk] = 0
+		}
+	}
+	t.Unlock(&b.lock)
+	t.ChargeCopy(len(payload))
+	if stored != nil && d.cfg.Uplink == nil {
+		t.EmitKept(h, stored)
+		return
+	}
+	t.Emit(h, payload)
 }
 
 // storable reports, under the block's lock, whether block blk's result of
@@ -649,7 +672,11 @@ func (d *Dense) resend(t *hpu.Task) {
 	off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
 	payload := d.results[slot][off : off+int(p.Hdr.Count)*d.esize]
 	t.ChargeCopy(len(payload))
-	t.Emit(&h, payload)
+	if d.cfg.Uplink == nil {
+		t.EmitKept(&h, payload) // written once this generation (emitResult)
+	} else {
+		t.Emit(&h, payload) // a repeat of the parent's result may rewrite it (down)
+	}
 	d.Stats.Resent.Add(1)
 }
 
