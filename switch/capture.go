@@ -29,6 +29,7 @@ type capture struct {
 	full    bool
 	local   netip.AddrPort
 	buf     gopacket.SerializeBuffer
+	whole   []byte // a sent datagram's header and kept payload, made one
 	log     func(msg string, args ...any)
 }
 
@@ -66,7 +67,12 @@ func (c *capture) record(msgs []conn.Datagram, received bool) {
 		if !received {
 			src, dst = c.local, d.Addr
 		}
-		c.write(now, src, dst, d.Buf[:d.N], received)
+		pkt := d.Buf[:d.N]
+		if len(d.Tail) > 0 {
+			c.whole = append(append(c.whole[:0], pkt...), d.Tail...)
+			pkt = c.whole
+		}
+		c.write(now, src, dst, pkt, received)
 	}
 }
 

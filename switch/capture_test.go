@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/wire"
 )
 
 // The capture stops at its size bound and says so once.
@@ -35,5 +36,39 @@ func TestCaptureBound(t *testing.T) {
 	}
 	if logged != 1 {
 		t.Errorf("the bound was reported %d times, want once", logged)
+	}
+}
+
+// A sent datagram whose payload is a kept result (conn.Datagram's Tail) is
+// captured whole: a reader decodes it, which it would not with the header
+// alone (the header's count names the payload's length).
+func TestCaptureKeptPayload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.pcap")
+	c, err := openCapture(path, 1<<20, netip.MustParseAddrPort("127.0.0.1:7470"), func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 3, Token: 9, Generation: 1, DType: wire.Float32, Op: wire.OpSum, Count: 4}
+	d := conn.Datagram{Buf: wire.AppendPacket(nil, &h, nil), Tail: make([]byte, 16), Addr: netip.MustParseAddrPort("127.0.0.1:9000")}
+	d.N = len(d.Buf)
+	c.record([]conn.Datagram{d}, false)
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := NewCaptureReader(f, 7470)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Next()
+	if err != nil {
+		t.Fatalf("the kept result was not read back (%d skipped): %v", r.Skipped(), err)
+	}
+	if p.Header != h || p.Dir != "out" {
+		t.Errorf("read %+v (%s), want %+v out", p.Header, p.Dir, h)
 	}
 }

@@ -45,7 +45,7 @@ const coreRun = 16
 // EmitFrom, which collects; EmitFor hands on at once.
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 	op := s.outFree.get()
-	s.outs[s.encode(op, p, h, payload)] <- op
+	s.outs[s.encode(op, p, h, payload, false)] <- op
 }
 
 // EmitFrom is EmitFor on core `core` (hpu.CoreEgress): the packet joins
@@ -53,9 +53,21 @@ func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
 // has run its batch (Flush) or the run is full, one channel send for the
 // lot.
 func (s *Switch) EmitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte) {
+	s.emitFrom(core, p, h, payload, false)
+}
+
+// EmitKeptFrom is EmitFrom for a payload the handler keeps as it is until
+// every receiver has the packet (hpu.KeptEgress): the packet's buffer
+// holds the header alone and the writer gathers the payload from where it
+// is (conn.Datagram's Tail), one copy fewer a result.
+func (s *Switch) EmitKeptFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte) {
+	s.emitFrom(core, p, h, payload, true)
+}
+
+func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte, kept bool) {
 	c := &s.cores[core]
 	op := c.out.get()
-	rd := s.encode(op, p, h, payload)
+	rd := s.encode(op, p, h, payload, kept)
 	r := &c.runs[rd]
 	if r.head == nil {
 		r.head = op
@@ -88,11 +100,16 @@ func (s *Switch) handOn(rd int, r *outRun) {
 }
 
 // encode fills op with an emit of packet p and returns the writer it
-// leaves through: that of the reader that took p.
-func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte) int {
+// leaves through: that of the reader that took p. A kept payload is sent
+// from where it is, after the header in op's buffer.
+func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte, kept bool) int {
 	ip := p.Ref.(*inPacket)
 	j, live := ip.job, ip.live
-	op.buf = wire.AppendPacket(op.buf[:0], h, payload)
+	if kept {
+		op.buf, op.tail = wire.AppendPacket(op.buf[:0], h, nil), payload
+	} else {
+		op.buf = wire.AppendPacket(op.buf[:0], h, payload)
+	}
 	op.job, op.to = live, netip.AddrPort{}
 	switch {
 	case h.Flags&wire.FlagFromSwitch != 0: // a non-root switch's aggregate, up
@@ -110,7 +127,7 @@ func (s *Switch) Emit(*wire.Header, []byte) {
 	panic("swtch: Emit without its packet; the processing unit calls EmitFor")
 }
 
-var _ hpu.CoreEgress = (*Switch)(nil)
+var _ hpu.KeptEgress = (*Switch)(nil)
 
 // writer rd sends the packets queued for it on its socket, in batches.
 // One channel receive (a run from a core, or a control packet) wakes it,
@@ -181,9 +198,9 @@ func (w *sender) flush() {
 		case op.fansOut():
 			fan = max(fan, len(op.job.addrs))
 		case op.job != nil && !op.to.IsValid(): // once, to every member (multicast.go)
-			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.job.group})
+			msgs = append(msgs, op.datagram(op.job.group))
 		default:
-			msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: op.to})
+			msgs = append(msgs, op.datagram(op.to))
 		}
 	}
 	for m := 0; m < fan; m++ {
@@ -192,7 +209,7 @@ func (w *sender) flush() {
 				continue
 			}
 			if to := op.job.addrs[m]; to.IsValid() {
-				msgs = append(msgs, conn.Datagram{Buf: op.buf, N: len(op.buf), Addr: to})
+				msgs = append(msgs, op.datagram(to))
 			}
 		}
 	}
@@ -205,11 +222,16 @@ func (w *sender) flush() {
 	clear(msgs) // keep no references to pooled buffers
 	w.msgs = msgs[:0]
 	for _, op := range w.held {
-		op.job = nil
+		op.job, op.tail = nil, nil
 	}
 	s.outFree.putAll(w.held)
 	clear(w.held)
 	w.held = w.held[:0]
+}
+
+// datagram is op sent to addr.
+func (op *outPacket) datagram(addr netip.AddrPort) conn.Datagram {
+	return conn.Datagram{Buf: op.buf, N: len(op.buf), Tail: op.tail, Addr: addr}
 }
 
 // fansOut says whether op goes to each member of its job in turn: a

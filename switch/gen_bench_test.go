@@ -322,7 +322,7 @@ func (c *genConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 		case wire.TypeResult:
 			if g := binary.BigEndian.Uint32(pkt[wire.OffGeneration:]); g != c.gen {
 				c.h.fail("a result of generation %d during %d", g, c.gen)
-			} else if v := math.Float32frombits(binary.LittleEndian.Uint32(pkt[wire.HeaderLen:])); v != pathRanks {
+			} else if v := math.Float32frombits(binary.LittleEndian.Uint32(firstElem(&msgs[i]))); v != pathRanks {
 				c.h.fail("block %d: first element %v, want %d", binary.BigEndian.Uint32(pkt[wire.OffBlock:]), v, pathRanks)
 			}
 			results++
@@ -338,6 +338,15 @@ func (c *genConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 		}
 	}
 	return len(msgs), nil
+}
+
+// firstElem is the first 4 bytes of d's payload: after the header in Buf,
+// or at the start of a kept payload's Tail.
+func firstElem(d *conn.Datagram) []byte {
+	if d.N > wire.HeaderLen {
+		return d.Buf[wire.HeaderLen:d.N]
+	}
+	return d.Tail
 }
 
 // runSwitch starts a switch of cfg and waits until it serves; stop ends

@@ -119,7 +119,7 @@ func (t *linkTable) count(msgs []conn.Datagram, rx bool) {
 		addr := msgs[i].Addr
 		var run linkRun
 		for ; i < len(msgs) && msgs[i].Addr == addr; i++ {
-			run.add(msgs[i].Buf[:msgs[i].N])
+			run.add(&msgs[i])
 		}
 		if l := links[addr]; l != nil {
 			l.addRun(&run, rx)
@@ -130,11 +130,12 @@ func (t *linkTable) count(msgs []conn.Datagram, rx bool) {
 // linkRun is what one run of datagrams to or from a peer adds.
 type linkRun struct{ bytes, packets, retxBytes, retxPackets int64 }
 
-func (r *linkRun) add(b []byte) {
-	r.bytes += int64(len(b))
+func (r *linkRun) add(d *conn.Datagram) {
+	n := int64(d.Size())
+	r.bytes += n
 	r.packets++
-	if retransmitted(b) {
-		r.retxBytes += int64(len(b))
+	if retransmitted(d.Buf[:d.N]) {
+		r.retxBytes += n
 		r.retxPackets++
 	}
 }

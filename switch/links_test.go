@@ -10,7 +10,8 @@ import (
 
 // The link counters count every datagram of a known peer, and the ones
 // marked FlagRetransmit once more on their own; an unknown peer's and a
-// short datagram's flags are not read.
+// short datagram's flags are not read. A datagram's bytes are all of it,
+// a kept payload (Tail) included.
 func TestLinkCountsRetransmitsApart(t *testing.T) {
 	peer := netip.MustParseAddrPort("127.0.0.1:5000")
 	var lt linkTable
@@ -25,10 +26,13 @@ func TestLinkCountsRetransmitsApart(t *testing.T) {
 	dg := func(b []byte, to netip.AddrPort) conn.Datagram { return conn.Datagram{Buf: b, N: len(b), Addr: to} }
 	other := netip.MustParseAddrPort("127.0.0.1:5001")
 	lt.countRx([]conn.Datagram{dg(plain, peer), dg(again, peer), dg(short, peer), dg(again, other)})
-	lt.countTx([]conn.Datagram{dg(plain, peer), dg(waiting, peer), dg(plain, other)})
+	h.Type, h.Flags, h.Count = wire.TypeResult, 0, 2
+	kept := conn.Datagram{Buf: wire.AppendPacket(nil, &h, nil), Tail: make([]byte, 8), Addr: peer} // a result sent from the store
+	kept.N = len(kept.Buf)
+	lt.countTx([]conn.Datagram{dg(plain, peer), dg(waiting, peer), kept, dg(plain, other)})
 	got := LinkCounter{peer: peer, l: lt.load()[peer]}.Load()
 	want := LinkTraffic{Peer: peer, Role: linkChild,
-		RxBytes: int64(len(plain) + len(again) + len(short)), TxBytes: int64(len(plain) + len(waiting)), RxPackets: 3, TxPackets: 2,
+		RxBytes: int64(len(plain) + len(again) + len(short)), TxBytes: int64(len(plain) + len(waiting) + kept.Size()), RxPackets: 3, TxPackets: 3,
 		Retransmit: RetransmitTraffic{RxBytes: int64(len(again)), TxBytes: int64(len(waiting)), RxPackets: 1, TxPackets: 1}}
 	if got != want {
 		t.Errorf("counters %+v, want %+v", got, want)
