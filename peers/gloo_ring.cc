@@ -57,16 +57,21 @@ int runRank(int rank, const bench_args& a, const std::string& dir) {
   std::vector<float> buf(n);
   std::vector<double> times(a.iters);
   bool ok = true;
+  double cpu[2] = {0, 0}, from[2];  // this rank's CPU inside its measured calls
   for (int it = 0; it < a.warmup + a.iters; it++) {
     fill_pattern(buf.data(), n, rank, it);
     // Every rank starts the call at once, as flare bench's rank processes
     // do: no rank's clock holds another's filling or checking.
     gloo::BarrierOptions bopts(ctx);
     gloo::barrier(bopts);
+    cpu_read(from);
     double start = now_s();
     allreduce<float>(ctx, buf.data(), n, static_cast<ReduceFn>(&gloo::sum<float>));
     double el = now_s() - start;
-    if (it >= a.warmup) times[it - a.warmup] = el;
+    if (it >= a.warmup) {
+      times[it - a.warmup] = el;
+      cpu_add(cpu, from);
+    }
     // No rank checks before every rank has finished the call, as in flare
     // bench: a rank's checking would take the CPU that a rank still in
     // the call needs.
@@ -83,7 +88,11 @@ int runRank(int rank, const bench_args& a, const std::string& dir) {
   summarise(times.data(), a.iters, &row[0], &row[1]);
   row[2] = ok ? 0 : 1;
   allreduce<double>(ctx, row, 3, static_cast<ReduceFn>(&gloo::max<double>));
-  if (rank == 0) print_row("gloo-ring", "ring", a.ranks, a.bytes, a.iters, row[0], row[1], row[2] == 0);
+  // The row's CPU is every rank's, per call.
+  cpu[0] /= a.iters;
+  cpu[1] /= a.iters;
+  allreduce<double>(ctx, cpu, 2, static_cast<ReduceFn>(&gloo::sum<double>));
+  if (rank == 0) print_row("gloo-ring", "ring", a.ranks, a.bytes, a.iters, row[0], row[1], row[2] == 0, cpu);
   return ok ? 0 : 1;
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* pattern_value is element i of rank r's vector in call it: patternValue
@@ -59,6 +60,25 @@ static inline double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* cpu_read takes this process's user and kernel seconds so far into
+ * at[0..1]; cpu_add adds to cpu[0..1] what it has used since the reading
+ * in from. A reading before each call and cpu_add after it sum the
+ * process's CPU inside its calls, as flare's rank processes read theirs
+ * (bench.Result.RanksUserS). */
+static inline void cpu_read(double *at) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  at[0] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
+  at[1] = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+static inline void cpu_add(double *cpu, const double *from) {
+  double to[2];
+  cpu_read(to);
+  cpu[0] += to[0] - from[0];
+  cpu[1] += to[1] - from[1];
+}
+
 static inline int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -80,17 +100,20 @@ static inline double busbw(double algbw, int p) {
 }
 
 /* print_row writes one `flare bench --json` row: every field of flare's
- * bench.Row, in its order, zero (or empty) where a peer has none. */
+ * bench.Row, in its order, zero (or empty) where a peer has none.
+ * ranks_cpu is the user and kernel seconds per measured call of every
+ * rank's process inside its calls, summed over the ranks. */
 static inline void print_row(const char *path, const char *algo, int ranks, long long bytes, int iters,
-                             double median, double p99, int verified) {
+                             double median, double p99, int verified, const double *ranks_cpu) {
   double algbw = bytes / median / 1e9;
   printf("{\"path\":\"%s\",\"ranks\":%d,\"bytes\":%lld,\"dtype\":\"float32\",\"op\":\"sum\",\"algo\":\"%s\","
          "\"iters\":%d,\"median_s\":%.9g,\"p99_s\":%.9g,\"algbw_GBps\":%.9g,\"busbw_GBps\":%.9g,\"verified\":%s,"
          "\"retransmits\":0,\"packet_bytes\":0,\"deadline_ms\":0,\"tail_ratio\":0,\"dropped_fraction\":0,"
-         "\"partial_blocks\":0,\"tx_bytes\":0,\"rx_bytes\":0,\"density\":0,\"storage\":\"\",\"spilled_pairs\":0,\"rounds\":1,\"server_user_s\":0,\"server_sys_s\":0,"
+         "\"partial_blocks\":0,\"tx_bytes\":0,\"rx_bytes\":0,\"density\":0,\"storage\":\"\",\"spilled_pairs\":0,\"ranks_user_s\":%.9g,\"ranks_sys_s\":%.9g,\"rounds\":1,\"server_user_s\":0,\"server_sys_s\":0,"
          "\"over_best_peer\":0,\"vs_ring\":0,\"of_relay\":0,\"of_fanout\":0,\"host_link_up_bytes\":0,"
          "\"host_link_down_bytes\":0,\"link_bytes_from\":\"\"}\n",
-         path, ranks, bytes, algo, iters, median, p99, algbw, busbw(algbw, ranks), verified ? "true" : "false");
+         path, ranks, bytes, algo, iters, median, p99, algbw, busbw(algbw, ranks), verified ? "true" : "false",
+         ranks_cpu[0], ranks_cpu[1]);
   fflush(stdout);
 }
 

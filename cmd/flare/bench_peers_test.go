@@ -74,6 +74,12 @@ func TestBenchPacketSizes(t *testing.T) {
 		if r.Rounds != 1 {
 			t.Errorf("row %d (%s) says %d rounds, want 1 (the default)", i, r.Path, r.Rounds)
 		}
+		// Ranks in this process: their CPU is read where nothing else
+		// runs in it (the ring), and not where the embedded switch or a
+		// relay does.
+		if cpu := r.RanksUserS + r.RanksSysS; (r.Path == "ring") != (cpu > 0) {
+			t.Errorf("row %d (%s): ranks' CPU %v s a call, want it read only for the ring", i, r.Path, cpu)
+		}
 		at[key{r.Path, r.PacketBytes}] = r
 	}
 	for _, pk := range []int{512, 2048} {
@@ -171,6 +177,9 @@ func TestPeersBenchmarks(t *testing.T) {
 		if row.Path != c.path || row.Ranks != 2 || row.Bytes != 64<<10 || row.Iters != 3 || row.DType != "float32" || row.Op != "sum" ||
 			!row.Verified || !(row.MedianS > 0) || row.P99S < row.MedianS || row.PacketBytes != 0 {
 			t.Errorf("%s row %+v: want path %s, 2 ranks, 64KiB float32 sum, 3 iters, verified, times", c.path, row, c.path)
+		}
+		if row.RanksUserS+row.RanksSysS <= 0 {
+			t.Errorf("%s row: ranks' CPU %v+%v s a call, want it read", c.path, row.RanksUserS, row.RanksSysS)
 		}
 		if err := bench.CheckPeerRow(&row); err != nil {
 			t.Errorf("%s row: %v", c.path, err)

@@ -28,6 +28,10 @@ func TestBenchProcessPerRank(t *testing.T) {
 	if sw.ServerUserS+sw.ServerSysS <= 0 || fo.ServerUserS+fo.ServerSysS <= 0 {
 		t.Errorf("server CPU per call: switch %v+%v s, fanout %v+%v s, want both read", sw.ServerUserS, sw.ServerSysS, fo.ServerUserS, fo.ServerSysS)
 	}
+	// Each rank process reads its own CPU over its calls; the row sums them.
+	if sw.RanksUserS+sw.RanksSysS <= 0 || fo.RanksUserS+fo.RanksSysS <= 0 {
+		t.Errorf("ranks' CPU per call: switch %v+%v s, fanout %v+%v s, want both read", sw.RanksUserS, sw.RanksSysS, fo.RanksUserS, fo.RanksSysS)
+	}
 	if sw.OfFanout != fo.MedianS/sw.MedianS {
 		t.Errorf("switch of fanout %v, want %v: the merged medians' ratio", sw.OfFanout, fo.MedianS/sw.MedianS)
 	}

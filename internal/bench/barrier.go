@@ -49,7 +49,7 @@ func barrierFromEnv() (*rankBarrier, error) {
 }
 
 // finish says this rank has finished its last call, for the parent's
-// reading of its own CPU (serverCPU): the byte wait sends before a call.
+// reading of its own CPU (cpuSpan): the byte wait sends before a call.
 func (b *rankBarrier) finish() error {
 	var one [1]byte
 	if _, err := b.ready.Write(one[:]); err != nil {
@@ -127,7 +127,7 @@ func (b *parentBarrier) started(r int) {
 // done, it closes every release pipe, so that the ranks still waiting end
 // too, and returns nil: the rank's own exit says why (cpu is then not
 // taken).
-func (b *parentBarrier) run(calls, first int, cpu *serverCPU) error {
+func (b *parentBarrier) run(calls, first int, cpu *cpuSpan) error {
 	defer b.close()
 	for k := range calls {
 		if !b.allReady() {

@@ -36,7 +36,7 @@ func TestBarrierStartsEveryCallTogether(t *testing.T) {
 	}
 	sides := rankSides(t, b)
 	done := make(chan error, 1)
-	var cpu serverCPU
+	var cpu cpuSpan
 	go func() { done <- b.run(rounds, 1, &cpu) }()
 	var ready, called [rounds]atomic.Int32
 	var wg sync.WaitGroup
@@ -91,7 +91,7 @@ func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
 	}
 	sides := rankSides(t, b)
 	done := make(chan error, 1)
-	var cpu serverCPU
+	var cpu cpuSpan
 	go func() { done <- b.run(10, 0, &cpu) }()
 	// Rank 2 "exits": its ends close, as the kernel closes them.
 	sides[2].release.(io.Closer).Close()

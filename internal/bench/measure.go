@@ -32,6 +32,7 @@ type measurement struct {
 	p       *payload
 	waited  []time.Duration // each local rank's last call, from its own start
 	times   []float64       // the measured calls, seconds
+	cpu     cpuSpan         // this process over the measured calls alone (Result.RanksUserS)
 	partial int             // bounded time: partial blocks over the measured calls
 	missed  int             // and the contributions they missed
 	// before and after are the ranks' counters around the measured calls.
@@ -84,7 +85,13 @@ func (m *measurement) run(ctx context.Context) error {
 				return fmt.Errorf("call %d: %w", it, err)
 			}
 		}
+		if measured {
+			m.cpu.resume()
+		}
 		el, err := m.call(ctx, it)
+		if measured {
+			m.cpu.pause()
+		}
 		if err != nil {
 			return fmt.Errorf("call %d: %w", it, err)
 		}
@@ -185,6 +192,7 @@ func (m *measurement) result() *Result {
 		res.PartialBlocks = int64(m.partial) / iters
 		res.DroppedFraction = float64(m.missed) / float64(c.Iters*len(local)*world*m.ranks.blocks())
 	}
+	res.RanksUserS, res.RanksSysS = m.cpu.perCall(c.Iters)
 	res.summarise(m.times)
 	return res
 }

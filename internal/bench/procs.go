@@ -29,8 +29,8 @@ type Procs struct {
 // them at once (barrier.go): the call time of the row is the slowest
 // rank's, the counts are summed, and it is verified if every rank
 // verified. It also returns what this process spent over the measured
-// calls (serverCPU).
-func (pr *Procs) run(ctx context.Context, c Config) (*Result, *serverCPU, error) {
+// calls (cpuSpan).
+func (pr *Procs) run(ctx context.Context, c Config) (*Result, *cpuSpan, error) {
 	_, p := c.localRanks()
 	rc := c
 	rc.Ranks, rc.World = 0, p
@@ -49,7 +49,7 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, *serverCPU, error)
 	}
 	results := make([]Result, p)
 	g, gctx := errgroup.WithContext(ctx)
-	var cpu serverCPU
+	var cpu cpuSpan
 	g.Go(func() error { return bar.run(c.Warmup+c.Iters, c.Warmup, &cpu) })
 	for r := range p {
 		rc := rc
@@ -86,6 +86,8 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, *serverCPU, error)
 		agg.TxBytes += r.TxBytes
 		agg.RxBytes += r.RxBytes
 		agg.SpilledPairs += r.SpilledPairs
+		agg.RanksUserS += r.RanksUserS
+		agg.RanksSysS += r.RanksSysS
 		agg.Verified = agg.Verified && r.Verified
 	}
 	agg.setBandwidth()

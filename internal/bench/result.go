@@ -42,6 +42,16 @@ type Result struct {
 	Density      float64 `json:"density"`
 	Storage      string  `json:"storage"`
 	SpilledPairs int64   `json:"spilled_pairs"`
+	// RanksUserS and RanksSysS are the CPU seconds per measured call, user
+	// and kernel, that the processes running the ranks spent inside the
+	// calls (from each call's start to its end, the filling and checking
+	// between calls left out), summed over the rank processes: with the
+	// switch's (a row's server CPU), what a call costs the box. With ranks
+	// in one process, that process's; 0 in a `flare bench` row whose ranks
+	// share their process with the embedded switch or relay, and where the
+	// CPU time cannot be read.
+	RanksUserS float64 `json:"ranks_user_s"`
+	RanksSysS  float64 `json:"ranks_sys_s"`
 }
 
 // summarise fills the time fields from the measured calls' times.

@@ -18,10 +18,12 @@ func mergeRounds(rs []*Row) *Row {
 		return &row
 	}
 	medians := make([]float64, len(rs))
-	var user, sys float64 // the server's CPU over every round's calls
+	var user, sys, ranksUser, ranksSys float64 // the server's and the ranks' CPU over every round's calls
 	for i, r := range rs {
 		medians[i] = r.MedianS
-		user, sys = user+r.ServerUserS*float64(r.Iters), sys+r.ServerSysS*float64(r.Iters)
+		n := float64(r.Iters)
+		user, sys = user+r.ServerUserS*n, sys+r.ServerSysS*n
+		ranksUser, ranksSys = ranksUser+r.RanksUserS*n, ranksSys+r.RanksSysS*n
 		if i > 0 {
 			row.P99S = max(row.P99S, r.P99S)
 			row.Iters += r.Iters
@@ -32,6 +34,7 @@ func mergeRounds(rs []*Row) *Row {
 	slices.Sort(medians)
 	row.MedianS = medians[len(medians)/2]
 	row.ServerUserS, row.ServerSysS = user/float64(row.Iters), sys/float64(row.Iters)
+	row.RanksUserS, row.RanksSysS = ranksUser/float64(row.Iters), ranksSys/float64(row.Iters)
 	row.setBandwidth()
 	return &row
 }

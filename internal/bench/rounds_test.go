@@ -7,13 +7,14 @@ import (
 
 // A leg's rounds merge into one row: the median of the rounds' medians
 // (the upper of an even count), the largest p99, the calls and
-// retransmits of all of them, the server's CPU per call over all their
-// calls, verified only if every round was; one round is the row as
+// retransmits of all of them, the server's and the ranks' CPU per call
+// over all their calls, verified only if every round was; one round is the row as
 // measured.
 func TestMergeRounds(t *testing.T) {
 	round := func(median, p99 float64, retx int64, verified bool) *Row {
 		r := &Row{Path: PathSwitch, Result: Result{Ranks: 8, Bytes: 1 << 20, Iters: 5, MedianS: median, P99S: p99,
-			Retransmits: retx, Verified: verified, TxBytes: 1 << 20}, ServerUserS: median / 2, ServerSysS: median / 4}
+			Retransmits: retx, Verified: verified, TxBytes: 1 << 20, RanksUserS: median * 3, RanksSysS: median},
+			ServerUserS: median / 2, ServerSysS: median / 4}
 		r.setBandwidth()
 		return r
 	}
@@ -43,6 +44,9 @@ func TestMergeRounds(t *testing.T) {
 		}
 		if math.Abs(got.ServerUserS-user) > 1e-12 || math.Abs(got.ServerSysS-user/2) > 1e-12 {
 			t.Errorf("server CPU %v+%v s a call, want %v+%v (over every round's calls)", got.ServerUserS, got.ServerSysS, user, user/2)
+		}
+		if math.Abs(got.RanksUserS-6*user) > 1e-12 || math.Abs(got.RanksSysS-2*user) > 1e-12 {
+			t.Errorf("ranks' CPU %v+%v s a call, want %v+%v (over every round's calls)", got.RanksUserS, got.RanksSysS, 6*user, 2*user)
 		}
 		if want := float64(1<<20) / tc.median / 1e9; math.Abs(got.AlgbwGBps-want) > 1e-12 {
 			t.Errorf("algbw %v, want %v (of the merged median)", got.AlgbwGBps, want)

@@ -213,8 +213,8 @@ func (s *suiteRun) config(p int, size int64) Config {
 
 // measure measures c, in this process or with one process per rank; with
 // a process per rank it also returns this process's CPU over the measured
-// calls (serverCPU), nil otherwise.
-func (s *suiteRun) measure(ctx context.Context, c Config) (*Result, *serverCPU, error) {
+// calls (cpuSpan), nil otherwise.
+func (s *suiteRun) measure(ctx context.Context, c Config) (*Result, *cpuSpan, error) {
 	if s.Procs != nil {
 		if err := c.Validate(); err != nil {
 			return nil, nil, err

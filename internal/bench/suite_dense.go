@@ -22,7 +22,7 @@ type Row struct {
 	Rounds int `json:"rounds"`
 	// ServerUserS and ServerSysS are the CPU seconds per measured call,
 	// user and kernel, that the process holding the row's switch or relay
-	// spent (serverCPU): with a process per rank, for the relays and the
+	// spent (cpuSpan): with a process per rank, for the relays and the
 	// embedded switch; 0 where the server is not this process's alone to
 	// read (ranks in this process, a --switch daemon, the ring, a peer).
 	ServerUserS float64 `json:"server_user_s"`
@@ -94,7 +94,8 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 			"row of fanout-mc's where it ran); the ring and the\n"+
 			"peers are compared with the relays of the first packet size. ÷ best peer: this time / the faster peer row's time\n"+
 			"(below 1 is faster than the best host-based library). server cpu: user+kernel CPU per call of the process holding\n"+
-			"the row's switch or relay, with a process per rank (the embedded switch and the relays only).\n"+
+			"the row's switch or relay, with a process per rank (the embedded switch and the relays only). ranks cpu: the\n"+
+			"same of the rank processes inside the calls, summed over them (with the server's, what a call costs the box).\n"+
 			"host↑/↓: bytes per call on one host's link (mean over the ranks), up and down; switch: the switch's link counters\n"+
 			"(join ack and leave spread over the calls), ring: the ranks' ring counters (frame headers included).")
 	}
@@ -166,6 +167,9 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	if cpu != nil && (isRelay(l.path) || embedded != nil) {
 		row.ServerUserS, row.ServerSysS = cpu.perCall(c.Iters)
 	}
+	if s.Procs == nil && (isRelay(l.path) || embedded != nil) {
+		row.RanksUserS, row.RanksSysS = 0, 0 // the ranks' process held the server too
+	}
 	return row, nil
 }
 
@@ -190,7 +194,7 @@ func hostLinkBytes(row *Row, c Config, embedded bool, up, down int64, links int)
 	}
 }
 
-const denseHeader = "P\tsize\tpath\tpacket\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\t÷ best peer\tserver cpu\thost↑\thost↓\tretransmits\tverified\t"
+const denseHeader = "P\tsize\tpath\tpacket\talgo\tmedian\tp99\talgbw\tvs ring\tof relay\tof fanout\t÷ best peer\tserver cpu\tranks cpu\thost↑\thost↓\tretransmits\tverified\t"
 
 // writeDense writes one row, to the table under denseHeader or as JSON.
 func (s *suiteRun) writeDense(tw *tabwriter.Writer, w io.Writer, r Row) error {
@@ -201,14 +205,14 @@ func (s *suiteRun) writeDense(tw *tabwriter.Writer, w io.Writer, r Row) error {
 	if r.PacketBytes > 0 {
 		packet = units.FormatSize(int64(r.PacketBytes))
 	}
-	_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
+	_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
 		r.Ranks, units.FormatSize(r.Bytes), r.Path, packet, r.Algo, r.MedianS*1e3, r.P99S*1e3, r.AlgbwGBps,
 		units.Ratio(r.VsRing), units.Ratio(r.OfRelay), units.Ratio(r.OfFanout), units.Ratio(r.OverBestPeer),
-		cpuCell(r.ServerUserS, r.ServerSysS), linkCell(r.HostUpBytes, r.LinkBytesFrom), linkCell(r.HostDownBytes, r.LinkBytesFrom), r.Retransmits, yesNo(r.Verified, r.Path))
+		cpuCell(r.ServerUserS, r.ServerSysS), cpuCell(r.RanksUserS, r.RanksSysS), linkCell(r.HostUpBytes, r.LinkBytesFrom), linkCell(r.HostDownBytes, r.LinkBytesFrom), r.Retransmits, yesNo(r.Verified, r.Path))
 	return err
 }
 
-// cpuCell prints a server CPU cell, user+kernel ms per call: "-" where it
+// cpuCell prints a CPU cell, user+kernel ms per call: "-" where it
 // was not read.
 func cpuCell(user, sys float64) string {
 	if user == 0 && sys == 0 {
