@@ -88,15 +88,17 @@ bench-smoke:
 
 # The peers (peers/, docs/PERFORMANCE.md): MPI_Allreduce of Open MPI over
 # loopback TCP and Gloo's ring allreduce over its TCP transport, our own
-# small benchmarks built on Debian's packages, one process per rank, their
-# rows printed in flare bench's table beside the switch at each packet
-# size, the ring and the relays, for the same P and sizes.
+# small benchmarks built on Debian's packages, one process per rank, run by
+# flare bench itself (--peer) in turn with the switch at each packet size,
+# the ring and the relays, every round, for the same P and sizes: every
+# ratio in the table compares the same spells of a shared machine.
+# PEERS_FLAGS adds flare bench flags (--json).
 PEERS_P       ?= 8
 PEERS_BYTES   ?= 1MiB,16MiB
 PEERS_PACKETS ?= 1KiB,8KiB
 PEERS_ITERS   ?= 5
 PEERS_ROUNDS  ?= 3
-PEERS_OUT     ?= bin/peers.jsonl
+PEERS_FLAGS   ?=
 # switch-mc: the embedded switch with its results on a multicast group;
 # fanout-mc: the fan-out relay sending to one, switch-mc's ceiling
 PEERS_PATHS   ?= switch,switch-mc,ring,relay,fanout,fanout-mc
@@ -118,12 +120,9 @@ peers: peers-deps
 	g++ -O2 -Wall -Wextra -std=c++17 -o bin/peers-gloo-ring peers/gloo_ring.cc -lgloo -pthread
 
 bench-peers: build peers
-	rm -f $(PEERS_OUT)
-	for b in $$(echo $(PEERS_BYTES) | tr , ' '); do \
-	  mpirun -np $(PEERS_P) $(MPIRUN_FLAGS) bin/peers-mpi-allreduce --bytes $$b --iters $(PEERS_ITERS) >> $(PEERS_OUT) && \
-	  bin/peers-gloo-ring --ranks $(PEERS_P) --bytes $$b --iters $(PEERS_ITERS) >> $(PEERS_OUT) || exit 1; \
-	done
-	bin/flare bench --ranks $(PEERS_P) --bytes $(PEERS_BYTES) --packet $(PEERS_PACKETS) --iters $(PEERS_ITERS) --rounds $(PEERS_ROUNDS) --paths $(PEERS_PATHS) --peers $(PEERS_OUT)
+	bin/flare bench --ranks $(PEERS_P) --bytes $(PEERS_BYTES) --packet $(PEERS_PACKETS) --iters $(PEERS_ITERS) --rounds $(PEERS_ROUNDS) --paths $(PEERS_PATHS) \
+	  --peer 'mpi-tcp=mpirun -np {ranks} $(MPIRUN_FLAGS) bin/peers-mpi-allreduce --bytes {bytes} --iters {iters} --warmup {warmup}' \
+	  --peer 'gloo-ring=bin/peers-gloo-ring --ranks {ranks} --bytes {bytes} --iters {iters} --warmup {warmup}' $(PEERS_FLAGS)
 
 demo:
 	$(GO) run ./cmd/flare demo

@@ -25,7 +25,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"  flare bench --ranks 2,8 --bytes 64KiB,1MiB --json\n"+
 			"  flare bench --switch 10.0.0.1:7470 --paths switch,ring\n"+
 			"  flare bench --paths switch,fanout --procs=false  # the switch against its own pattern's ceiling\n"+
-			"  flare bench --packet 1KiB,8KiB --peers bin/peers.jsonl  # beside Open MPI and Gloo (make bench-peers)\n"+
+			"  flare bench --packet 1KiB,8KiB --peers bin/peers.jsonl  # beside Open MPI and Gloo, measured apart\n"+
+			"  flare bench --rounds 3 --peer 'gloo-ring=bin/peers-gloo-ring --ranks {ranks} --bytes {bytes} --iters {iters}'  # in turn (make bench-peers)\n"+
 			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n", stdout)
 	var s bench.Suite
 	b := addBenchFlags(fs, &s)
@@ -53,6 +54,7 @@ type benchFlags struct {
 	tree    *string
 	packets *[]string
 	peers   *string
+	peer    *[]string
 }
 
 // addBenchFlags registers the flags, the Suite's fields in s.
@@ -65,6 +67,9 @@ func addBenchFlags(fs *pflag.FlagSet, s *bench.Suite) *benchFlags {
 	b.packets = fs.StringSlice("packet", []string{"1KiB"}, "payload bytes per packet, comma-separated (8..8KiB): the switch and the relays run once per size")
 	b.peers = fs.String("peers", "", "a file of --json rows from host-based libraries measured apart (make bench-peers: mpi-tcp,\n"+
 		"gloo-ring) to print in the same table, with ratios, beside the rows of the same P and size")
+	b.peer = fs.StringArray("peer", nil, "NAME=COMMAND: a host-based library's benchmark to run in turn with the rows of every P, size and round\n"+
+		"(sh -c COMMAND, {ranks} {bytes} {iters} {warmup} replaced; it prints one --json row of path NAME), so that its\n"+
+		"time and the switch's come from the same spell of a shared machine; repeatable (make bench-peers: mpi-tcp, gloo-ring)")
 	fs.StringVar(&s.Switch, "switch", "", "a running switch daemon HOST:PORT (default: one embedded in this process)")
 	b.elementFlags = addElementFlags(fs)
 	fs.StringVar(&s.Algo, "algo", "auto", "the switch's design: auto, single, multi2, multi4 or tree")
@@ -106,7 +111,7 @@ func (b *benchFlags) resolve(fs *pflag.FlagSet, s *bench.Suite, stderr io.Writer
 		if s.Tree, err = parseTreeShape(*b.tree); err != nil {
 			return err
 		}
-		for _, f := range []string{"ranks", "switch", "paths", "procs", "packet", "peers"} {
+		for _, f := range []string{"ranks", "switch", "paths", "procs", "packet", "peers", "peer"} {
 			if fs.Changed(f) && (f != "procs" || *b.procs) {
 				return fmt.Errorf("--tree with --%s: the tree runs its own switches and ranks, in this process", f)
 			}
@@ -123,6 +128,13 @@ func (b *benchFlags) resolve(fs *pflag.FlagSet, s *bench.Suite, stderr io.Writer
 		if s.Peers, err = bench.ReadPeers(*b.peers); err != nil {
 			return flagError("--peers", err)
 		}
+	}
+	for _, v := range *b.peer {
+		pc, err := bench.ParsePeerCmd(v)
+		if err != nil {
+			return flagError("--peer", err)
+		}
+		s.PeerCmds = append(s.PeerCmds, pc)
 	}
 	if *b.procs {
 		exe, err := os.Executable()

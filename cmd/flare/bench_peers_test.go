@@ -132,7 +132,8 @@ func TestParsePackets(t *testing.T) {
 // The peers' own benchmarks (make peers: peers/mpi_allreduce.c under
 // mpirun, peers/gloo_ring.cc) at P = 2 print rows of the bench schema,
 // with every field a flare bench row has, and verified sums; flare bench
-// --peers prints them beside the ring with their ratios.
+// --peers prints them beside the ring with their ratios, and --peer runs
+// them itself, in turn with the ring.
 func TestPeersBenchmarks(t *testing.T) {
 	for _, tool := range []string{"mpicc", "mpirun", "g++"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -200,6 +201,29 @@ func TestPeersBenchmarks(t *testing.T) {
 	if len(rows) != 3 || rows[0].Path != "ring" || rows[1].Path != "mpi-tcp" || rows[2].Path != "gloo-ring" {
 		t.Fatalf("flare bench --peers: %+v, want the ring, mpi-tcp and gloo-ring rows", rows)
 	}
+	checkPeerRatios(t, rows)
+
+	// --peer runs the same benchmarks itself, in turn with the ring, a
+	// round at a time: each peer's row merges its rounds.
+	flags := []string{"--ranks", "2", "--bytes", "64KiB", "--paths", "ring", "--procs=false", "--iters", "2", "--warmup", "0", "--rounds", "2",
+		"--peer", "mpi-tcp=mpirun " + strings.Join(mpirun, " ") + " " + mpiBin + " --bytes {bytes} --iters {iters} --warmup {warmup}",
+		"--peer", "gloo-ring=" + glooBin + " --ranks {ranks} --bytes {bytes} --iters {iters} --warmup {warmup}"}
+	rows, _ = benchRows(t, flags...)
+	if len(rows) != 3 || rows[1].Path != "mpi-tcp" || rows[2].Path != "gloo-ring" {
+		t.Fatalf("flare bench --peer: %+v, want the ring, mpi-tcp and gloo-ring rows", rows)
+	}
+	for _, r := range rows[1:] {
+		if r.Rounds != 2 || r.Iters != 4 || !r.Verified || r.RanksUserS+r.RanksSysS <= 0 {
+			t.Errorf("%s row %+v: want 2 rounds of 2 verified calls, the ranks' CPU read", r.Path, r)
+		}
+	}
+	checkPeerRatios(t, rows)
+}
+
+// checkPeerRatios checks rows of the ring and then the peers: every row's
+// time over the faster peer's, and the ring's over every row's.
+func checkPeerRatios(t *testing.T, rows []benchRow) {
+	t.Helper()
 	best := min(rows[1].MedianS, rows[2].MedianS)
 	for _, r := range rows {
 		if r.OverBestPeer != r.MedianS/best || r.VsRing != rows[0].MedianS/r.MedianS {

@@ -72,7 +72,7 @@ var suiteFlags = fields{"Suite", map[string]string{
 	"Switch": "--switch", "Ranks": "--ranks", "Sizes": "--bytes", "Paths": "--paths", "DType": "--dtype", "Op": "--op",
 	"Algo": "--algo", "Iters": "--iters", "Warmup": "--warmup", "Verify": "--verify", "Timeout": "--timeout",
 	"Sparse": "--sparse", "Densities": "--densities", "Overlap": "--overlap", "Tree": "--tree",
-	"Packets": "--packet", "Peers": "--peers", "Rounds": "--rounds",
+	"Packets": "--packet", "Peers": "--peers", "PeerCmds": "--peer", "Rounds": "--rounds",
 }}
 
 // demoFlags are `flare demo`'s flags for bench.Demo's fields.

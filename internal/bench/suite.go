@@ -85,6 +85,10 @@ type Suite struct {
 	// in the dense table after the rows of their P, size, dtype and op,
 	// with every row's time over the faster peer's (Row.OverBestPeer).
 	Peers *Peers
+	// PeerCmds are host-based libraries' benchmarks the dense table runs
+	// itself, each once a round after the rows of every P and size, and
+	// prints as it prints Peers' rows (the rounds merged as its own are).
+	PeerCmds []PeerCmd
 	// Procs runs each rank as a process of its own; nil: every rank in
 	// this process.
 	Procs *Procs
@@ -107,6 +111,9 @@ func (s Suite) Validate() error {
 		}
 	}
 	if err := s.validatePackets(); err != nil {
+		return err
+	}
+	if err := s.validatePeerCmds(); err != nil {
 		return err
 	}
 	if s.Tree != (TreeShape{}) {

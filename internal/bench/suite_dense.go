@@ -76,11 +76,12 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 	s.job = 7000
 	for _, p := range s.Ranks {
 		for _, size := range s.Sizes {
-			rows, err := s.measureRows(ctx, p, size)
+			rows, peers, err := s.measureRows(ctx, p, size)
 			if err != nil {
 				return err
 			}
-			for _, row := range groupRows(rows, s.Peers.at(p, size, s.DType.String(), s.Op.String()), s.packets()) {
+			peers = append(s.Peers.at(p, size, s.DType.String(), s.Op.String()), peers...)
+			for _, row := range groupRows(rows, peers, s.packets()) {
 				if err := s.writeDense(tw, w, row); err != nil {
 					return err
 				}
@@ -103,28 +104,40 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 }
 
 // measureRows measures every leg of one P and size, in measureLegs'
-// order, Suite.Rounds times over, and merges each leg's rounds
-// (mergeRounds).
-func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]*Row, error) {
+// order, and then every peer command, Suite.Rounds times over, and merges
+// each leg's and each peer's rounds (mergeRounds).
+func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]*Row, []Row, error) {
 	rounds := map[leg][]*Row{}
+	peerRounds := make([][]*Row, len(s.PeerCmds))
 	for r := range max(1, s.Rounds) {
+		at := ""
+		if s.Rounds > 1 {
+			at = fmt.Sprintf(", round %d of %d", r+1, s.Rounds)
+		}
 		for _, l := range s.measureLegs() {
 			row, err := s.measurePath(ctx, l, s.config(p, size))
 			if err != nil {
-				at := ""
-				if s.Rounds > 1 {
-					at = fmt.Sprintf(", round %d of %d", r+1, s.Rounds)
-				}
-				return nil, fmt.Errorf("P=%d %s %s%s: %w", p, units.FormatSize(size), l, at, err)
+				return nil, nil, fmt.Errorf("P=%d %s %s%s: %w", p, units.FormatSize(size), l, at, err)
 			}
 			rounds[l] = append(rounds[l], row)
+		}
+		for i, pc := range s.PeerCmds {
+			row, err := pc.run(ctx, s.config(p, size), p, size)
+			if err != nil {
+				return nil, nil, fmt.Errorf("P=%d %s%s: %w", p, units.FormatSize(size), at, err)
+			}
+			peerRounds[i] = append(peerRounds[i], row)
 		}
 	}
 	rows := map[leg]*Row{}
 	for l, rs := range rounds {
 		rows[l] = mergeRounds(rs)
 	}
-	return rows, nil
+	var peers []Row
+	for _, rs := range peerRounds {
+		peers = append(peers, *mergeRounds(rs))
+	}
+	return rows, peers, nil
 }
 
 // measurePath measures one leg of c, checks it ran at its packet size,
