@@ -576,13 +576,13 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 	d.releaseWork(w)
 }
 
-// emitResult sends the finished block of t's packet (header h, the
-// aggregate in payload, count contributors when it is partial, 0 when it
-// is whole) and stores it first for retransmissions, when the job keeps
-// results, charging that copy. A root's stored result goes out from the store itself
+// emitResult sends a finished block (header h, the aggregate in payload,
+// count contributors when it is partial, 0 when it is whole), storing it
+// first for retransmissions when the job keeps results, and charges that
+// copy. A root's stored result goes out from the store itself
 // (Task.EmitKept): the slot is written once a generation and overwritten
 // only by the generation after next, which cannot finish before every
-// member has sent it, so after every member that still waits for this
+// member has sent it, so not before every member still waiting for this
 // result has it. A non-root's partial is copied out, as the parent's
 // result replaces it in the store (down).
 func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count uint16) {
