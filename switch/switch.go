@@ -107,7 +107,7 @@ func (s *Switch) packets() (rx, tx int64) {
 // channel carries the first of each run.
 type outPacket struct {
 	buf  []byte
-	tail []byte // a kept payload, sent after buf (EmitKeptFrom); nil once sent
+	tail []byte         // a kept payload, sent after buf (EmitKeptFrom); nil once sent
 	job  *liveJob       // multicast to the job's members when to is invalid
 	to   netip.AddrPort // unicast destination
 	next *outPacket
