@@ -59,6 +59,11 @@ type Row struct {
 	Storage         string  `json:"storage"`
 	SpilledPairs    int64   `json:"spilled_pairs"` // per call, over the hosts (hash storage)
 	Rounds          int     `json:"rounds"`        // bench's rounds in turn (--rounds): a testbed path runs once, 1
+	// RanksUserS and RanksSysS are the CPU seconds per call the host
+	// processes spent inside their calls, summed over the hosts (bench's
+	// ranks CPU).
+	RanksUserS float64 `json:"ranks_user_s"`
+	RanksSysS  float64 `json:"ranks_sys_s"`
 	// ServerUserS and ServerSysS are bench's server CPU per call; the
 	// testbed's daemons are processes of their own (SwitchCPU), so 0.
 	ServerUserS float64 `json:"server_user_s"`

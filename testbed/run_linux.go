@@ -257,6 +257,8 @@ func (c *cluster) row(path string, density float64, results []hostResult) Row {
 		r.TxBytes += h.TxBytes
 		r.RxBytes += h.RxBytes
 		r.SpilledPairs += h.SpilledPairs
+		r.RanksUserS += h.RanksUserS
+		r.RanksSysS += h.RanksSysS
 	}
 	if r.MedianS > 0 {
 		r.AlgbwGBps = float64(r.Bytes) / r.MedianS / 1e9
