@@ -609,11 +609,22 @@ func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count ui
 	}
 	t.Unlock(&b.lock)
 	t.ChargeCopy(len(payload))
-	if stored != nil && d.cfg.Uplink == nil {
-		t.EmitKept(h, stored)
+	if stored != nil {
+		d.emitStored(t, h, stored)
 		return
 	}
 	t.Emit(h, payload)
+}
+
+// emitStored sends a block's result from the store: in place at a root,
+// where the slot is written once a generation (emitResult), and copied at
+// a non-root, where a repeat of the parent's result may rewrite it (down).
+func (d *Dense) emitStored(t *hpu.Task, h *wire.Header, stored []byte) {
+	if d.cfg.Uplink == nil {
+		t.EmitKept(h, stored)
+		return
+	}
+	t.Emit(h, stored)
 }
 
 // storable reports, under the block's lock, whether block blk's result of
@@ -672,11 +683,7 @@ func (d *Dense) resend(t *hpu.Task) {
 	off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
 	payload := d.results[slot][off : off+int(p.Hdr.Count)*d.esize]
 	t.ChargeCopy(len(payload))
-	if d.cfg.Uplink == nil {
-		t.EmitKept(&h, payload) // written once this generation (emitResult)
-	} else {
-		t.Emit(&h, payload) // a repeat of the parent's result may rewrite it (down)
-	}
+	d.emitStored(t, &h, payload)
 	d.Stats.Resent.Add(1)
 }
 

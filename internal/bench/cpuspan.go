@@ -9,36 +9,26 @@ func (t cpuTimes) sub(u cpuTimes) cpuTimes {
 	return cpuTimes{user: t.user - u.user, sys: t.sys - u.sys}
 }
 
-// cpuSpan is what this process spent over a span of the measured calls,
-// the kernel's part in sys. The server's (start, stop): while the ranks of
-// a row with a process per rank made their measured calls, from the
-// release of the first to the end of the last on every rank
-// (barrier.go); this process then runs only the embedded switch or relay
-// the row goes through (and the barrier), so it is the server's CPU for
-// those calls, and the ranks' fill and check between calls, which the
-// server idles through, cost it nothing. A rank process's (resume, pause
-// around each call): its calls alone.
+// cpuSpan is what this process spent over spans of the measured calls,
+// each from start to stop, the kernel's part in sys. The server's is one
+// span: while the ranks of a row with a process per rank made their
+// measured calls, from the release of the first to the end of the last on
+// every rank (barrier.go); this process then runs only the embedded switch
+// or relay the row goes through (and the barrier), so it is the server's
+// CPU for those calls, and the ranks' fill and check between calls, which
+// the server idles through, cost it nothing. A rank process's is one span
+// a call: its calls alone, without the filling and checking between them
+// (Result.RanksUserS).
 type cpuSpan struct {
 	from, spent cpuTimes
-	started, ok bool // ok: spent was taken
+	started, ok bool // ok: a span was taken
 }
 
-// start takes the reading the first measured call starts from.
+// start takes the reading a span starts from.
 func (c *cpuSpan) start() { c.from, c.started = processTimes() }
 
-// stop takes the reading after the last call: the time spent since start.
+// stop adds the time since start to spent.
 func (c *cpuSpan) stop() {
-	to, ok := processTimes()
-	c.ok = c.started && ok
-	c.spent = to.sub(c.from)
-}
-
-// resume and pause add the time between them to spent, so that spent
-// covers only the spans they bracket: a rank's measured calls, without the
-// filling and checking between them (Result.RanksUserS).
-func (c *cpuSpan) resume() { c.from, c.started = processTimes() }
-
-func (c *cpuSpan) pause() {
 	if !c.started {
 		return
 	}

@@ -86,11 +86,11 @@ func (m *measurement) run(ctx context.Context) error {
 			}
 		}
 		if measured {
-			m.cpu.resume()
+			m.cpu.start()
 		}
 		el, err := m.call(ctx, it)
 		if measured {
-			m.cpu.pause()
+			m.cpu.stop()
 		}
 		if err != nil {
 			return fmt.Errorf("call %d: %w", it, err)

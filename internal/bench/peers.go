@@ -61,9 +61,10 @@ func ParsePeers(r io.Reader, name string) (*Peers, error) {
 
 // CheckPeerRow checks the fields of a peer's row the table reads.
 func CheckPeerRow(r *Row) error {
+	if err := checkPeerName(r.Path); err != nil {
+		return err
+	}
 	switch {
-	case r.Path == "" || ThroughSwitch(r.Path) || r.Path == PathRing || isRelay(r.Path):
-		return fmt.Errorf("path %q: want a peer's own name (mpi-tcp, gloo-ring), not empty or one flare bench measures", r.Path)
 	case r.Ranks < 1 || r.Ranks > MaxRanks:
 		return fmt.Errorf("ranks %d: must be in 1..%d", r.Ranks, MaxRanks)
 	case r.Bytes < 1 || r.Bytes > 1<<30:
@@ -72,6 +73,15 @@ func CheckPeerRow(r *Row) error {
 		return fmt.Errorf("median_s %v p99_s %v: want a positive median and p99 >= median", r.MedianS, r.P99S)
 	case r.PacketBytes != 0:
 		return fmt.Errorf("packet_bytes %d: a peer sends no switch packets, want 0", r.PacketBytes)
+	}
+	return nil
+}
+
+// checkPeerName refuses a peer's path that is empty or one flare bench
+// measures itself.
+func checkPeerName(path string) error {
+	if path == "" || ThroughSwitch(path) || path == PathRing || isRelay(path) {
+		return fmt.Errorf("path %q: want a peer's own name (mpi-tcp, gloo-ring), not empty or one flare bench measures", path)
 	}
 	return nil
 }
