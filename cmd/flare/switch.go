@@ -24,11 +24,19 @@ func runSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"  flare switch --admission registered --admin-secret-file /etc/flare/admin-secret  # only jobs registered with flare jobs register\n", stdout)
 	var cfg swtch.Config
 	sf := addSwitchFlags(fs, &cfg)
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to FILE until it stops (for go tool pprof; make pgo)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return flagError("--cpuprofile", err)
+		}
+		defer stop()
 	}
 	if err := sf.resolve(&cfg, stderr); err != nil {
 		return err
