@@ -4,19 +4,29 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build lib python python-test testbed-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke bench-peers peers peers-deps demo figures soak clean
+.PHONY: all build pgo lib python python-test testbed-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke bench-peers peers peers-deps demo figures soak clean
 
 all: build
 
 # -buildvcs=auto: the binary carries its commit (flare version) even where
-# GOFLAGS turns VCS stamping off.
+# GOFLAGS turns VCS stamping off. go build optimises bin/flare with the
+# CPU profile in cmd/flare/default.pgo (profile-guided optimisation: the
+# hot calls inlined and devirtualised); the C library and the benchmarks
+# take the same profile (PGO).
+PGO := cmd/flare/default.pgo
 build:
 	$(GO) build -buildvcs=auto -o bin/flare ./cmd/flare
+
+# A fresh $(PGO) from the daemon and the ranks of a dense allreduce at 1 KiB
+# and 8 KiB packets (tools/pgo-profile.sh); commit it with the change to
+# the hot path that made it stale.
+pgo: build
+	tools/pgo-profile.sh bin/flare $(PGO)
 
 # The C library: bin/libflare.so and its header bin/flare.h (capi/flare.h,
 # documented there; cgo's generated libflare.h is only the Go side's).
 lib:
-	$(GO) build -buildvcs=auto -buildmode=c-shared -o bin/libflare.so ./capi
+	$(GO) build -buildvcs=auto -pgo=$(PGO) -buildmode=c-shared -o bin/libflare.so ./capi
 	rm -f bin/libflare.h
 	cp capi/flare.h bin/flare.h
 
@@ -79,12 +89,12 @@ fuzz: fuzz-smoke
 # per rank, with the ratios; then the Figure 15 analogue on a tree of
 # switches (docs/FIGURE15.md): bytes per link and time, in-network vs host.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 1s $(PKGS)
 	bin/flare bench --ranks 8 --bytes 1MiB,16MiB
 	bin/flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.002,0.01
 
 bench-smoke:
-	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 1x $(PKGS)
 
 # The peers (peers/, docs/PERFORMANCE.md): MPI_Allreduce of Open MPI over
 # loopback TCP and Gloo's ring allreduce over its TCP transport, our own
