@@ -27,7 +27,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"  flare bench --paths switch,fanout --procs=false  # the switch against its own pattern's ceiling\n"+
 			"  flare bench --packet 1KiB,8KiB --peers bin/peers.jsonl  # beside Open MPI and Gloo, measured apart\n"+
 			"  flare bench --rounds 3 --peer 'gloo-ring=bin/peers-gloo-ring --ranks {ranks} --bytes {bytes} --iters {iters}'  # in turn (make bench-peers)\n"+
-			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n", stdout)
+			"  flare bench --tree 4x4 --bytes 1MiB --sparse --densities 0.01   # Figure 15 analogue on a tree of switches\n"+
+			"  flare bench --paths switch,fanout --procs=false --profile prof   # where each row's CPU and time go (go tool pprof, go tool trace)\n", stdout)
 	var s bench.Suite
 	b := addBenchFlags(fs, &s)
 	if err := parse(fs, args); err != nil {
@@ -84,6 +85,9 @@ func addBenchFlags(fs *pflag.FlagSet, s *bench.Suite) *benchFlags {
 	fs.BoolVar(&s.Sparse, "sparse", false, "compare sparse in-network (hash, array), dense in-network and the host sparse baseline")
 	fs.Float64SliceVar(&s.Densities, "densities", []float64{0.001, 0.01, 0.1, 0.2}, "with --sparse: fractions of non-zeros per rank")
 	fs.Float64Var(&s.Overlap, "overlap", 0.5, "with --sparse: fraction of a rank's indices drawn from a set all ranks share")
+	fs.StringVar(&s.Profile, "profile", "", "DIR: write each row's CPU profile and execution trace over its measured calls in this process to DIR\n"+
+		"(p8-16MiB-switch-1KiB-r1.cpu.pprof and .trace): the embedded switch's or the relay's, and with --procs=false the ranks' too,\n"+
+		"their work between calls labelled phase=between (go tool pprof -tagignore phase=between; docs/PERFORMANCE.md)")
 	b.tree = fs.String("tree", "", "LEAVESxHOSTS (e.g. 4x4): a root and LEAVES leaf switches in this process, HOSTS ranks per leaf\n"+
 		"(ranks in this process too); in-network dense through the tree vs the host ring, with --sparse also in-network\n"+
 		"sparse vs host sparse, with the bytes on every link next to what flare model collectives predicts for the same tree")

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -70,4 +75,51 @@ func smallBenchRows(t *testing.T, args ...string) map[string]benchRow {
 		paths[r.Path] = r
 	}
 	return paths
+}
+
+// --profile leaves a CPU profile and a trace for every row with something
+// in the bench process: with a process per rank the embedded switch's and
+// the relay's, not the ring's, whose ranks are all elsewhere; with the
+// ranks in this process every row's. Each is what go tool pprof and go
+// tool trace read.
+func TestBenchProfile(t *testing.T) {
+	for _, procs := range []bool{true, false} {
+		dir := t.TempDir()
+		smallBenchRows(t, "--paths", "switch,fanout,ring", "--profile", dir, "--procs="+strconv.FormatBool(procs))
+		want := []string{"p3-64KiB-switch-1KiB-r1", "p3-64KiB-fanout-1KiB-r1"}
+		if !procs {
+			want = append(want, "p3-64KiB-ring-r1")
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		var wantFiles []string
+		for _, w := range want {
+			wantFiles = append(wantFiles, w+".cpu.pprof", w+".trace")
+		}
+		slices.Sort(got)
+		slices.Sort(wantFiles)
+		if !slices.Equal(got, wantFiles) {
+			t.Fatalf("--procs=%v: --profile wrote %v, want %v", procs, got, wantFiles)
+		}
+		for _, w := range want {
+			checkProfile(t, filepath.Join(dir, w+".cpu.pprof"))
+			if out, err := exec.Command("go", "tool", "trace", "-d=parsed", filepath.Join(dir, w+".trace")).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("StateTransition")) {
+				t.Fatalf("%s.trace: go tool trace: %v\n%.500s", w, err, out)
+			}
+		}
+	}
+}
+
+// --profile is the dense table's: with --sparse it is refused, naming it.
+func TestBenchProfileDenseOnly(t *testing.T) {
+	out, err := exec.Command(flareBin, "bench", "--sparse", "--profile", t.TempDir()).CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("--profile")) {
+		t.Fatalf("flare bench --sparse --profile: %v\n%s, want an error naming --profile", err, out)
+	}
 }

@@ -72,7 +72,7 @@ var suiteFlags = fields{"Suite", map[string]string{
 	"Switch": "--switch", "Ranks": "--ranks", "Sizes": "--bytes", "Paths": "--paths", "DType": "--dtype", "Op": "--op",
 	"Algo": "--algo", "Iters": "--iters", "Warmup": "--warmup", "Verify": "--verify", "Timeout": "--timeout",
 	"Sparse": "--sparse", "Densities": "--densities", "Overlap": "--overlap", "Tree": "--tree",
-	"Packets": "--packet", "Peers": "--peers", "PeerCmds": "--peer", "Rounds": "--rounds",
+	"Packets": "--packet", "Peers": "--peers", "PeerCmds": "--peer", "Rounds": "--rounds", "Profile": "--profile",
 }}
 
 // demoFlags are `flare demo`'s flags for bench.Demo's fields.
@@ -108,5 +108,5 @@ var testbedFlags = fields{"Config", map[string]string{
 // a row's errors may name.
 var benchConfigFlags = fields{"Config", map[string]string{
 	"Switch": "--switch", "DType": "--dtype", "Op": "--op", "Algo": "--algo", "Iters": "--iters", "Warmup": "--warmup",
-	"Timeout": "--timeout", "Density": "--densities", "Overlap": "--overlap",
+	"Timeout": "--timeout", "Density": "--densities", "Overlap": "--overlap", "Profile": "--profile",
 }}

@@ -123,17 +123,19 @@ func (b *parentBarrier) started(r int) {
 // call's checking when every rank has finished it (rankBarrier.callDone),
 // and then waits for every rank to finish the last one (rankBarrier.finish). It
 // reads this process's CPU into cpu as it releases call first and when
-// every rank has finished. When a rank process ends before its calls are
+// every rank has finished, and takes the row's profile (prof, nil for
+// none) over the same span. When a rank process ends before its calls are
 // done, it closes every release pipe, so that the ranks still waiting end
 // too, and returns nil: the rank's own exit says why (cpu is then not
 // taken).
-func (b *parentBarrier) run(calls, first int, cpu *cpuSpan) error {
+func (b *parentBarrier) run(calls, first int, cpu *cpuSpan, prof *rowProfile) error {
 	defer b.close()
 	for k := range calls {
 		if !b.allReady() {
 			return nil
 		}
 		if k == first {
+			prof.start()
 			cpu.start()
 		}
 		if !b.releaseAll() || !b.allReady() || !b.releaseAll() { // the call, then its checking
@@ -142,6 +144,7 @@ func (b *parentBarrier) run(calls, first int, cpu *cpuSpan) error {
 	}
 	if b.allReady() {
 		cpu.stop()
+		return prof.stop()
 	}
 	return nil
 }

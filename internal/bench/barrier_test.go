@@ -37,7 +37,7 @@ func TestBarrierStartsEveryCallTogether(t *testing.T) {
 	sides := rankSides(t, b)
 	done := make(chan error, 1)
 	var cpu cpuSpan
-	go func() { done <- b.run(rounds, 1, &cpu) }()
+	go func() { done <- b.run(rounds, 1, &cpu, nil) }()
 	var ready, called [rounds]atomic.Int32
 	var wg sync.WaitGroup
 	for r, side := range sides {
@@ -92,7 +92,7 @@ func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
 	sides := rankSides(t, b)
 	done := make(chan error, 1)
 	var cpu cpuSpan
-	go func() { done <- b.run(10, 0, &cpu) }()
+	go func() { done <- b.run(10, 0, &cpu, nil) }()
 	// Rank 2 "exits": its ends close, as the kernel closes them.
 	sides[2].release.(io.Closer).Close()
 	sides[2].ready.(io.Closer).Close()

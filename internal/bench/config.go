@@ -72,6 +72,10 @@ type Config struct {
 	// delayed start.
 	TailMedian time.Duration
 	TailRatio  float64
+	// Profile, when set, is the path prefix of the row's CPU profile and
+	// execution trace (ProfileFiles), taken in this process over the
+	// measured calls (profile.go); a rank process of Procs takes none.
+	Profile string
 }
 
 // localRanks lists the ranks this process runs, and the world size.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -71,21 +72,28 @@ func (m *measurement) close() { m.ranks.close() }
 
 // run is the loop every measurement runs: warmup then measured calls, each
 // with its inputs filled, timed under the call timeout, and its results
-// checked; the counters are read around the measured calls.
-func (m *measurement) run(ctx context.Context) error {
+// checked; the counters are read around the measured calls, and the
+// row's profile (Config.Profile) taken over them.
+func (m *measurement) run(ctx context.Context) (err error) {
 	c := m.c
+	prof, err := newRowProfile(c.Profile)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, prof.stop()) }()
 	for it := range c.Warmup + c.Iters {
 		measured := it >= c.Warmup
 		if it == c.Warmup {
 			m.before = m.read()
 		}
-		m.p.fill(it)
+		prof.between(func() { m.p.fill(it) })
 		if m.barrier != nil {
 			if err := m.barrier.wait(); err != nil {
 				return fmt.Errorf("call %d: %w", it, err)
 			}
 		}
 		if measured {
+			prof.start()
 			m.cpu.start()
 		}
 		el, err := m.call(ctx, it)
@@ -100,7 +108,8 @@ func (m *measurement) run(ctx context.Context) error {
 				return fmt.Errorf("call %d: %w", it, err)
 			}
 		}
-		partial, missed, err := m.p.check(it, m.ranks.contributors)
+		var partial, missed int
+		prof.between(func() { partial, missed, err = m.p.check(it, m.ranks.contributors) })
 		if err != nil {
 			return err
 		}
@@ -108,6 +117,9 @@ func (m *measurement) run(ctx context.Context) error {
 			m.times = append(m.times, el.Seconds())
 			m.partial, m.missed = m.partial+partial, m.missed+missed
 		}
+	}
+	if err := prof.stop(); err != nil {
+		return err
 	}
 	m.after = m.read()
 	if m.barrier != nil {

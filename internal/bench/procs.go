@@ -43,6 +43,11 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, *cpuSpan, error) {
 			}
 		}
 	}
+	prof, err := newRowProfile(c.Profile)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer prof.stop()
 	bar, err := newParentBarrier(p)
 	if err != nil {
 		return nil, nil, err
@@ -50,7 +55,7 @@ func (pr *Procs) run(ctx context.Context, c Config) (*Result, *cpuSpan, error) {
 	results := make([]Result, p)
 	g, gctx := errgroup.WithContext(ctx)
 	var cpu cpuSpan
-	g.Go(func() error { return bar.run(c.Warmup+c.Iters, c.Warmup, &cpu) })
+	g.Go(func() error { return bar.run(c.Warmup+c.Iters, c.Warmup, &cpu, prof) })
 	for r := range p {
 		rc := rc
 		rc.Rank = r

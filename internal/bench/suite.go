@@ -93,6 +93,13 @@ type Suite struct {
 	// this process.
 	Procs *Procs
 	JSON  bool // one JSON object per row, instead of a table
+	// Profile, when set, is a directory where every dense row measured in
+	// this process leaves its CPU profile and execution trace over its
+	// measured calls (Config.Profile), named by P, size, path, packet and
+	// round (p8-16MiB-switch-1KiB-r1.cpu.pprof and .trace): the embedded
+	// switch's or the relay's with a process per rank, and the ranks' too
+	// with the ranks in this process. The dense table only.
+	Profile string
 }
 
 // Validate names the first field out of range, and the range.
@@ -115,6 +122,9 @@ func (s Suite) Validate() error {
 	}
 	if err := s.validatePeerCmds(); err != nil {
 		return err
+	}
+	if s.Profile != "" && (s.Sparse || s.Tree != (TreeShape{})) {
+		return fmt.Errorf("Suite.Profile with Suite.Sparse or Suite.Tree: profiles are taken of the dense table's rows only")
 	}
 	if s.Tree != (TreeShape{}) {
 		return s.Tree.Validate()

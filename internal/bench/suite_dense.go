@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"text/tabwriter"
 
@@ -115,7 +116,9 @@ func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]
 			at = fmt.Sprintf(", round %d of %d", r+1, s.Rounds)
 		}
 		for _, l := range s.measureLegs() {
-			row, err := s.measurePath(ctx, l, s.config(p, size))
+			c := s.config(p, size)
+			c.Profile = s.profilePrefix(l, p, size, r)
+			row, err := s.measurePath(ctx, l, c)
 			if err != nil {
 				return nil, nil, fmt.Errorf("P=%d %s %s%s: %w", p, units.FormatSize(size), l, at, err)
 			}
@@ -138,6 +141,22 @@ func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]
 		peers = append(peers, *mergeRounds(rs))
 	}
 	return rows, peers, nil
+}
+
+// profilePrefix names round r's profile of leg l at P = p and size
+// (Suite.Profile), "" when there is none to take: no Suite.Profile, or a
+// process per rank with nothing of the row in this process (the ring, or
+// the switch's rows with a --switch daemon).
+func (s *suiteRun) profilePrefix(l leg, p int, size int64, r int) string {
+	inHere := isRelay(l.path) || ThroughSwitch(l.path) && s.servers[l.packet].embedded != nil
+	if s.Profile == "" || s.Procs != nil && !inHere {
+		return ""
+	}
+	name := fmt.Sprintf("p%d-%s-%s", p, units.FormatSize(size), l.path)
+	if l.packet > 0 {
+		name += "-" + units.FormatSize(int64(l.packet))
+	}
+	return filepath.Join(s.Profile, fmt.Sprintf("%s-r%d", name, r+1))
 }
 
 // measurePath measures one leg of c, checks it ran at its packet size,
