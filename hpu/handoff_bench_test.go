@@ -2,7 +2,9 @@ package hpu_test
 
 import (
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/wire"
@@ -109,4 +111,44 @@ func next(c chan [][]byte, polls int) ([][]byte, bool) {
 	}
 	r, ok := <-c
 	return r, ok
+}
+
+// BenchmarkIdleWake is what a processor (P) that has gone idle costs this
+// machine: the time from a channel send on a busy P until the receiving
+// goroutine runs, when the receiver's P had nothing else to run and its
+// thread slept. The sender keeps its own P busy, so the receiver runs
+// once the idle P's thread has woken and stolen it from the sender's P
+// (or, at worst, when the sender blocks on its next send, idleGap later).
+// The wake-up of a thread sleeping on another CPU is a sleeping vCPU's on
+// a virtual machine, and the runtime waits usleep(3) before it steals a
+// goroutine just readied on a running P, which Linux's default 50 µs
+// timer slack stretches to ~55 µs: about 100 µs at the median on the
+// 2-vCPU boxes here (docs/PERFORMANCE.md). It needs two Ps (-cpu 2).
+func BenchmarkIdleWake(b *testing.B) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs two Ps: run with -cpu 2")
+	}
+	const idleGap = 500 * time.Microsecond
+	sent := make(chan time.Time)
+	done := make(chan []time.Duration)
+	go func() {
+		var lat []time.Duration
+		for t := range sent {
+			lat = append(lat, time.Since(t))
+		}
+		done <- lat
+	}()
+	b.ResetTimer()
+	for range b.N {
+		for start := time.Now(); time.Since(start) < idleGap; {
+		}
+		sent <- time.Now()
+	}
+	close(sent)
+	lat := <-done
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2])/1e3, "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100])/1e3, "p99-µs")
+	b.ReportMetric(0, "ns/op") // the op is idleGap of spinning
 }

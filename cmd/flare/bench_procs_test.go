@@ -113,6 +113,30 @@ func TestBenchProfile(t *testing.T) {
 				t.Fatalf("%s.trace: go tool trace: %v\n%.500s", w, err, out)
 			}
 		}
+		if !procs {
+			checkTraceSched(t, filepath.Join(dir, "p3-64KiB-switch-1KiB-r1.trace"))
+		}
+	}
+}
+
+// checkTraceSched reads a row's trace with tools/trace-sched.py: every P
+// has a busy share, the idle-with-work-waiting line is there, and the
+// switch's reader and the ranks' sessions are among the goroutines, by
+// name.
+func checkTraceSched(t *testing.T, trace string) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Log("SKIPPED tools/trace-sched.py: no python3")
+		return
+	}
+	out, err := exec.Command("python3", "../../tools/trace-sched.py", trace, "100").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tools/trace-sched.py: %v\n%s", err, out)
+	}
+	for _, want := range []string{"P0 busy", "idle with work waiting", "switch.(*Switch).reader", "hostlib.(*Session)"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("tools/trace-sched.py printed no %q:\n%s", want, out)
+		}
 	}
 }
 
