@@ -174,7 +174,7 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	}
 	var watch *hostLinkWatch
 	if embedded != nil {
-		watch = watchHostLinks(embedded)
+		watch = watchHostLinks(embedded, c.Ranks, c.Multicast)
 	}
 	res, cpu, err := s.measure(ctx, c)
 	var up, down int64
