@@ -88,6 +88,39 @@ type readerCounts struct {
 	_          [32]byte
 }
 
+// jobTally is what a reader counts of its batch's packets for their job,
+// added to the job's readerCounts once for each run of packets of one job
+// (flush, at the latest when the reader submits the batch) instead of
+// with two atomic writes a packet: a locked instruction a packet cost
+// about 5 ns of BenchmarkGenPath's ~200 (two of them 5% in six pairs).
+// The reader alone uses its tally.
+type jobTally struct {
+	j       *job
+	rd      int
+	n, last int64 // packets, and the arrival of the last (unix ns)
+}
+
+// add counts a packet of job j that reader rd took at now.
+func (t *jobTally) add(j *job, rd int, now int64) {
+	if j != t.j {
+		t.flush()
+		t.j, t.rd = j, rd
+	}
+	t.n++
+	t.last = now
+}
+
+// flush adds what t counted to its job.
+func (t *jobTally) flush() {
+	if t.j == nil {
+		return
+	}
+	c := &t.j.per[t.rd]
+	c.rx.Add(t.n)
+	c.lastActive.Store(t.last)
+	t.j, t.n = nil, 0
+}
+
 // readerCountsBytes is what a job's counts hold per reader.
 const readerCountsBytes = int64(unsafe.Sizeof(readerCounts{}))
 

@@ -386,11 +386,12 @@ func (s *Switch) tick(j *job, now time.Time) {
 	}
 }
 
-// readerCache is a reader's end of the received packets' free list, on
-// its own cache line.
+// readerCache is a reader's end of the received packets' free list and
+// its tally of the batch it is handling, on lines of their own.
 type readerCache struct {
-	in freeCache[inPacket]
-	_  [32]byte
+	in    freeCache[inPacket]
+	tally jobTally
+	_     [32]byte
 }
 
 // reader rd receives batches on its socket and dispatches each datagram:
@@ -435,6 +436,7 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 				msgs[i].Buf = slots[i].buf
 			}
 		}
+		s.readerIn[rd].tally.flush()
 		batch = s.submit(ctx, batch)
 	}
 }
@@ -485,6 +487,7 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 			batch = append(batch, &ip.pkt)
 		}
 		r.refs.Add(lent) // before any of them can run and release
+		s.readerIn[rd].tally.flush()
 		batch = s.submit(ctx, batch)
 		r.release()
 	}
@@ -608,13 +611,11 @@ func (s *Switch) accept(j *job, d *conn.Datagram, ip *inPacket, payload []byte, 
 		s.drops.add(dropUnexpected)
 		return false
 	}
-	c := &j.per[ip.rd]
 	if !j.enter(ip.rd) {
 		s.drops.add(dropUnknownJob) // it ended after the lookup
 		return false
 	}
-	c.lastActive.Store(now)
-	c.rx.Add(1)
+	s.readerIn[ip.rd].tally.add(j, ip.rd, now)
 	p.Payload = payload
 	p.Handler = live.handler
 	if fromParent && live.sparse {

@@ -44,7 +44,9 @@ func (fx *jobFixture) deliver(from netip.AddrPort, pkt []byte) *inPacket {
 	n := copy(ip.buf, pkt)
 	d := conn.Datagram{Buf: ip.buf, N: n, Addr: from}
 	fx.clock += int64(time.Millisecond)
-	if s.handle(&d, ip, fx.clock) {
+	accepted := s.handle(&d, ip, fx.clock)
+	s.readerIn[ip.rd].tally.flush() // as the reader does once a batch
+	if accepted {
 		return ip
 	}
 	s.inFree.put(ip)
