@@ -73,7 +73,7 @@ type Config struct {
 	TailMedian time.Duration
 	TailRatio  float64
 	// Profile, when set, is the path prefix of the row's CPU profile and
-	// execution trace (ProfileFiles), taken in this process over the
+	// execution trace (profileFiles), taken in this process over the
 	// measured calls (profile.go); a rank process of Procs takes none.
 	Profile string
 }

@@ -71,6 +71,10 @@ func (w *hostLinkWatch) poll() bool {
 	return children >= w.hosts && (!w.group || groups > 0)
 }
 
+// finish stops the watch and sums the bytes the switch received from
+// (up) and sent to (down) the host links it found, and how many there
+// were. What it sent to the job's multicast group crossed every host's
+// link.
 func (w *hostLinkWatch) finish() (up, down int64, links int) {
 	close(w.stop)
 	<-w.done

@@ -24,9 +24,9 @@ import (
 // calls.
 const betweenPhase = "between"
 
-// ProfileFiles are the files a row's profile prefix names: the CPU
+// profileFiles are the files a row's profile prefix names: the CPU
 // profile (go tool pprof) and the execution trace (go tool trace).
-func ProfileFiles(prefix string) (cpu, trace string) {
+func profileFiles(prefix string) (cpu, trace string) {
 	return prefix + ".cpu.pprof", prefix + ".trace"
 }
 
@@ -44,7 +44,7 @@ func newRowProfile(prefix string) (*rowProfile, error) {
 	if prefix == "" {
 		return nil, nil
 	}
-	cpuPath, tracePath := ProfileFiles(prefix)
+	cpuPath, tracePath := profileFiles(prefix)
 	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
 		return nil, fmt.Errorf("Config.Profile %s: %w", prefix, err)
 	}

@@ -31,7 +31,7 @@ func TestRowProfileMarksBetween(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatalf("a second stop: %v", err)
 	}
-	cpu, tr := ProfileFiles(prefix)
+	cpu, tr := profileFiles(prefix)
 	only := goTool(t, "pprof", "-top", "-tagfocus", "phase="+betweenPhase, cpu)
 	without := goTool(t, "pprof", "-top", "-tagignore", "phase="+betweenPhase, cpu)
 	if !strings.Contains(only, "burnBetweenCalls") || strings.Contains(only, "burnInCall") {
