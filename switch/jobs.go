@@ -95,16 +95,15 @@ type readerCounts struct {
 // about 5 ns of BenchmarkGenPath's ~200 (two of them 5% in six pairs).
 // The reader alone uses its tally.
 type jobTally struct {
-	j       *job
-	rd      int
-	n, last int64 // packets, and the arrival of the last (unix ns)
+	c       *readerCounts // the job's counts of this reader
+	n, last int64         // packets, and the arrival of the last (unix ns)
 }
 
-// add counts a packet of job j that reader rd took at now.
-func (t *jobTally) add(j *job, rd int, now int64) {
-	if j != t.j {
+// add counts a packet that took the reader's counts c at now.
+func (t *jobTally) add(c *readerCounts, now int64) {
+	if c != t.c {
 		t.flush()
-		t.j, t.rd = j, rd
+		t.c = c
 	}
 	t.n++
 	t.last = now
@@ -112,13 +111,12 @@ func (t *jobTally) add(j *job, rd int, now int64) {
 
 // flush adds what t counted to its job.
 func (t *jobTally) flush() {
-	if t.j == nil {
+	if t.c == nil {
 		return
 	}
-	c := &t.j.per[t.rd]
-	c.rx.Add(t.n)
-	c.lastActive.Store(t.last)
-	t.j, t.n = nil, 0
+	t.c.rx.Add(t.n)
+	t.c.lastActive.Store(t.last)
+	t.c, t.n = nil, 0
 }
 
 // readerCountsBytes is what a job's counts hold per reader.

@@ -615,7 +615,7 @@ func (s *Switch) accept(j *job, d *conn.Datagram, ip *inPacket, payload []byte, 
 		s.drops.add(dropUnknownJob) // it ended after the lookup
 		return false
 	}
-	s.readerIn[ip.rd].tally.add(j, ip.rd, now)
+	s.readerIn[ip.rd].tally.add(&j.per[ip.rd], now)
 	p.Payload = payload
 	p.Handler = live.handler
 	if fromParent && live.sparse {

@@ -22,8 +22,10 @@ type hostLinkWatch struct {
 	old   map[swtch.LinkCounter]bool
 	mu    sync.Mutex
 	seen  map[swtch.LinkCounter]bool
-	stop  chan struct{}
-	done  chan struct{}
+	// children and groups count seen by role.
+	children, groups int
+	stop             chan struct{}
+	done             chan struct{}
 }
 
 // watchHostLinks starts watching sw for the links of a job of hosts
@@ -55,20 +57,17 @@ func (w *hostLinkWatch) poll() bool {
 	cs := w.sw.LinkCounters()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	children, groups := 0, 0
 	for _, c := range cs {
-		if (c.Role() == "child" || c.Role() == "group") && !w.old[c] {
+		if (c.Role() == "child" || c.Role() == "group") && !w.old[c] && !w.seen[c] {
 			w.seen[c] = true
+			if c.Role() == "group" {
+				w.groups++
+			} else {
+				w.children++
+			}
 		}
 	}
-	for c := range w.seen {
-		if c.Role() == "group" {
-			groups++
-		} else {
-			children++
-		}
-	}
-	return children >= w.hosts && (!w.group || groups > 0)
+	return w.children >= w.hosts && (!w.group || w.groups > 0)
 }
 
 // finish stops the watch and sums the bytes the switch received from
