@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // Datagram is one UDP datagram in a batch. Buf is storage owned by the
@@ -133,6 +134,12 @@ const (
 	// absorbs a few milliseconds of bursts at 10+ Gbit/s while the reader is
 	// descheduled.
 	DefaultSocketBuffer = 8 << 20
+
+	// DefaultBusyPoll is the busy poll of flare's daemon and of a rank in
+	// a process of its own (flare switch, flare allreduce --rank): long
+	// enough to bridge the gaps between a call's datagrams on a box whose
+	// CPUs the switch and the ranks share (docs/PERFORMANCE.md).
+	DefaultBusyPoll = 50 * time.Microsecond
 )
 
 // Limits checked by Config.Validate.
@@ -155,6 +162,10 @@ const (
 	// MaxGROSegments is the most datagrams one coalesced receive holds
 	// (the kernel's UDP_GRO_CNT_MAX).
 	MaxGROSegments = 64
+
+	// MaxBusyPoll bounds Config.BusyPoll: a reader that polls longer than
+	// a scheduler's time slice only takes CPU from others.
+	MaxBusyPoll = 10 * time.Millisecond
 )
 
 // Config configures ListenUDP. The zero value gives the defaults.
@@ -183,6 +194,17 @@ type Config struct {
 	// back to this box's own listeners too. Linux only; unset, the routing
 	// table picks the interface.
 	MulticastInterface netip.Addr
+
+	// BusyPoll is how long a read that finds the socket empty keeps
+	// polling it, giving the CPU up between polls to any other goroutine
+	// or process that wants it, before it sleeps until a datagram comes
+	// (as Open MPI's progress loop, or SO_BUSY_POLL for a device queue).
+	// A CPU that sleeps between datagrams costs a wake-up for the next
+	// one: 20-100 µs on a virtual machine. A reader that datagrams reach
+	// more often than this keeps its CPU busy, yielding it to any other
+	// work. 0 sleeps at once; 0..MaxBusyPoll. Linux; elsewhere a read
+	// sleeps at once.
+	BusyPoll time.Duration
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -207,6 +229,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch size = %d: must be in 1..%d", c.BatchSize, MaxBatchSize)
 	case c.MaxDatagram < 1 || c.MaxDatagram > MaxDatagramLimit:
 		return fmt.Errorf("max datagram = %d bytes: must be in 1..%d", c.MaxDatagram, MaxDatagramLimit)
+	case c.BusyPoll < 0 || c.BusyPoll > MaxBusyPoll:
+		return fmt.Errorf("busy poll = %v: must be in 0..%v", c.BusyPoll, MaxBusyPoll)
 	case c.MulticastInterface.IsValid() && (!c.MulticastInterface.Is4() || c.MulticastInterface.IsUnspecified() || c.MulticastInterface.IsMulticast()):
 		return fmt.Errorf("multicast interface = %v: must be an IPv4 unicast address of this host", c.MulticastInterface)
 	}

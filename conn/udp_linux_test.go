@@ -298,7 +298,7 @@ func TestIPv6ToIPv4Socket(t *testing.T) {
 // The hot path allocates nothing: a WriteBatch of 64 Flare packets and the
 // ReadBatch calls that take them in, with and without GSO/GRO.
 func TestZeroAllocs(t *testing.T) {
-	for _, cfg := range []Config{{}, {DisableOffload: true}, {BatchSize: 1}} {
+	for _, cfg := range []Config{{}, {DisableOffload: true}, {BatchSize: 1}, {BusyPoll: DefaultBusyPoll}} {
 		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
 			tx := listenLoopback(t, "127.0.0.1:0", cfg)
 			rx := listenLoopback(t, "127.0.0.1:0", cfg)

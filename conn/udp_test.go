@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,6 +261,9 @@ func TestLoopbackTransfer(t *testing.T) {
 		{"into/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 6), false, true},
 		{"into/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 7), false, true},
 		{"into/ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 8), true, true},
+		{"busy-poll/offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll}, mixedSizes(n, 9), true, false},
+		{"busy-poll/no-offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll, DisableOffload: true}, mixedSizes(n, 10), false, false},
+		{"busy-poll/into/offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll}, sameSizes(n, flarePacket), false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -324,6 +328,13 @@ func closeUnblocks(t *testing.T, c Conn) {
 func TestCloseUnblocksRead(t *testing.T) {
 	t.Run("loopback", func(t *testing.T) {
 		c, err := ListenUDP("127.0.0.1:0", Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeUnblocks(t, c)
+	})
+	t.Run("loopback/busy-poll", func(t *testing.T) {
+		c, err := ListenUDP("127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,8 +445,66 @@ func TestConnConfigValidate(t *testing.T) {
 			t.Errorf("ListenUDP with %+v: no error", cfg)
 		}
 	}
+	for cfg, want := range map[Config]string{
+		{BusyPoll: -time.Nanosecond}: "busy poll = -1ns: must be in 0..10ms",
+		{BusyPoll: MaxBusyPoll + 1}:  "busy poll = 10.000001ms: must be in 0..10ms",
+	} {
+		if _, err := ListenUDP("127.0.0.1:0", cfg); err == nil || !strings.HasSuffix(err.Error(), ": "+want) {
+			t.Errorf("ListenUDP with %+v: %v, want %q", cfg, err, want)
+		}
+	}
 	c := listenLoopback(t, "127.0.0.1:0", Config{BatchSize: 7})
 	if c.BatchSize() != 7 {
 		t.Errorf("BatchSize() = %d, want 7", c.BatchSize())
+	}
+}
+
+// With BusyPoll a reader takes a datagram that comes while it polls and
+// one that comes after it has gone to sleep, and each ReadBatch returns
+// what came, not a spurious empty batch; Close while it polls ends the
+// read with net.ErrClosed.
+func TestBusyPoll(t *testing.T) {
+	rx := listenLoopback(t, "127.0.0.1:0", Config{BusyPoll: MaxBusyPoll})
+	tx := listenLoopback(t, "127.0.0.1:0", Config{})
+	for i, wait := range []time.Duration{time.Millisecond, 3 * MaxBusyPoll} {
+		got := make(chan error, 1)
+		in := newMsgs(4, DefaultMaxDatagram)
+		go func() {
+			n, err := rx.ReadBatch(in)
+			if err == nil && (n != 1 || in[0].N != flarePacket || binary.BigEndian.Uint64(in[0].Buf) != uint64(i)) {
+				err = fmt.Errorf("got %d datagrams, the first of %d bytes", n, in[0].N)
+			}
+			got <- err
+		}()
+		time.Sleep(wait) // within the poll, then past it
+		out := newMsgs(1, flarePacket)
+		out[0].N, out[0].Addr = flarePacket, rx.LocalAddr()
+		stamp(out[0].Buf, uint64(i))
+		if _, err := tx.WriteBatch(out); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Errorf("sent %v after the read began: %v", wait, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("sent %v after the read began: not received in 5 s", wait)
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := rx.ReadBatch(newMsgs(4, DefaultMaxDatagram))
+		errc <- err
+	}()
+	time.Sleep(time.Millisecond) // within the poll
+	rx.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("ReadBatch closed while it polled: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadBatch closed while it polled: still reading 5 s later")
 	}
 }
