@@ -80,7 +80,7 @@ func (s *Session) listenGroup(g netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("multicast group %v: the interface toward %v: %w", g, s.sw, err)
 	}
-	c, err := conn.ListenMulticast(g, local, conn.Config{DisableOffload: s.opts.DisableOffload})
+	c, err := conn.ListenMulticast(g, local, s.opts.socket())
 	if err != nil {
 		return err
 	}

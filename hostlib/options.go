@@ -124,6 +124,17 @@ type Options struct {
 	// around a driver, or to make per-datagram loss rules exact).
 	DisableOffload bool
 
+	// BusyPoll is how long the session's sockets keep polling once they
+	// find nothing to read, giving the CPU up between polls, before they
+	// sleep until a datagram comes (conn.Config.BusyPoll). With a rank in
+	// a process of its own, sharing a few CPUs with the switch and other
+	// ranks, conn.DefaultBusyPoll keeps a CPU from sleeping between a
+	// call's datagrams, whose wake-up would cost 20-100 µs on a virtual
+	// machine. With many sessions in one process they take the CPUs from
+	// each other: leave it 0. 0..conn.MaxBusyPoll; this rank's alone, not
+	// part of what the ranks must agree on.
+	BusyPoll time.Duration
+
 	// Multicast asks the switch to send this job's results once to a
 	// multicast group, which every rank listens on, instead of once to
 	// each rank: the switch (and the network before the hosts' links)
@@ -204,6 +215,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("BlockDeadline with Sparse = %v, Reproducible = %v, Algo = %v: bounded time works with the dense single-buffer design only", o.Sparse, o.Reproducible, o.Algo)
 	case o.Multicast && o.Conn != nil:
 		return errors.New("Multicast with Conn: multicast results need the session's own UDP sockets (leave Conn nil)")
+	case o.BusyPoll < 0 || o.BusyPoll > conn.MaxBusyPoll:
+		return fmt.Errorf("BusyPoll = %v: must be in 0..%v", o.BusyPoll, conn.MaxBusyPoll)
 	case o.JoinTimeout < 0:
 		return fmt.Errorf("JoinTimeout = %v: must not be negative (0 means %v)", o.JoinTimeout, DefaultJoinTimeout)
 	case o.Timeout < 0:
@@ -223,6 +236,11 @@ func (o *Options) validate() error {
 		}
 	}
 	return nil
+}
+
+// socket is the settings of the session's own sockets.
+func (o *Options) socket() conn.Config {
+	return conn.Config{DisableOffload: o.DisableOffload, BusyPoll: o.BusyPoll}
 }
 
 // blockCount is the number of blocks of pe elements that cover n elements.

@@ -156,7 +156,7 @@ func Join(ctx context.Context, opts Options) (*Session, error) {
 	}
 	c := o.Conn
 	if c == nil {
-		if c, err = conn.ListenUDP(listenAddr(sw), conn.Config{DisableOffload: o.DisableOffload}); err != nil {
+		if c, err = conn.ListenUDP(listenAddr(sw), o.socket()); err != nil {
 			return nil, fmt.Errorf("hostlib: join: %w", err)
 		}
 	}

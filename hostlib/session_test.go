@@ -407,6 +407,8 @@ func TestSessionOptionsInvalid(t *testing.T) {
 		{func(o *Options) { o.PacketElems = 4096 }, "PacketElems = 4096: must be in 0..2242"},
 		{func(o *Options) { o.Timeout = -1 }, "Timeout = -1ns"},
 		{func(o *Options) { o.JoinTimeout = -1 }, "JoinTimeout = -1ns"},
+		{func(o *Options) { o.BusyPoll = -time.Microsecond }, "BusyPoll = -1µs: must be in 0..10ms"},
+		{func(o *Options) { o.BusyPoll = conn.MaxBusyPoll + 1 }, "BusyPoll = 10.000001ms: must be in 0..10ms"},
 		{func(o *Options) { o.Multicast, o.Conn = true, memConn }, "Multicast with Conn: multicast results need the session's own UDP sockets"},
 		{func(o *Options) { o.Multicast, o.Switch = true, "[::1]:1" }, "multicast results are IPv4 only"},
 	}
@@ -449,23 +451,38 @@ func TestSessionMulticastGroup(t *testing.T) {
 	}
 }
 
+// A call allocates nothing, whether the session's socket sleeps when it
+// finds nothing or polls first (BusyPoll).
 func TestSessionZeroAlloc(t *testing.T) {
-	f := newFakeSwitch(t, fakeConfig{window: 16})
-	const n = 100000
-	s, err := Join(t.Context(), testOptions(f, 0, 1, wire.Float32, n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	buf := make([]float32, n)
-	ctx := t.Context()
-	allocs := testing.AllocsPerRun(5, func() {
-		if err := AllReduce(ctx, s, buf); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per call of %d blocks; want 0", allocs, s.Blocks())
+	for _, poll := range []time.Duration{0, conn.DefaultBusyPoll} {
+		t.Run(fmt.Sprintf("busy-poll=%v", poll), func(t *testing.T) {
+			f := newFakeSwitch(t, fakeConfig{window: 16})
+			const n = 100000
+			o := testOptions(f, 0, 1, wire.Float32, n)
+			o.BusyPoll = poll
+			s, err := Join(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			buf := make([]float32, n)
+			for i := range buf {
+				buf[i] = float32(i % 7)
+			}
+			want := slices.Clone(buf)
+			ctx := t.Context()
+			allocs := testing.AllocsPerRun(5, func() {
+				if err := AllReduce(ctx, s, buf); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per call of %d blocks; want 0", allocs, s.Blocks())
+			}
+			if !slices.Equal(buf, want) { // one rank: its sum is its own vector
+				t.Errorf("the result of one rank's sum differs from its input")
+			}
+		})
 	}
 }
 

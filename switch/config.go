@@ -153,7 +153,7 @@ type Config struct {
 	// which is left 0 here), and that is not so when other goroutines
 	// want the CPUs too.
 	SharedCPUs bool
-	Socket     conn.Config // socket batch size, offload and buffers (when Conn is nil)
+	Socket     conn.Config // socket batch size, offload, buffers and busy poll (when Conn is nil)
 	// Multicast, when set, is a pool of IPv4 multicast groups (such as
 	// 239.255.70.0/24): a job whose members all join with
 	// wire.OptMulticast gets one of them while it runs, and its results
@@ -316,6 +316,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("Config.Socket.BatchSize: %w", err)
 		case c.Socket.MaxDatagram < 1 || c.Socket.MaxDatagram > conn.MaxDatagramLimit:
 			return fmt.Errorf("Config.Socket.MaxDatagram: %w", err)
+		case c.Socket.BusyPoll < 0 || c.Socket.BusyPoll > conn.MaxBusyPoll:
+			return fmt.Errorf("Config.Socket.BusyPoll: %w", err)
 		}
 		return fmt.Errorf("Config.Socket.MulticastInterface: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/bench"
 	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/wire"
@@ -94,6 +95,7 @@ func addAllReduceFlags(fs *pflag.FlagSet, c *bench.Config) *allReduceFlags {
 	a.storage = fs.String("storage", "hash", "sparse: the switch's storage, hash (spills collisions) or array")
 	fs.IntVar(&c.BlockElems, "block-elems", 0, "sparse: indices per block (0 = the switch's choice)")
 	fs.BoolVar(&c.NoOffload, "no-offload", false, "do not use UDP GSO/GRO (every datagram crosses the kernel alone)")
+	fs.DurationVar(&c.BusyPoll, "busy-poll", 0, busyPollUsage+"\n(default "+conn.DefaultBusyPoll.String()+" with --rank, 0 with --ranks: ranks in one process take the CPUs from each other)")
 	fs.BoolVar(&c.Multicast, "multicast", false, "ask the switch for the results on the job's multicast group (IPv4; a switch started with --multicast)")
 	fs.DurationVar(&c.Deadline, "deadline", 0, "bounded time: the switch releases each block's partial sum this long after its first packet (e.g. 5ms)")
 	fs.DurationVar(&c.TailMedian, "tail-median", 2*time.Millisecond, "with --tail-ratio: median of the injected delay before each call")
@@ -122,6 +124,9 @@ func (a *allReduceFlags) resolve(fs *pflag.FlagSet, c *bench.Config) error {
 	case c.Count == 0:
 		c.Count = (1 << 20) / c.DType.Size()
 	}
+	if !fs.Changed("busy-poll") && c.Ranks == 0 {
+		c.BusyPoll = conn.DefaultBusyPoll
+	}
 	switch {
 	case c.Ranks != 0 && (fs.Changed("rank") || fs.Changed("world")):
 		return fmt.Errorf("--ranks and --rank/--world: give one")
@@ -143,7 +148,8 @@ func allreduceArgs(c bench.Config) []string {
 	args := []string{"allreduce", "--switch", c.Switch, "--rank", strconv.Itoa(c.Rank), "--world", strconv.Itoa(c.World),
 		"--job", strconv.FormatUint(uint64(c.Job), 10), "--token", strconv.FormatUint(c.Token, 10),
 		"--count", strconv.Itoa(c.Count), "--dtype", c.DType.String(), "--op", c.Op.String(), "--algo", c.Algo,
-		"--iters", strconv.Itoa(c.Iters), "--warmup", strconv.Itoa(c.Warmup), "--timeout", c.Timeout.String(), "--json"}
+		"--iters", strconv.Itoa(c.Iters), "--warmup", strconv.Itoa(c.Warmup), "--timeout", c.Timeout.String(),
+		"--busy-poll", c.BusyPoll.String(), "--json"}
 	if c.Verify {
 		args = append(args, "--verify")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/bench"
 )
 
@@ -81,6 +82,8 @@ func addBenchFlags(fs *pflag.FlagSet, s *bench.Suite) *benchFlags {
 	fs.BoolVar(&s.Verify, "verify", true, "check every element of the switch and ring results")
 	fs.DurationVar(&s.Timeout, "timeout", 60*time.Second, "limit of one allreduce call")
 	b.procs = fs.Bool("procs", true, "run each rank as its own process (false: all ranks in this process)")
+	fs.DurationVar(&s.BusyPoll, "busy-poll", 0, busyPollUsage+": the embedded switch's, the relays' and the ranks'\n"+
+		"(default "+conn.DefaultBusyPoll.String()+" with a process per rank, 0 with --procs=false: goroutines that poll take the CPUs from the ranks')")
 	fs.BoolVar(&s.JSON, "json", false, "print one JSON object per row")
 	fs.BoolVar(&s.Sparse, "sparse", false, "compare sparse in-network (hash, array), dense in-network and the host sparse baseline")
 	fs.Float64SliceVar(&s.Densities, "densities", []float64{0.001, 0.01, 0.1, 0.2}, "with --sparse: fractions of non-zeros per rank")
@@ -139,6 +142,9 @@ func (b *benchFlags) resolve(fs *pflag.FlagSet, s *bench.Suite, stderr io.Writer
 			return flagError("--peer", err)
 		}
 		s.PeerCmds = append(s.PeerCmds, pc)
+	}
+	if !fs.Changed("busy-poll") && *b.procs {
+		s.BusyPoll = conn.DefaultBusyPoll
 	}
 	if *b.procs {
 		exe, err := os.Executable()

@@ -64,7 +64,7 @@ var configFlags = fields{"Config", map[string]string{
 	"Count": "--count", "DType": "--dtype", "Op": "--op", "Algo": "--algo", "Peers": "--peers", "Reproducible": "--reproducible",
 	"Iters": "--iters", "Warmup": "--warmup", "Verify": "--verify", "Timeout": "--timeout", "Sparse": "--sparse",
 	"Density": "--density", "Overlap": "--overlap", "Storage": "--storage", "BlockElems": "--block-elems",
-	"NoOffload": "--no-offload", "Multicast": "--multicast", "Deadline": "--deadline", "TailMedian": "--tail-median", "TailRatio": "--tail-ratio",
+	"NoOffload": "--no-offload", "BusyPoll": "--busy-poll", "Multicast": "--multicast", "Deadline": "--deadline", "TailMedian": "--tail-median", "TailRatio": "--tail-ratio",
 }}
 
 // suiteFlags are `flare bench`'s flags for bench.Suite's fields.
@@ -73,6 +73,7 @@ var suiteFlags = fields{"Suite", map[string]string{
 	"Algo": "--algo", "Iters": "--iters", "Warmup": "--warmup", "Verify": "--verify", "Timeout": "--timeout",
 	"Sparse": "--sparse", "Densities": "--densities", "Overlap": "--overlap", "Tree": "--tree",
 	"Packets": "--packet", "Peers": "--peers", "PeerCmds": "--peer", "Rounds": "--rounds", "Profile": "--profile",
+	"BusyPoll": "--busy-poll",
 }}
 
 // demoFlags are `flare demo`'s flags for bench.Demo's fields.
@@ -93,7 +94,7 @@ var switchFlags = fields{"Config", map[string]string{
 	"Admission": "--admission", "AdminSecretFile": "--admin-secret-file",
 	"HPU.Clusters": "--clusters", "HPU.CoresPerCluster": "--cores", "HPU.QueueDepth": "--queue", "HPU.SubsetS": "--policy-s",
 	"HPU.L1Bytes": "--l1", "Socket.BatchSize": "--batch", "Socket.DisableOffload": "--no-offload",
-	"Readers": "--readers", "SteerRun": "--steer-run",
+	"Socket.BusyPoll": "--busy-poll", "Readers": "--readers", "SteerRun": "--steer-run",
 	"Multicast": "--multicast", "MulticastPort": "--multicast-port", "Socket.MulticastInterface": "--multicast-interface",
 }}
 

@@ -3,7 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"testing"
+	"time"
+
+	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/internal/bench"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
 )
 
 // withFlags writes the flags where a library's error names the fields
@@ -35,5 +42,67 @@ func TestWithFlags(t *testing.T) {
 	}
 	if withFlags(nil, switchFlags) != nil {
 		t.Error("withFlags(nil) is not nil")
+	}
+}
+
+// --busy-poll defaults to conn.DefaultBusyPoll where each rank is a
+// process of its own and to 0 where ranks share a process, a value given
+// wins either way, and a bench's rank processes get the bench's value.
+func TestBusyPollDefaults(t *testing.T) {
+	benchPoll := func(args ...string) time.Duration {
+		fs := newFlags("bench", "", "", io.Discard)
+		var s bench.Suite
+		b := addBenchFlags(fs, &s)
+		if err := parse(fs, args); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.resolve(fs, &s, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		return s.BusyPoll
+	}
+	allreducePoll := func(args ...string) time.Duration {
+		fs := newFlags("allreduce", "", "", io.Discard)
+		var c bench.Config
+		a := addAllReduceFlags(fs, &c)
+		if err := parse(fs, args); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.resolve(fs, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.BusyPoll
+	}
+	switchPoll := func(args ...string) time.Duration {
+		fs := newFlags("switch", "", "", io.Discard)
+		var cfg swtch.Config
+		addSwitchFlags(fs, &cfg)
+		if err := parse(fs, args); err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Socket.BusyPoll
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"bench", benchPoll(), conn.DefaultBusyPoll},
+		{"bench --procs=false", benchPoll("--procs=false"), 0},
+		{"bench --tree 2x2", benchPoll("--tree", "2x2"), 0},
+		{"bench --busy-poll 0", benchPoll("--busy-poll", "0"), 0},
+		{"bench --procs=false --busy-poll 20us", benchPoll("--procs=false", "--busy-poll", "20us"), 20 * time.Microsecond},
+		{"allreduce --rank 0 --world 2", allreducePoll("--rank", "0", "--world", "2"), conn.DefaultBusyPoll},
+		{"allreduce --ranks 2", allreducePoll("--ranks", "2"), 0},
+		{"allreduce --rank 0 --world 2 --busy-poll 0", allreducePoll("--rank", "0", "--world", "2", "--busy-poll", "0"), 0},
+		{"switch", switchPoll(), conn.DefaultBusyPoll},
+		{"switch --busy-poll 0", switchPoll("--busy-poll", "0"), 0},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("flare %s: busy poll %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	args := allreduceArgs(bench.Config{Rank: 1, World: 2, DType: wire.Float32, Op: wire.OpSum, BusyPoll: 20 * time.Microsecond, Timeout: time.Second})
+	if got := allreducePoll(args[1:]...); got != 20*time.Microsecond {
+		t.Errorf("a bench rank's command line %q: busy poll %v, want the bench's 20µs", args, got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hpu"
 	swtch "github.com/flare-net/flare/switch"
 )
@@ -86,6 +87,7 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 		"runs of blocks as one GSO datagram, steered by its first block; 64 spreads those runs over the readers (docs/DEPLOY.md)")
 	fs.IntVar(&cfg.Socket.BatchSize, "batch", 0, "datagrams per socket call (0 = default)")
 	fs.BoolVar(&cfg.Socket.DisableOffload, "no-offload", false, "do not use UDP GSO/GRO")
+	fs.DurationVar(&cfg.Socket.BusyPoll, "busy-poll", conn.DefaultBusyPoll, busyPollUsage)
 	sf.multicast = fs.String("multicast", "", "IPv4 multicast groups, such as 239.255.70.0/24: a job whose hosts all ask (flare allreduce --multicast,\n"+
 		"hostlib Options.Multicast) gets one while it runs, and its results go once to the group instead of once to each host")
 	fs.IntVar(&cfg.MulticastPort, "multicast-port", 0, "with --multicast: the groups' UDP port (0 = the data port + 1)")

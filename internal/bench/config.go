@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/proto"
@@ -60,6 +61,9 @@ type Config struct {
 	Storage    wire.Storage
 	BlockElems int
 	NoOffload  bool // no UDP GSO/GRO
+	// BusyPoll is how long the ranks' sockets poll before they sleep
+	// (hostlib Options.BusyPoll).
+	BusyPoll time.Duration
 	// Multicast asks the switch for the job's results on a multicast
 	// group (hostlib Options.Multicast).
 	Multicast bool
@@ -110,6 +114,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("Config.Deadline with Config.Algo = %s: bounded time works with the dense single-buffer design (auto or single)", c.Algo)
 	case c.TailRatio != 0 && (c.TailRatio < 1 || c.TailRatio > 100 || c.TailMedian <= 0):
 		return fmt.Errorf("Config.TailRatio = %v with Config.TailMedian = %v: want a ratio in 1..100 and a positive median", c.TailRatio, c.TailMedian)
+	case c.BusyPoll < 0 || c.BusyPoll > conn.MaxBusyPoll:
+		return fmt.Errorf("Config.BusyPoll = %v: must be in 0..%v", c.BusyPoll, conn.MaxBusyPoll)
 	case c.BlockElems < 0 || uint64(c.BlockElems) > math.MaxUint32:
 		return fmt.Errorf("Config.BlockElems = %d: must be in 0..%d (0 = the switch's choice)", c.BlockElems, uint32(math.MaxUint32))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/inproc"
 	"github.com/flare-net/flare/internal/units"
 	swtch "github.com/flare-net/flare/switch"
@@ -64,7 +65,7 @@ func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 		if !slices.Contains(s.Paths, path) {
 			continue
 		}
-		cfg := swtch.Config{Listen: "127.0.0.1:0", PacketBytes: pk}
+		cfg := swtch.Config{Listen: "127.0.0.1:0", PacketBytes: pk, Socket: conn.Config{BusyPoll: s.BusyPoll}}
 		if path == PathFanoutMC {
 			cfg.Multicast = relayGroups
 		}
@@ -77,7 +78,7 @@ func (s Suite) startServers(g *inproc.Group, pk int) (*servers, error) {
 	if slices.ContainsFunc(s.Paths, ThroughSwitch) && s.Switch == "" {
 		// Ranks in this process share its CPUs with the switch. Its
 		// multicast groups serve the jobs that ask (PathMulticast) only.
-		cfg := swtch.Config{PacketBytes: pk, SharedCPUs: s.Procs == nil}
+		cfg := swtch.Config{PacketBytes: pk, SharedCPUs: s.Procs == nil, Socket: conn.Config{BusyPoll: s.BusyPoll}}
 		if slices.Contains(s.Paths, PathMulticast) {
 			cfg.Multicast = BenchGroups
 		}

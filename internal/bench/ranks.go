@@ -72,7 +72,7 @@ func joinSessions(ctx context.Context, c Config) (sessions, error) {
 				Switch: sw, Job: c.Job, Token: c.Token, Rank: lr, World: lw, DType: c.DType, Op: c.Op,
 				Elements: c.Count, Algo: algo, Buffers: b, Reproducible: c.Reproducible, Timeout: c.Timeout,
 				Sparse: c.Sparse, Storage: c.Storage, BlockElems: c.BlockElems, DisableOffload: c.NoOffload, BlockDeadline: c.Deadline,
-				Multicast: c.Multicast,
+				Multicast: c.Multicast, BusyPoll: c.BusyPoll,
 			})
 			mu.Lock()
 			ss[i] = s

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/inproc"
 	"github.com/flare-net/flare/internal/units"
 	"github.com/flare-net/flare/proto"
@@ -93,6 +94,13 @@ type Suite struct {
 	// this process.
 	Procs *Procs
 	JSON  bool // one JSON object per row, instead of a table
+	// BusyPoll is how long the sockets of the embedded switch, the relays
+	// and the ranks keep polling before they sleep (conn.Config.BusyPoll):
+	// with a process per rank, conn.DefaultBusyPoll keeps the box's CPUs
+	// from sleeping between a call's datagrams; with the ranks in this
+	// process, 0, since a polling goroutine takes its CPU from the ranks'
+	// (docs/PERFORMANCE.md). The same for every path, ceilings included.
+	BusyPoll time.Duration
 	// Profile, when set, is a directory where every dense row measured in
 	// this process leaves its CPU profile and execution trace over its
 	// measured calls (Config.Profile), named by P, size, path, packet and
@@ -158,6 +166,8 @@ func (s Suite) validateData() error {
 		return fmt.Errorf("Suite.Iters = %d with Suite.Warmup = %d: want iters >= 1 and warmup >= 0", s.Iters, s.Warmup)
 	case s.Timeout <= 0:
 		return fmt.Errorf("Suite.Timeout = %v: must be positive", s.Timeout)
+	case s.BusyPoll < 0 || s.BusyPoll > conn.MaxBusyPoll:
+		return fmt.Errorf("Suite.BusyPoll = %v: must be in 0..%v", s.BusyPoll, conn.MaxBusyPoll)
 	case s.Rounds < 0 || s.Rounds > MaxRounds:
 		return fmt.Errorf("Suite.Rounds = %d: must be in 1..%d (0: 1)", s.Rounds, MaxRounds)
 	case s.Rounds > 1 && (s.Sparse || s.Tree != (TreeShape{})):
@@ -225,7 +235,7 @@ func (s *suiteRun) config(p int, size int64) Config {
 	s.job++
 	return Config{Switch: s.Switch, Job: s.job, Token: newToken(), Ranks: p, Count: int(size) / s.DType.Size(),
 		DType: s.DType, Op: s.Op, Algo: s.Algo, Iters: s.Iters, Warmup: s.Warmup, Verify: s.Verify, Timeout: s.Timeout,
-		Overlap: s.Overlap}
+		Overlap: s.Overlap, BusyPoll: s.BusyPoll}
 }
 
 // measure measures c, in this process or with one process per rank; with

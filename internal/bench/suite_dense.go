@@ -66,6 +66,9 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 			layout = fmt.Sprintf("one process per rank with GOMAXPROCS=%s (this process, with the relays and any embedded switch: %d)",
 				rankGOMAXPROCS(), runtime.GOMAXPROCS(0))
 		}
+		if s.BusyPoll > 0 {
+			layout += fmt.Sprintf(", every socket polling %v before it sleeps", s.BusyPoll)
+		}
 		fmt.Fprintf(w, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
 			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n", s.DType, s.Op, layout)
 		if s.Rounds > 1 {
