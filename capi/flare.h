@@ -139,6 +139,10 @@ typedef struct flare_options {
     int32_t disable_offload; /* nonzero: no UDP GSO/GRO on the session's socket */
     int32_t multicast;       /* nonzero: ask for the results on the job's multicast group (a switch run with --multicast;
                                 IPv4; the job runs unicast unless every rank asks and the switch has a group free) */
+    int64_t busy_poll_us;    /* how long the session's sockets keep polling once they find nothing to read, yielding the
+                                CPU between polls, before they sleep: 1..10000 µs; 0 = 50 (a rank is a process of its
+                                own, whose CPU would otherwise sleep between a call's datagrams; docs/DEPLOY.md);
+                                -1 = sleep at once. This rank's alone */
 } flare_options;
 
 /* A session: an integer handle, never 0. */

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hostlib"
 	"github.com/flare-net/flare/wire"
 )
@@ -74,6 +75,10 @@ func options(o *C.flare_options) (hostlib.Options, C.int) {
 	if code != C.FLARE_OK {
 		return opts, code
 	}
+	busyPoll, code := busyPoll(o.busy_poll_us)
+	if code != C.FLARE_OK {
+		return opts, code
+	}
 	opts = hostlib.Options{
 		Switch:         C.GoString(o.switch_addr),
 		Job:            uint32(o.job),
@@ -95,8 +100,24 @@ func options(o *C.flare_options) (hostlib.Options, C.int) {
 		Timeout:        timeout,
 		DisableOffload: o.disable_offload != 0,
 		Multicast:      o.multicast != 0,
+		BusyPoll:       busyPoll,
 	}
 	return opts, C.FLARE_OK
+}
+
+// busyPoll converts busy_poll_us: 0 is conn.DefaultBusyPoll, since a C or
+// Python caller is one rank in a process of its own; -1 is none.
+func busyPoll(us C.int64_t) (time.Duration, C.int) {
+	switch {
+	case us == 0:
+		return conn.DefaultBusyPoll, C.FLARE_OK
+	case us == -1:
+		return 0, C.FLARE_OK
+	case us < 0 || int64(us) > conn.MaxBusyPoll.Microseconds():
+		return 0, failf("busy_poll_us = %d: must be -1 (sleep at once), 0 (the default, %d) or 1..%d µs", int64(us),
+			conn.DefaultBusyPoll.Microseconds(), conn.MaxBusyPoll.Microseconds())
+	}
+	return time.Duration(us) * time.Microsecond, C.FLARE_OK
 }
 
 // millis converts a field in milliseconds, 0 meaning hostlib's default.

@@ -161,6 +161,7 @@ static flare_options next_job(int dtype, int op, int64_t elements) {
 /* dense joins a job of dtype and op, reduces a vector and checks it. */
 static void dense(int dtype, int op) {
     flare_options o = next_job(dtype, op, N);
+    o.busy_poll_us = rank % 2 ? -1 : 0; /* each rank's own: odd ranks sleep at once, even ones poll 50 µs */
     flare_session s;
     int rc = flare_join(&o, &s);
     if (rc != FLARE_OK) die("join", rc);
@@ -188,6 +189,14 @@ static void undefined(void) {
     int rc = flare_join(&o, &s);
     if (rc != FLARE_EINVAL || strstr(flare_last_error(), "not defined on float32") == NULL) {
         fprintf(stderr, "rank %d: float32 xor: code %d (%s), want FLARE_EINVAL\n", rank, rc, flare_last_error());
+        exit(1);
+    }
+    printf("ok undefined: %s\n", flare_last_error());
+    o = next_job(FLARE_FLOAT32, FLARE_SUM, N);
+    o.busy_poll_us = 20000;
+    rc = flare_join(&o, &s);
+    if (rc != FLARE_EINVAL || strstr(flare_last_error(), "busy_poll_us = 20000: must be -1") == NULL) {
+        fprintf(stderr, "rank %d: busy_poll_us 20000: code %d (%s), want FLARE_EINVAL\n", rank, rc, flare_last_error());
         exit(1);
     }
     printf("ok undefined: %s\n", flare_last_error());

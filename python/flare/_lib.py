@@ -28,7 +28,7 @@ class Options(ctypes.Structure):
         ("buffers", ctypes.c_int32), ("reproducible", ctypes.c_int32), ("packet_elems", ctypes.c_int32),
         ("sparse", ctypes.c_int32), ("storage", ctypes.c_int32), ("block_elems", ctypes.c_int64),
         ("deadline_ms", ctypes.c_int64), ("join_timeout_ms", ctypes.c_int64), ("timeout_ms", ctypes.c_int64),
-        ("disable_offload", ctypes.c_int32), ("multicast", ctypes.c_int32),
+        ("disable_offload", ctypes.c_int32), ("multicast", ctypes.c_int32), ("busy_poll_us", ctypes.c_int64),
     ]
 
 

@@ -59,6 +59,23 @@ def _millis(field, v):
     return int(round(v * 1000))
 
 
+def _busy_poll_us(v):
+    """busy_poll in seconds (a number or a timedelta) as flare_options'
+    busy_poll_us: None is 0 (the default, 50 µs), 0 is -1 (sleep at once),
+    anything else whole microseconds, at least one; the library checks
+    the upper bound."""
+    if v is None:
+        return 0
+    if isinstance(v, datetime.timedelta):
+        v = v.total_seconds()
+    if v < 0:
+        raise InvalidArgumentError(EINVAL, f"flare: busy_poll = {v}: must be 0 (sleep at once) or positive seconds, at most 0.01 "
+                                           "(or None for the default, 50 µs)")
+    if v == 0:
+        return -1
+    return max(1, int(round(v * 1e6)))
+
+
 class Session:
     """One rank's membership in an allreduce job on a Flare switch.
 
@@ -68,7 +85,11 @@ class Session:
     sets up its handler for them. Timeouts are in seconds; deadline (bounded
     time) in seconds, whole milliseconds, 0 for exact results. multicast
     asks for the results on the job's multicast group (a switch run with
-    --multicast; the job runs unicast unless every rank asks).
+    --multicast; the job runs unicast unless every rank asks). busy_poll
+    is how long, in seconds, the session's sockets keep polling once they
+    find nothing to read before they sleep: None for 50 µs (this process
+    is one rank, whose CPU would otherwise sleep between a call's
+    datagrams), 0 to sleep at once, at most 0.01.
 
         with flare.Session("127.0.0.1:7470", job=7, token=secret, rank=r, world=4,
                            dtype="float32", op="sum", elements=grad.size) as s:
@@ -78,7 +99,7 @@ class Session:
     def __init__(self, switch, *, job, rank, world, dtype, elements, op="sum", token=0, design="auto",
                  buffers=0, reproducible=False, packet_elems=0, sparse=False, storage=None, block_elems=0,
                  deadline=0, join_timeout=None, timeout=None, disable_offload=False,
-                 multicast=False):
+                 multicast=False, busy_poll=None):
         if design not in DESIGNS:
             raise InvalidArgumentError(EINVAL, f"flare: design {design!r}: must be one of {', '.join(DESIGNS)}")
         if storage not in STORAGES:
@@ -90,7 +111,7 @@ class Session:
             sparse=int(bool(sparse)), storage=STORAGES[storage], block_elems=block_elems,
             deadline_ms=_millis("deadline", deadline), join_timeout_ms=_millis("join_timeout", join_timeout),
             timeout_ms=_millis("timeout", timeout), disable_offload=int(bool(disable_offload)),
-            multicast=int(bool(multicast)))
+            multicast=int(bool(multicast)), busy_poll_us=_busy_poll_us(busy_poll))
         self._lib = _lib.lib()
         h = ctypes.c_uint64()
         _lib.check(self._lib.flare_join(ctypes.byref(o), ctypes.byref(h)))

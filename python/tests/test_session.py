@@ -2,6 +2,7 @@
 op, numpy and torch, sparse, a refused job, a timeout naming the missing
 rank, bad buffers and a forked child."""
 
+import datetime
 import multiprocessing
 import os
 
@@ -10,7 +11,7 @@ import pytest
 np = pytest.importorskip("numpy", reason="numpy is not installed (apt-get install python3-numpy): skipping flare's Python tests")
 
 import flare
-from conftest import ranks
+from conftest import _jobs, ranks
 
 WORLD = 3
 N = 3000  # elements: several packets of every dtype
@@ -172,6 +173,20 @@ def test_invalid_option_names_the_field(switch, job):
         flare.Session(switch.addr, job=job, rank=5, world=2, dtype="int8", elements=4)
     with pytest.raises(flare.InvalidArgumentError, match="not defined on float32"):
         flare.Session(switch.addr, job=job, rank=0, world=1, dtype="float32", op="xor", elements=4)
+
+
+def test_busy_poll(switch):
+    """busy_poll: None polls 50 µs, 0 sleeps at once, seconds up to 0.01;
+    a value out of range names the field and the range."""
+    for poll in [None, 0, 1e-4, datetime.timedelta(microseconds=10)]:
+        with flare.Session(switch.addr, job=next(_jobs), rank=0, world=1, dtype="float32", elements=8, busy_poll=poll) as s:
+            x = np.arange(8, dtype=np.float32)
+            s.allreduce(x)  # world 1: the sum is the input
+            np.testing.assert_array_equal(x, np.arange(8, dtype=np.float32))
+    with pytest.raises(flare.InvalidArgumentError, match=r"busy_poll = -1: must be 0 \(sleep at once\) or positive seconds"):
+        flare.Session(switch.addr, job=next(_jobs), rank=0, world=1, dtype="float32", elements=8, busy_poll=-1)
+    with pytest.raises(flare.InvalidArgumentError, match=r"busy_poll_us = 20000: must be -1 \(sleep at once\), 0 \(the default, 50\) or 1\.\.10000 µs"):
+        flare.Session(switch.addr, job=next(_jobs), rank=0, world=1, dtype="float32", elements=8, busy_poll=0.02)
 
 
 def _child(q, addr):

@@ -57,7 +57,7 @@ def test_multicast_results_train_like_gloo(switch, tmp_path, gloo_run):
 
 
 def test_reproducible_design_is_bitwise_identical(switch, tmp_path):
-    env = {"FLARE_SWITCH": switch.addr, "FLARE_REPRODUCIBLE": "1"}
+    env = {"FLARE_SWITCH": switch.addr, "FLARE_REPRODUCIBLE": "1", "FLARE_BUSY_POLL": "0"}  # and sockets that sleep at once
     a = ddp_mlp.run("flare", WORLD, STEPS, str(tmp_path / "a.pt"), env=env)
     b = ddp_mlp.run("flare", WORLD, STEPS, str(tmp_path / "b.pt"), env=env)
     assert torch.equal(a["weights"], b["weights"])
@@ -132,3 +132,13 @@ def test_collectives(switch, tmp_path):
     assert torch.equal(res["allgather"], torch.tensor([0.0, 0, 1, 1, 2, 2]))
     assert torch.equal(res["noncontiguous"], torch.full((6, 4), 3.0))
     assert torch.equal(res["uint8"], torch.full((8,), 3, dtype=torch.uint8)) and not res["uint8 via"]
+
+
+def test_config_busy_poll():
+    """FLARE_BUSY_POLL: microseconds, 50 by default, 0 to sleep at once."""
+    from flare.torch import Config
+    assert Config.from_env({}).busy_poll_us == 50
+    assert Config.from_env({"FLARE_BUSY_POLL": "0"}).busy_poll_us == 0
+    assert Config.from_env({"FLARE_BUSY_POLL": "200"}).busy_poll_us == 200
+    with pytest.raises(ValueError, match=r"FLARE_BUSY_POLL=20000: must be in 0\.\.10000 microseconds"):
+        Config.from_env({"FLARE_BUSY_POLL": "20000"})

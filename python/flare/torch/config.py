@@ -20,6 +20,9 @@ class Config:
     FLARE_MULTICAST     1: ask for the results on the job's multicast
                         group (a switch run with --multicast), sent once
                         for all ranks instead of once to each
+    FLARE_BUSY_POLL     microseconds a rank's sockets keep polling once
+                        they find nothing to read before they sleep
+                        (default 50; 0: sleep at once; at most 10000)
     FLARE_TIMEOUT       seconds one allreduce may take (default 30)
     FLARE_JOIN_TIMEOUT  seconds a job's join may take (default 10)
     FLARE_FALLBACK      gloo (default): reduce with gloo when the switch
@@ -32,6 +35,7 @@ class Config:
     reproducible: bool = False
     deadline_ms: int = 0
     multicast: bool = False
+    busy_poll_us: int = 50
     timeout: float = 30.0
     join_timeout: float = 10.0
     fallback: str = "gloo"
@@ -46,6 +50,7 @@ class Config:
             reproducible=_flag(env, "FLARE_REPRODUCIBLE"),
             deadline_ms=_number(env, "FLARE_DEADLINE", cls.deadline_ms, int),
             multicast=_flag(env, "FLARE_MULTICAST"),
+            busy_poll_us=_number(env, "FLARE_BUSY_POLL", cls.busy_poll_us, int),
             timeout=_number(env, "FLARE_TIMEOUT", cls.timeout, float),
             join_timeout=_number(env, "FLARE_JOIN_TIMEOUT", cls.join_timeout, float),
             fallback=env.get("FLARE_FALLBACK", cls.fallback).lower(),
@@ -61,6 +66,8 @@ class Config:
             raise ValueError(f"FLARE_FALLBACK={self.fallback!r}: must be gloo or error")
         if self.max_jobs < 1:
             raise ValueError(f"FLARE_MAX_JOBS={self.max_jobs}: must be at least 1")
+        if not 0 <= self.busy_poll_us <= 10000:
+            raise ValueError(f"FLARE_BUSY_POLL={self.busy_poll_us}: must be in 0..10000 microseconds")
         if self.deadline_ms < 0 or self.timeout <= 0 or self.join_timeout <= 0:
             raise ValueError("FLARE_DEADLINE must be >= 0 and FLARE_TIMEOUT, FLARE_JOIN_TIMEOUT > 0")
 

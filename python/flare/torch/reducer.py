@@ -92,7 +92,7 @@ class Reducer:
                         dtype=dtype, op=op, elements=n, design=self.config.design,
                         reproducible=self.config.reproducible, deadline=self.config.deadline_ms / 1000,
                         timeout=self.config.timeout, join_timeout=self.config.join_timeout,
-                        multicast=self.config.multicast)
+                        multicast=self.config.multicast, busy_poll=self.config.busy_poll_us / 1e6)
         except FlareError as e:
             s, err = None, e
         if not self.agree(s is not None):
