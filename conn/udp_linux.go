@@ -99,7 +99,7 @@ type recvState struct {
 	// RawConn.Read does not allocate a closure per call: fn waits for the
 	// socket when it has nothing, poll does not.
 	fn, poll func(fd uintptr) bool
-	polled   bool // poll's recvmmsg found something (or failed)
+	polled   bool // poll's out: its recvmmsg found something (or failed)
 	want     int
 	got      int
 	errno    syscall.Errno
@@ -281,14 +281,11 @@ func (c *mmsgConn) recv(want int) (int, error) {
 		}
 	}
 	r.want = want
-	if c.busyPoll > 0 {
-		if err := c.busyRecv(); err != nil {
-			return 0, err // closed: wraps net.ErrClosed
-		}
+	polled, err := c.busyRecv()
+	if err == nil && !polled {
+		err = c.rc.Read(r.fn)
 	}
-	if r.polled {
-		r.polled = false
-	} else if err := c.rc.Read(r.fn); err != nil {
+	if err != nil {
 		return 0, err // closed: wraps net.ErrClosed
 	}
 	if r.errno != 0 {
@@ -302,23 +299,25 @@ func (c *mmsgConn) recv(want int) (int, error) {
 // process's other goroutines (runtime.Gosched), then to other processes
 // (sched_yield). A CPU that would otherwise sleep stays awake to take the
 // next datagram at once, where waking a sleeping one costs 20-100 µs on a
-// virtual machine (docs/PERFORMANCE.md). r.polled says whether a poll
-// received, leaving r.got and r.errno; the error is the socket's, closed.
-func (c *mmsgConn) busyRecv() error {
+// virtual machine (docs/PERFORMANCE.md). It reports whether a poll
+// received, leaving r.got and r.errno (false at once without BusyPoll);
+// the error is the socket's, closed.
+func (c *mmsgConn) busyRecv() (bool, error) {
 	r := &c.r
 	var start time.Time
-	for {
+	for c.busyPoll > 0 {
 		if err := c.rc.Read(r.poll); err != nil || r.polled {
-			return err
+			return r.polled, err
 		}
 		if start.IsZero() {
 			start = time.Now()
 		} else if time.Since(start) >= c.busyPoll {
-			return nil
+			return false, nil
 		}
 		runtime.Gosched()
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
+	return false, nil
 }
 
 func (c *mmsgConn) ReadBatch(msgs []Datagram) (int, error) {
