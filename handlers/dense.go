@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
@@ -98,13 +99,16 @@ var _ hpu.Handler = (*Dense)(nil)
 var _ hpu.HeaderHandler = (*Dense)(nil)
 
 // block is one block's state: its generation and record (genBlock, the
-// rule in generation.go) and bounded mode's deadline.
+// rule in generation.go) and bounded mode's deadline, on a cache line of
+// its own (cacheLine).
 type block struct {
-	genBlock[*work]
 	// expires is when bounded mode releases the active block (the first
 	// packet's arrival plus the deadline), 0 otherwise. Written under the
-	// lock, read without it by Expire's scan.
+	// lock, read without it by Expire's scan. First, where its 8-byte
+	// alignment needs no padding on 32-bit machines either.
 	expires atomic.Int64
+	genBlock[*work]
+	_ [cacheLine - unsafe.Sizeof(atomic.Int64{}) - unsafe.Sizeof(genBlock[*work]{})]byte
 }
 
 // work is the state of a block while it is being aggregated. A job has a

@@ -56,8 +56,18 @@ type genRecord interface {
 	gstate() *genState
 }
 
+// cacheLine is the bytes of a CPU's cache line on the machines the
+// switch runs on (x86-64, most arm64): the unit of what two CPUs contend.
+const cacheLine = 64
+
 // genBlock is the generation part of one block: its lock, its generation
 // and state, and its record while it aggregates.
+//
+// A job's blocks are a table, each entry on a cache line of its own
+// (cacheLine): the readers of a switch take blocks in turn (the data port
+// group steers block b to reader b mod readers), so neighbouring blocks are
+// handled on different CPUs at once, and two on one line sent it back and
+// forth between them on every packet's lock (docs/PERFORMANCE.md).
 type genBlock[W genRecord] struct {
 	lock  hpu.Lock // the single-buffer critical section; the state lock otherwise
 	gen   uint32

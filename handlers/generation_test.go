@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
@@ -758,5 +759,16 @@ func runGenRealTime(t *testing.T, gd genDesign, p, blocks int, gens uint32, seed
 		gd.name, gens, blocks, p, submitted.Load(), chk.results, chk.partial, chk.wrong)
 	if chk.wrong > 0 {
 		t.Errorf("%s: %d wrong results; first:\n  %s", gd.name, chk.wrong, strings.Join(chk.errs, "\n  "))
+	}
+}
+
+// TestBlocksOwnCacheLines: a job's block table gives every block a cache
+// line of its own, so that two CPUs handling neighbouring blocks do not
+// contend for one line (cacheLine).
+func TestBlocksOwnCacheLines(t *testing.T) {
+	for name, size := range map[string]uintptr{"dense": unsafe.Sizeof(block{}), "sparse": unsafe.Sizeof(sparseBlock{})} {
+		if size != cacheLine {
+			t.Errorf("a %s block is %d bytes, want %d (a cache line)", name, size, cacheLine)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/hpu"
@@ -223,10 +224,11 @@ var _ hpu.Handler = (*Sparse)(nil)
 var _ hpu.HeaderHandler = (*Sparse)(nil)
 
 // sparseBlock is one block's generation and record (genBlock, the rule in
-// generation.go); its lock is the single design's critical section and the
-// multi design's state lock.
+// generation.go), on a cache line of its own (cacheLine); its lock is the
+// single design's critical section and the multi design's state lock.
 type sparseBlock struct {
 	genBlock[*sparseWork]
+	_ [cacheLine - unsafe.Sizeof(genBlock[*sparseWork]{})]byte
 }
 
 // sparseWork is a block's state while it aggregates. A job has a fixed set,
