@@ -183,7 +183,7 @@ func TestAdmissionOffTheReader(t *testing.T) {
 	start := time.Now()
 	s.handle(&d, ip, start.UnixNano())
 	held := time.Since(start)
-	s.inFree.put(ip)
+	s.inFree[ip.rd].put(ip)
 	t.Logf("the join of a job of 128 MiB held the reader %v", held)
 	if j := s.jobs.get(1); j == nil || !j.building {
 		t.Fatal("the large job is not being built")

@@ -20,15 +20,16 @@ type outRun struct {
 	n          int
 }
 
-// coreRuns is one core's emits not yet handed on, one run per writer, and
-// its ends of the packet free lists: the send buffers it takes and the
-// received packets it gives back, a batch at a time; only its core's
-// goroutine touches it.
-type coreRuns struct {
-	runs  []outRun
+// coreLane is what one core holds for one reader: its emits for the
+// reader's writer not yet handed on, and its ends of the reader's free
+// lists (the send buffers it takes, the received packets it gives back, a
+// batch at a time). Only the core's goroutine touches it; a core's lanes
+// are one allocation, on cache lines of their own.
+type coreLane struct {
+	run   outRun
 	out   freeCache[outPacket] // taken from by EmitFrom
-	freed freeCache[inPacket]  // given back to by done, flushed with the runs
-	_     [40]byte             // its own cache lines
+	freed freeCache[inPacket]  // given back to by done, flushed with the run
+	_     [40]byte
 }
 
 // coreRun is the most emits a core collects for one writer before it
@@ -44,8 +45,10 @@ const coreRun = 16
 // id and token created since is another job. The unit's cores call
 // EmitFrom, which collects; EmitFor hands on at once.
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
-	op := s.outFree.get()
-	s.outs[s.encode(op, p, h, payload, false)] <- op
+	rd := readerOf(p)
+	op := s.outFree[rd].get()
+	s.encode(op, p, h, payload, false)
+	s.outs[rd] <- op
 }
 
 // EmitFrom is EmitFor on core `core` (hpu.CoreEgress): the packet joins
@@ -65,10 +68,11 @@ func (s *Switch) EmitKeptFrom(core int, p *hpu.Packet, h *wire.Header, payload [
 }
 
 func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte, kept bool) {
-	c := &s.cores[core]
-	op := c.out.get()
-	rd := s.encode(op, p, h, payload, kept)
-	r := &c.runs[rd]
+	rd := readerOf(p)
+	l := &s.cores[core][rd]
+	op := l.out.get()
+	s.encode(op, p, h, payload, kept)
+	r := &l.run
 	if r.head == nil {
 		r.head = op
 	} else {
@@ -83,13 +87,13 @@ func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byt
 // Flush hands core's collected runs to their writers (hpu.CoreEgress),
 // and the packets it has run back to the free list.
 func (s *Switch) Flush(core int) {
-	c := &s.cores[core]
-	for rd := range c.runs {
-		if c.runs[rd].head != nil {
-			s.handOn(rd, &c.runs[rd])
+	for rd := range s.cores[core] {
+		l := &s.cores[core][rd]
+		if l.run.head != nil {
+			s.handOn(rd, &l.run)
 		}
+		l.freed.flush()
 	}
-	c.freed.flush()
 }
 
 // handOn gives run r to writer rd and empties it.
@@ -99,10 +103,13 @@ func (s *Switch) handOn(rd int, r *outRun) {
 	s.outs[rd] <- head
 }
 
-// encode fills op with an emit of packet p and returns the writer it
-// leaves through: that of the reader that took p. A kept payload is sent
-// from where it is, after the header in op's buffer.
-func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte, kept bool) int {
+// readerOf is the reader that took packet p: its emits leave through
+// that reader's writer, in send buffers of that reader's list.
+func readerOf(p *hpu.Packet) int { return p.Ref.(*inPacket).rd }
+
+// encode fills op with an emit of packet p. A kept payload is sent from
+// where it is, after the header in op's buffer.
+func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte, kept bool) {
 	ip := p.Ref.(*inPacket)
 	j, live := ip.job, ip.live
 	if kept {
@@ -118,7 +125,6 @@ func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []
 		op.to = live.addrs[h.Child]
 	}
 	j.per[ip.rd].tx.Add(1)
-	return ip.rd
 }
 
 // Emit is hpu.Egress's method, which the unit never calls on a
@@ -224,7 +230,7 @@ func (w *sender) flush() {
 	for _, op := range w.held {
 		op.job, op.tail = nil, nil
 	}
-	s.outFree.putAll(w.held)
+	s.outFree[w.rd].putAll(w.held)
 	clear(w.held)
 	w.held = w.held[:0]
 }

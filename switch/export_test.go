@@ -2,7 +2,7 @@ package swtch
 
 // slot is a packet with a receive buffer, as a reader that does not lend
 // takes it.
-func (s *Switch) slot() *inPacket { return s.withBuf(s.inFree.get()) }
+func (s *Switch) slot() *inPacket { return s.withBuf(s.inFree[0].get()) }
 
 // RegionsFree is how many of the readers' receive regions are back in
 // their pools, and how many they have (0, 0 where no conn lends).

@@ -191,7 +191,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	if accepted {
 		runOnUnit(t, fx.vu, &ip.pkt, fx.clock)
 	} else {
-		s.inFree.put(ip)
+		s.inFree[ip.rd].put(ip)
 	}
 	out := fx.drain(t)
 	dropped := fx.dropped(t)
@@ -348,7 +348,7 @@ func (fx *handleFixture) drain(t *testing.T) []sent {
 			}
 			out = append(out, sent{pkt: append([]byte(nil), op.buf...), to: op.to, multicast: op.job})
 			op.job = nil
-			fx.s.outFree.put(op)
+			fx.s.outFree[0].put(op)
 		default:
 			return out
 		}

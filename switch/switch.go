@@ -53,11 +53,17 @@ type Switch struct {
 	// (live jobs are read at scrape)
 	completedEnded, latencyEnded atomic.Int64
 
-	inFree    *freeList[inPacket]
-	readerIn  []readerCache // per reader: its end of inFree
-	outFree   *freeList[outPacket]
+	// Per reader, the free lists its packets recycle through: the packets
+	// it receives into, which the cores give back, and its writer's send
+	// buffers, which the cores take and the writer gives back. A reader's
+	// buffers stay with it and its CPU: through one list for all readers,
+	// a packet freed by one reader's cores went to the other reader, and
+	// its lines crossed between the CPUs (docs/PERFORMANCE.md).
+	inFree    []*freeList[inPacket]
+	readerIn  []readerCache // per reader: its end of inFree[rd]
+	outFree   []*freeList[outPacket]
 	outs      []chan *outPacket // writer i's queue of runs; control packets go to writer 0
-	cores     []coreRuns        // per core: its emits not yet handed on (EmitFrom, Flush)
+	cores     [][]coreLane      // per core, per reader: its emits not yet handed on (EmitFrom, Flush)
 	wg        sync.WaitGroup    // job teardown goroutines
 	admitting sync.WaitGroup    // handlers being built (build)
 	bigBuilds chan struct{}     // one large handler built at a time (bigBuild)
@@ -137,25 +143,32 @@ func New(cfg Config) (*Switch, error) {
 		s.outs[i] = make(chan *outPacket, writerQueue)
 	}
 	cores := cfg.HPU.Clusters * cfg.HPU.CoresPerCluster
-	// In flight at once: what the clusters' queues and each reader's
-	// receive batch hold; what each writer's channel and its batch hold,
-	// and one packet per core blocked on a full channel; and what the
-	// readers' and the cores' caches hold.
-	s.inFree = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+cfg.Readers*conn.MaxBatchSize+(cfg.Readers+cores)*freeBatch, func() *inPacket {
-		ip := &inPacket{} // buf: only a reader that does not lend needs one (slot)
-		ip.pkt.Ref = ip
-		return ip
-	})
-	s.outFree = newFreeList(cfg.Readers*(writerQueue+writerHold+coreRun)+cores*(cfg.Readers*coreRun+freeBatch), func() *outPacket {
-		return &outPacket{buf: make([]byte, 0, cfg.Socket.MaxDatagram)}
-	})
-	s.cores = make([]coreRuns, cores)
+	// In flight at once of one reader's packets: what the clusters'
+	// queues (all of them, at worst) and its receive batch hold; what its
+	// writer's channel and batch hold, and one packet per core blocked on
+	// a full channel; and what its cache and the cores' hold.
+	s.inFree = make([]*freeList[inPacket], cfg.Readers)
+	s.outFree = make([]*freeList[outPacket], cfg.Readers)
+	for rd := range cfg.Readers {
+		s.inFree[rd] = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+conn.MaxBatchSize+(1+cores)*freeBatch, func() *inPacket {
+			ip := &inPacket{rd: rd} // buf: only a reader that does not lend needs one (slot)
+			ip.pkt.Ref = ip
+			return ip
+		})
+		s.outFree[rd] = newFreeList(writerQueue+writerHold+coreRun+cores*(coreRun+freeBatch), func() *outPacket {
+			return &outPacket{buf: make([]byte, 0, cfg.Socket.MaxDatagram)}
+		})
+	}
+	s.cores = make([][]coreLane, cores)
 	for i := range s.cores {
-		s.cores[i] = coreRuns{runs: make([]outRun, cfg.Readers), out: s.outFree.cache(), freed: s.inFree.cache()}
+		s.cores[i] = make([]coreLane, cfg.Readers)
+		for rd := range s.cores[i] {
+			s.cores[i][rd] = coreLane{out: s.outFree[rd].cache(), freed: s.inFree[rd].cache()}
+		}
 	}
 	s.readerIn = make([]readerCache, cfg.Readers)
-	for i := range s.readerIn {
-		s.readerIn[i].in = s.inFree.cache()
+	for rd := range s.readerIn {
+		s.readerIn[rd].in = s.inFree[rd].cache()
 	}
 	unit, err := hpu.New(cfg.HPU, s, s.done)
 	if err != nil {
@@ -378,11 +391,11 @@ func (s *Switch) tick(j *job, now time.Time) {
 	if !j.enter(0) {
 		return // ending
 	}
-	ip := s.inFree.get()
+	ip := s.inFree[0].get()
 	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
 	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live, ip.rd = live.expire, now.UnixNano(), nil, j, live, 0
 	if s.unit.Submit(&ip.pkt) != nil {
-		s.inFree.put(s.unref(&ip.pkt))
+		s.inFree[0].put(s.unref(&ip.pkt))
 	}
 }
 
@@ -521,7 +534,8 @@ func (s *Switch) submit(ctx context.Context, batch []*hpu.Packet) []*hpu.Packet 
 	if err != nil {
 		for _, p := range batch[sent:] {
 			s.drops.add(dropShutdown)
-			s.inFree.put(s.unref(p))
+			ip := s.unref(p)
+			s.inFree[ip.rd].put(ip)
 		}
 	}
 	clear(batch)
@@ -680,7 +694,8 @@ func (s *Switch) refuseOldJoin(from netip.AddrPort, pkt []byte) {
 // done is the HPU's hook after a packet's handler, on core `core`: the
 // packet goes back to the core's cache, which Flush empties.
 func (s *Switch) done(p *hpu.Packet, core int) {
-	s.cores[core].freed.put(s.unref(p))
+	ip := s.unref(p)
+	s.cores[core][ip.rd].freed.put(ip)
 }
 
 // unref lets go of what packet p held (its job's count, its region) and
@@ -746,7 +761,7 @@ func (s *Switch) control(from netip.AddrPort, h *wire.Header, payload []byte) {
 
 // send queues one control packet to one address.
 func (s *Switch) send(to netip.AddrPort, encode func([]byte) []byte) {
-	op := s.outFree.get()
+	op := s.outFree[0].get()
 	op.buf = encode(op.buf[:0])
 	op.to, op.job = to, nil
 	s.outs[0] <- op

@@ -49,7 +49,7 @@ func (fx *jobFixture) deliver(from netip.AddrPort, pkt []byte) *inPacket {
 	if accepted {
 		return ip
 	}
-	s.inFree.put(ip)
+	s.inFree[ip.rd].put(ip)
 	if !fx.noWait {
 		s.settle() // a join that completed a job: its handler is built
 	}
