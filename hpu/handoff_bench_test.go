@@ -3,6 +3,7 @@ package hpu_test
 import (
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,4 +152,46 @@ func BenchmarkIdleWake(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2])/1e3, "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100])/1e3, "p99-µs")
 	b.ReportMetric(0, "ns/op") // the op is idleGap of spinning
+}
+
+// BenchmarkLineTransfer is what one cache line written on two CPUs in turn
+// costs this machine: two goroutines on two Ps take turns incrementing one
+// counter, each spinning until the other's increment shows, so an op is
+// the line's round trip between the CPUs. It is the price of every line
+// the switch's goroutines share across CPUs, and on the VMs here it moved
+// between about 80 and 130 ns from one spell to the next, with the scaling
+// of BenchmarkGenPath (docs/PERFORMANCE.md). It needs two Ps (-cpu 2).
+func BenchmarkLineTransfer(b *testing.B) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs two Ps: run with -cpu 2")
+	}
+	var line struct {
+		n atomic.Int64
+		_ [56]byte
+	}
+	turns := int64(b.N)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(1); i < 2*turns; i += 2 {
+			awaitTurn(&line.n, i)
+			line.n.Store(i + 1)
+		}
+	}()
+	b.ResetTimer()
+	for i := int64(0); i < 2*turns; i += 2 {
+		awaitTurn(&line.n, i)
+		line.n.Store(i + 1)
+	}
+	<-done
+}
+
+// awaitTurn spins until n is turn, yielding now and then, so that a
+// goroutine whose partner has no CPU (a busy machine) lets it run.
+func awaitTurn(n *atomic.Int64, turn int64) {
+	for spins := 1; n.Load() != turn; spins++ {
+		if spins%4096 == 0 {
+			runtime.Gosched()
+		}
+	}
 }
