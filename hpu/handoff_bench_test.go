@@ -158,9 +158,9 @@ func BenchmarkIdleWake(b *testing.B) {
 // costs this machine: two goroutines on two Ps take turns incrementing one
 // counter, each spinning until the other's increment shows, so an op is
 // the line's round trip between the CPUs. It is the price of every line
-// the switch's goroutines share across CPUs, and on the VMs here it moved
-// between about 80 and 130 ns from one spell to the next, with the scaling
-// of BenchmarkGenPath (docs/PERFORMANCE.md). It needs two Ps (-cpu 2).
+// the switch's goroutines share across CPUs. On the VMs here it moved
+// between 74 and 425 ns from one spell to the next, as the scaling of
+// BenchmarkGenPath did (docs/PERFORMANCE.md). It needs two Ps (-cpu 2).
 func BenchmarkLineTransfer(b *testing.B) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		b.Skip("needs two Ps: run with -cpu 2")
