@@ -141,12 +141,24 @@ func (h *HPU) Run(ctx context.Context) error {
 // while it yields, and it takes them in a batch, awake, instead of parking
 // and being woken for each few (a park and a wake-up cost more than the
 // handler of a 1 KiB packet). A real PsPIN core polls its queue the same
-// way. Only while no more cores are awake than the runtime has procs: 32
-// cores yielding in turn on one CPU leave the reader a 33rd of it (8
-// yields each, unguarded, cost 40% more CPU a packet than none in
-// BenchmarkMemPath), and beyond procs the dispatch queues on the awake
-// cores anyway. An idle unit parks within a few yields.
+// way. Only while the awake cores and the submitters leave a proc free
+// (spareProc): 32 cores yielding in turn on one CPU leave the reader a
+// 33rd of it (8 yields each, unguarded, cost 40% more CPU a packet than
+// none in BenchmarkMemPath), beyond procs the dispatch queues on the awake
+// cores anyway, and where the submitters take the procs they run parked
+// cores' packets themselves (borrow.go): a core that stayed awake there
+// took every packet placed on it through its queue and goroutine
+// switches, and kept itself awake doing so (a quarter of the packets at
+// one CPU, 7% of its CPU a packet, docs/PERFORMANCE.md). An idle unit
+// parks within a few yields.
 const coreYields = 4
+
+// spareProc reports whether a core whose queue ran dry has a proc to wait
+// on: the awake cores (itself included) and the submitters do not take
+// them all.
+func (h *HPU) spareProc() bool {
+	return h.awake.Load()+int32(h.cfg.Submitters) <= h.procs
+}
 
 // loop is core co's goroutine: it runs the packets queued for it, a
 // batch at a time, and parks when none come.
@@ -169,7 +181,7 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 				co.mu.Unlock()
 				return // stopped, and nothing left to run
 			}
-			if yields < coreYields && h.awake.Load() <= h.procs {
+			if yields < coreYields && h.spareProc() {
 				co.mu.Unlock()
 				yields++
 				runtime.Gosched()
