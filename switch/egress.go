@@ -85,7 +85,7 @@ func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byt
 }
 
 // Flush hands core's collected runs to their writers (hpu.CoreEgress),
-// and the packets it has run back to the free list.
+// and the packets it has run back to their readers' free lists.
 func (s *Switch) Flush(core int) {
 	for rd := range s.cores[core] {
 		l := &s.cores[core][rd]
