@@ -45,10 +45,10 @@ const coreRun = 16
 // id and token created since is another job. The unit's cores call
 // EmitFrom, which collects; EmitFor hands on at once.
 func (s *Switch) EmitFor(p *hpu.Packet, h *wire.Header, payload []byte) {
-	rd := readerOf(p)
-	op := s.outFree[rd].get()
-	s.encode(op, p, h, payload, false)
-	s.outs[rd] <- op
+	ip := p.Ref.(*inPacket)
+	op := s.outFree[ip.rd].get()
+	s.encode(op, ip, h, payload, false)
+	s.outs[ip.rd] <- op
 }
 
 // EmitFrom is EmitFor on core `core` (hpu.CoreEgress): the packet joins
@@ -68,10 +68,11 @@ func (s *Switch) EmitKeptFrom(core int, p *hpu.Packet, h *wire.Header, payload [
 }
 
 func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byte, kept bool) {
-	rd := readerOf(p)
+	ip := p.Ref.(*inPacket)
+	rd := ip.rd
 	l := &s.cores[core][rd]
 	op := l.out.get()
-	s.encode(op, p, h, payload, kept)
+	s.encode(op, ip, h, payload, kept)
 	r := &l.run
 	if r.head == nil {
 		r.head = op
@@ -103,14 +104,11 @@ func (s *Switch) handOn(rd int, r *outRun) {
 	s.outs[rd] <- head
 }
 
-// readerOf is the reader that took packet p: its emits leave through
-// that reader's writer, in send buffers of that reader's list.
-func readerOf(p *hpu.Packet) int { return p.Ref.(*inPacket).rd }
-
-// encode fills op with an emit of packet p. A kept payload is sent from
-// where it is, after the header in op's buffer.
-func (s *Switch) encode(op *outPacket, p *hpu.Packet, h *wire.Header, payload []byte, kept bool) {
-	ip := p.Ref.(*inPacket)
+// encode fills op with an emit of the packet ip. A kept payload is sent
+// from where it is, after the header in op's buffer. The emit leaves
+// through the writer of the reader that took ip (ip.rd), in a send buffer
+// of that reader's list.
+func (s *Switch) encode(op *outPacket, ip *inPacket, h *wire.Header, payload []byte, kept bool) {
 	j, live := ip.job, ip.live
 	if kept {
 		op.buf, op.tail = wire.AppendPacket(op.buf[:0], h, nil), payload

@@ -104,8 +104,13 @@ func (c *freeCache[T]) put(x *T) {
 	}
 }
 
-// flush hands what the cache holds on to the list.
+// flush hands what the cache holds on to the list; an empty cache does
+// not take the list's lock (a core flushes its lane of every reader after
+// each batch, and most are empty).
 func (c *freeCache[T]) flush() {
+	if len(c.items) == 0 {
+		return
+	}
 	c.list.putAll(c.items)
 	clear(c.items)
 	c.items = c.items[:0]

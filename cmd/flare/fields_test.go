@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/bench"
 	swtch "github.com/flare-net/flare/switch"
@@ -49,37 +51,42 @@ func TestWithFlags(t *testing.T) {
 // process of its own and to 0 where ranks share a process, a value given
 // wins either way, and a bench's rank processes get the bench's value.
 func TestBusyPollDefaults(t *testing.T) {
-	benchPoll := func(args ...string) time.Duration {
-		fs := newFlags("bench", "", "", io.Discard)
-		var s bench.Suite
-		b := addBenchFlags(fs, &s)
+	// parsed parses args as command cmd's flags, which add adds, and then
+	// runs the resolve step add returns (nil: none).
+	parsed := func(cmd string, args []string, add func(fs *pflag.FlagSet) (resolve func() error)) {
+		fs := newFlags(cmd, "", "", io.Discard)
+		resolve := add(fs)
 		if err := parse(fs, args); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.resolve(fs, &s, io.Discard); err != nil {
-			t.Fatal(err)
+		if resolve != nil {
+			if err := resolve(); err != nil {
+				t.Fatal(err)
+			}
 		}
+	}
+	benchPoll := func(args ...string) time.Duration {
+		var s bench.Suite
+		parsed("bench", args, func(fs *pflag.FlagSet) func() error {
+			b := addBenchFlags(fs, &s)
+			return func() error { return b.resolve(fs, &s, io.Discard) }
+		})
 		return s.BusyPoll
 	}
 	allreducePoll := func(args ...string) time.Duration {
-		fs := newFlags("allreduce", "", "", io.Discard)
 		var c bench.Config
-		a := addAllReduceFlags(fs, &c)
-		if err := parse(fs, args); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.resolve(fs, &c); err != nil {
-			t.Fatal(err)
-		}
+		parsed("allreduce", args, func(fs *pflag.FlagSet) func() error {
+			a := addAllReduceFlags(fs, &c)
+			return func() error { return a.resolve(fs, &c) }
+		})
 		return c.BusyPoll
 	}
 	switchPoll := func(args ...string) time.Duration {
-		fs := newFlags("switch", "", "", io.Discard)
 		var cfg swtch.Config
-		addSwitchFlags(fs, &cfg)
-		if err := parse(fs, args); err != nil {
-			t.Fatal(err)
-		}
+		parsed("switch", args, func(fs *pflag.FlagSet) func() error {
+			addSwitchFlags(fs, &cfg)
+			return nil
+		})
 		return cfg.Socket.BusyPoll
 	}
 	for _, tc := range []struct {
