@@ -71,7 +71,12 @@ type Calibration struct {
 	Measured    float64 `json:"measured_pps"`
 	MeasuredMin float64 `json:"measured_min_pps"`
 	MeasuredMax float64 `json:"measured_max_pps"`
-	Error       float64 `json:"error"` // median over the rounds of (predicted − measured) / measured
+	// U: the CPUs the process kept busy in the measured runs (its CPU
+	// time over their wall time; 0 where it cannot be read). The utilization
+	// law gives measured = U/D, so a prediction above the measurement with
+	// U below A is the harness idling, not a wrong D.
+	BusyCPUs float64 `json:"busy_cpus"`
+	Error    float64 `json:"error"` // median over the rounds of (predicted − measured) / measured
 }
 
 // CalibrateConfig is one calibration: the harness run (hosts, design,
@@ -159,6 +164,7 @@ func Calibrate(ctx context.Context, c CalibrateConfig) (Calibration, error) {
 	cal.Measured = med(func(r calRound) float64 { return r.pps })
 	cal.MeasuredMin = slices.MinFunc(rounds, func(a, b calRound) int { return cmp.Compare(a.pps, b.pps) }).pps
 	cal.MeasuredMax = slices.MaxFunc(rounds, func(a, b calRound) int { return cmp.Compare(a.pps, b.pps) }).pps
+	cal.BusyCPUs = med(func(r calRound) float64 { return r.busy })
 	cal.Error = med(func(r calRound) float64 { return (r.predicted - r.pps) / r.pps })
 	return cal, nil
 }
@@ -171,6 +177,7 @@ type calRound struct {
 	costNs            float64 // D, G CPUs; 0 where the process CPU time cannot be read
 	serial, predicted float64
 	pps               float64 // measured
+	busy              float64 // U, the measured run; 0 where the process CPU time cannot be read
 }
 
 // calibrationRound measures A, then τ and h₁ on one CPU, then D on g
@@ -197,10 +204,14 @@ func calibrationRound(ctx context.Context, h harness.Config, inputs [][]byte, g 
 		r.costNs = float64((cpu1 - cpu0).Nanoseconds()) / float64(res.Packets)
 	}
 
+	cpu0, ok = ProcessCPU()
 	if res, err = harness.Run(ctx, h, inputs); err != nil {
 		return r, err
 	}
 	r.pps = float64(res.Packets) / res.Elapsed.Seconds()
+	if cpu1, ok1 := ProcessCPU(); ok && ok1 {
+		r.busy = (cpu1 - cpu0).Seconds() / res.Elapsed.Seconds()
+	}
 	return r, nil
 }
 
@@ -289,6 +300,9 @@ func WriteCalibration(w io.Writer, c Calibration) error {
 	fmt.Fprintf(tw, "one-CPU cost\t%.0f packets/s\tmin(A/(tau + h1), K/tau)\n", c.SerialPPS)
 	fmt.Fprintf(tw, "predicted\t%.0f packets/s\tmin(A/D, K/tau)\n", c.Predicted)
 	fmt.Fprintf(tw, "measured\t%.0f packets/s\tmedian (%.0f..%.0f)\n", c.Measured, c.MeasuredMin, c.MeasuredMax)
+	if c.BusyCPUs > 0 {
+		fmt.Fprintf(tw, "CPUs busy U\t%.2f\tthe measured runs' process CPU time over their wall time (A - U: the harness idling)\n", c.BusyCPUs)
+	}
 	fmt.Fprintf(tw, "error\t%+.1f%%\t(predicted - measured) / measured, the median of the rounds'\n", 100*c.Error)
 	return tw.Flush()
 }
