@@ -147,11 +147,11 @@ type Config struct {
 	SteerRun int
 	// SharedCPUs says the process runs busy goroutines of its own beside
 	// the switch (hosts in the same process: flare demo, flare bench
-	// --procs=false). The readers then leave the cores' packets to the
-	// cores: a reader runs a parked core's packet itself only where the
-	// readers and the awake cores take every CPU (hpu.Config.Submitters,
-	// which is left 0 here), and that is not so when other goroutines
-	// want the CPUs too.
+	// --procs=false). Every hand-off from one goroutine to another then
+	// waits for a CPU the hosts want too, so each reader, after handing a
+	// batch to the unit, sends the results queued for its writer itself
+	// (sendOwn) instead of waking the writer for them. Without it only the
+	// writers send, and a reader goes back to its socket at once.
 	SharedCPUs bool
 	Socket     conn.Config // socket batch size, offload, buffers and busy poll (when Conn is nil)
 	// Multicast, when set, is a pool of IPv4 multicast groups (such as
@@ -265,7 +265,7 @@ func (c Config) WithDefaults() Config {
 	if c.SteerRun == 0 {
 		c.SteerRun = 1
 	}
-	if c.HPU.Submitters == 0 && !c.SharedCPUs {
+	if c.HPU.Submitters == 0 {
 		c.HPU.Submitters = c.Readers // each reader submits its batches
 	}
 	c.Socket = c.Socket.WithDefaults()

@@ -41,8 +41,8 @@ func TestConfigReadersDefault(t *testing.T) {
 	if got := (Config{Conns: memConns(t, 3)}).WithDefaults().HPU.Submitters; got != 3 {
 		t.Errorf("3 readers: the unit counts %d submitters, want 3", got)
 	}
-	if got := (Config{Conns: memConns(t, 3), SharedCPUs: true}).WithDefaults().HPU.Submitters; got != 0 {
-		t.Errorf("3 readers sharing the CPUs: the unit counts %d submitters, want 0 (it never borrows)", got)
+	if got := (Config{Conns: memConns(t, 3), SharedCPUs: true}).WithDefaults().HPU.Submitters; got != 3 {
+		t.Errorf("3 readers sharing the CPUs: the unit counts %d submitters, want 3", got)
 	}
 	if got := (Config{}).WithDefaults().SteerRun; got != 1 {
 		t.Errorf("the default steering run is %d blocks, want 1", got)

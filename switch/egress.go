@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/flare-net/flare/conn"
@@ -149,7 +150,7 @@ func (s *Switch) writer(rd int) {
 			select {
 			case head, ok := <-out:
 				if !ok {
-					snd.flush()
+					s.sends[rd].flush(snd)
 					return
 				}
 				snd.take(head)
@@ -162,7 +163,54 @@ func (s *Switch) writer(rd int) {
 			yields++
 			runtime.Gosched()
 		}
-		snd.flush()
+		s.sends[rd].flush(snd)
+	}
+}
+
+// sendLane is what reader rd's socket sends through: its writer and, in a
+// process whose CPUs other goroutines share, the reader itself (sendOwn).
+// A conn has one sender at a time (mu).
+type sendLane struct {
+	mu  sync.Mutex
+	own *sender // the reader's (Config.SharedCPUs); nil: the writer alone sends
+	_   [48]byte
+}
+
+// flush sends w's batch under the lane's lock.
+func (l *sendLane) flush(w *sender) {
+	l.mu.Lock()
+	w.flush()
+	l.mu.Unlock()
+}
+
+// sendOwn sends, from reader rd, the results its writer has queued, when
+// the switch shares its process's CPUs (Config.SharedCPUs). There every
+// goroutine the hosts run wants the CPUs too, and each hand-off to the
+// writer is a wake-up that waits for a P: the reader, running already,
+// sends what its batch produced before it reads again. The writer stays,
+// for what the cores finish while the reader waits on its socket.
+func (s *Switch) sendOwn(rd int) {
+	l := &s.sends[rd]
+	if l.own == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := s.outs[rd]
+	for {
+		select {
+		case head := <-out: // open: the queues close once the readers have returned
+			l.own.take(head)
+			if len(l.own.held) >= writerHold {
+				l.own.flush()
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if len(l.own.held) > 0 {
+		l.own.flush()
 	}
 }
 

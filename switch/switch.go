@@ -63,6 +63,7 @@ type Switch struct {
 	readerIn  []readerCache // per reader: its end of inFree[rd]
 	outFree   []*freeList[outPacket]
 	outs      []chan *outPacket // writer i's queue of runs; control packets go to writer 0
+	sends     []sendLane        // per reader: its socket's send lock, and the reader's own sender (Config.SharedCPUs)
 	cores     [][]coreLane      // per core, per reader: its emits not yet handed on (EmitFrom, Flush)
 	wg        sync.WaitGroup    // job teardown goroutines
 	admitting sync.WaitGroup    // handlers being built (build)
@@ -149,13 +150,17 @@ func New(cfg Config) (*Switch, error) {
 	// a full channel; and what its cache and the cores' hold.
 	s.inFree = make([]*freeList[inPacket], cfg.Readers)
 	s.outFree = make([]*freeList[outPacket], cfg.Readers)
+	senders := 1 // of a reader's send buffers: its writer's batch, and its own (sendOwn)
+	if cfg.SharedCPUs {
+		senders = 2
+	}
 	for rd := range cfg.Readers {
 		s.inFree[rd] = newFreeList(cfg.HPU.Clusters*cfg.HPU.QueueDepth+conn.MaxBatchSize+(1+cores)*freeBatch, func() *inPacket {
 			ip := &inPacket{rd: rd} // buf: only a reader that does not lend needs one (slot)
 			ip.pkt.Ref = ip
 			return ip
 		})
-		s.outFree[rd] = newFreeList(writerQueue+writerHold+coreRun+cores*(coreRun+freeBatch), func() *outPacket {
+		s.outFree[rd] = newFreeList(writerQueue+senders*(writerHold+coreRun)+cores*(coreRun+freeBatch), func() *outPacket {
 			return &outPacket{buf: make([]byte, 0, cfg.Socket.MaxDatagram)}
 		})
 	}
@@ -169,6 +174,12 @@ func New(cfg Config) (*Switch, error) {
 	s.readerIn = make([]readerCache, cfg.Readers)
 	for rd := range s.readerIn {
 		s.readerIn[rd].in = s.inFree[rd].cache()
+	}
+	s.sends = make([]sendLane, cfg.Readers)
+	if cfg.SharedCPUs {
+		for rd := range s.sends {
+			s.sends[rd].own = s.newSender(rd)
+		}
 	}
 	unit, err := hpu.New(cfg.HPU, s, s.done)
 	if err != nil {
@@ -451,6 +462,7 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 		}
 		s.readerIn[rd].tally.flush()
 		batch = s.submit(ctx, batch)
+		s.sendOwn(rd)
 	}
 }
 
@@ -503,6 +515,7 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 		s.readerIn[rd].tally.flush()
 		batch = s.submit(ctx, batch)
 		r.release()
+		s.sendOwn(rd)
 	}
 }
 

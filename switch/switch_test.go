@@ -77,6 +77,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 			sw := startSwitch(t, swtch.Config{Readers: 3})
 			return joinRanks(t, sw.Addr().String(), 1, world, elements)
 		}},
+		{"udp-shared-cpus", func(t *testing.T) []*hostlib.Session { // the readers send too (sendOwn)
+			sw := startSwitch(t, swtch.Config{Readers: 2, SharedCPUs: true})
+			return joinRanks(t, sw.Addr().String(), 1, world, elements)
+		}},
 		{"lossy", func(t *testing.T) []*hostlib.Session {
 			network := conn.NewMemNetwork()
 			network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
@@ -90,6 +94,15 @@ func TestSteadyStateAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 			return memRanks(t, network, startSwitch(t, swtch.Config{Conns: cs}), 1, world, elements)
+		}},
+		{"lossy-shared-cpus", func(t *testing.T) []*hostlib.Session {
+			network := conn.NewMemNetwork()
+			network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
+			cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(2, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return memRanks(t, network, startSwitch(t, swtch.Config{Conns: cs, SharedCPUs: true}), 1, world, elements)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
