@@ -87,22 +87,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 			return memRanks(t, network, memSwitch(t, network), 1, world, elements)
 		}},
 		{"lossy-readers-2", func(t *testing.T) []*hostlib.Session {
-			network := conn.NewMemNetwork()
-			network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
-			cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(2, 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return memRanks(t, network, startSwitch(t, swtch.Config{Conns: cs}), 1, world, elements)
+			return lossyGroupRanks(t, swtch.Config{}, world, elements)
 		}},
-		{"lossy-shared-cpus", func(t *testing.T) []*hostlib.Session {
-			network := conn.NewMemNetwork()
-			network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
-			cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(2, 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return memRanks(t, network, startSwitch(t, swtch.Config{Conns: cs, SharedCPUs: true}), 1, world, elements)
+		{"lossy-shared-cpus", func(t *testing.T) []*hostlib.Session { // the readers send too (sendOwn)
+			return lossyGroupRanks(t, swtch.Config{SharedCPUs: true}, world, elements)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +129,21 @@ func TestSteadyStateAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lossyGroupRanks joins world ranks of `elements` float32 to a switch
+// of cfg with two readers on an in-memory network that drops and
+// duplicates datagrams.
+func lossyGroupRanks(t *testing.T, cfg swtch.Config, world, elements int) []*hostlib.Session {
+	t.Helper()
+	network := conn.NewMemNetwork()
+	network.Faults = conn.Faults{Drop: 0.003, Dup: 0.003, Seed: 5}
+	cs, err := network.ListenGroup(netip.MustParseAddrPort("127.0.0.1:7470"), swtch.DataPortGroup(2, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Conns = cs
+	return memRanks(t, network, startSwitch(t, cfg), 1, world, elements)
 }
 
 // TestRelayEchoes checks the ceiling's contract: it admits a job at once,
