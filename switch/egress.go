@@ -196,21 +196,19 @@ func (s *Switch) sendOwn(rd int) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := s.outs[rd]
 	for {
 		select {
-		case head := <-out: // open: the queues close once the readers have returned
+		case head := <-s.outs[rd]: // open: the queues close once the readers have returned
 			l.own.take(head)
 			if len(l.own.held) >= writerHold {
 				l.own.flush()
 			}
-			continue
 		default:
+			if len(l.own.held) > 0 {
+				l.own.flush()
+			}
+			return
 		}
-		break
-	}
-	if len(l.own.held) > 0 {
-		l.own.flush()
 	}
 }
 

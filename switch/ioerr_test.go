@@ -63,6 +63,14 @@ func (c *faultConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 	return c.Conn.WriteBatch(msgs)
 }
 
+// queueLeave queues a leave of job 1 to `to` for writer 0, as the
+// control path queues its packets (Switch.send).
+func queueLeave(s *Switch, to netip.AddrPort) {
+	s.send(to, func(b []byte) []byte {
+		return wire.AppendPacket(b, &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
+	})
+}
+
 func sysErr(op string, errno syscall.Errno) error {
 	return &net.OpError{Op: op, Net: "udp", Err: os.NewSyscallError(op+"mmsg", errno)}
 }
@@ -97,9 +105,7 @@ func TestWriterSkipsFailedDatagram(t *testing.T) {
 			dests := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1001"), netip.MustParseAddrPort("127.0.0.1:1002"),
 				bad, netip.MustParseAddrPort("127.0.0.1:1004")}
 			for _, to := range dests {
-				s.send(to, func(b []byte) []byte {
-					return wire.AppendPacket(b, &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
-				})
+				queueLeave(s, to)
 			}
 			close(s.outs[0])
 			s.writer(0)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/wire"
 )
 
 // TestSendOwn checks what a reader sends itself after its batch: with
@@ -29,9 +28,7 @@ func TestSendOwn(t *testing.T) {
 			for i := range queued {
 				to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 1, byte(i)}), 9000)
 				dests = append(dests, to)
-				s.send(to, func(b []byte) []byte {
-					return wire.AppendPacket(b, &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
-				})
+				queueLeave(s, to)
 			}
 			free := len(s.outFree[0].free)
 			s.sendOwn(0)
