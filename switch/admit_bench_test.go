@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/handlers"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
@@ -35,9 +36,11 @@ func BenchmarkAdmissionStall(b *testing.B) {
 		elements    uint64
 		packetElems uint32
 	}{
-		{"results", wire.Int8, uint64(budget) / 2 * 9 / 10, 0},    // 2 × elements bytes of stored results
-		{"blocks", wire.Float64, uint64(budget) / 72 * 9 / 10, 1}, // 48 B of block, 16 of results, 8 of tags per element
+		{"results", wire.Int8, 0, 0},   // 2 × elements bytes of stored results
+		{"blocks", wire.Float64, 0, 1}, // a block record, 16 B of results and the result tags per element
 	} {
+		// Nine tenths of the budget, by the formula admission charges.
+		shape.elements = uint64(budget) * 9 / 10 / perElementBytes(shape.dtype, shape.packetElems)
 		b.Run(shape.name, func(b *testing.B) {
 			for b.Loop() {
 				stall, ack := admissionStall(b, budget, shape.dtype, shape.elements, shape.packetElems)
@@ -46,6 +49,20 @@ func BenchmarkAdmissionStall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// perElementBytes is the host memory admission charges a one-rank
+// single-buffer job for an element of dt with pe elements a packet (0: the
+// switch's choice, a packet of Config.PacketBytes), from the formula it
+// charges by (handlers.DenseConfig.Footprint) at a million elements.
+func perElementBytes(dt wire.DType, pe uint32) uint64 {
+	const n = 1 << 20
+	elems := int(pe)
+	if elems == 0 {
+		elems = swtch.DefaultPacketBytes / dt.Size()
+	}
+	c := handlers.DenseConfig{Algo: wire.AlgoSingle, Children: 1, DType: dt, Elements: n, PacketElems: elems, KeepResults: true}
+	return uint64(c.Footprint(0).Total()+n-1) / n
 }
 
 // pinger is a one-rank job of one float32 block driven over a raw socket.
