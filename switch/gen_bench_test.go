@@ -67,15 +67,15 @@ func benchGenPath(b *testing.B, switches, readers int) {
 	}
 	callAll()
 	b.ReportAllocs()
+	m := startMeter()
 	b.ResetTimer()
-	cpu0 := processCPU()
 	calls := 0
 	for b.Loop() {
 		gen++
 		callAll()
 		calls += len(hs)
 	}
-	reportPackets(b, float64(calls*pathRanks*hs[0].blocks), cpu0)
+	reportPackets(b, float64(calls*pathRanks*hs[0].blocks), m)
 }
 
 // genHosts plays P hosts inside the conns of a switch: conn 0 brings their

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/inproc"
+	"github.com/flare-net/flare/internal/xcpu"
 	"github.com/flare-net/flare/proto"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
@@ -105,24 +106,45 @@ func benchMemPath(b *testing.B, path string) {
 	gen := uint32(1)
 	d.call(b, gen, want) // warm: pools, queues and the job's buffers
 	b.ReportAllocs()
+	m := startMeter()
 	b.ResetTimer()
-	cpu0 := processCPU()
 	calls := 0
 	for b.Loop() {
 		gen++
 		d.call(b, gen, want)
 		calls++
 	}
-	reportPackets(b, float64(calls*pathRanks*d.blocks), cpu0)
+	reportPackets(b, float64(calls*pathRanks*d.blocks), m)
+}
+
+// pathMeter is what a path benchmark reads before its calls, to report
+// with their rates: the process's CPU (processCPU) and the time a cache
+// line takes between two CPUs (xcpu; 0 where the process has one). The
+// line time moves with where a VM's vCPUs sit, and a second CPU's gain
+// with it (docs/PERFORMANCE.md).
+type pathMeter struct {
+	cpu0  int64
+	line0 time.Duration
+}
+
+func startMeter() pathMeter {
+	line, _ := xcpu.LineTransfer() // before the CPU count: its spinning is not the path's
+	return pathMeter{cpu0: processCPU(), line0: line}
 }
 
 // reportPackets reports a path benchmark's rates for pkts data packets,
-// the process's CPU counted from cpu0 (processCPU).
-func reportPackets(b *testing.B, pkts float64, cpu0 int64) {
-	b.ReportMetric(pkts/b.Elapsed().Seconds(), "pkts/s")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pkts, "ns/pkt")
-	if cpu0 >= 0 {
-		b.ReportMetric(float64(processCPU()-cpu0)/pkts, "cpu-ns/pkt")
+// and the line time: the larger of m's and one read now, so that a run
+// during which the vCPUs moved apart reads as the far one.
+func reportPackets(b *testing.B, pkts float64, m pathMeter) {
+	elapsed := b.Elapsed()
+	b.ReportMetric(pkts/elapsed.Seconds(), "pkts/s")
+	b.ReportMetric(float64(elapsed.Nanoseconds())/pkts, "ns/pkt")
+	if m.cpu0 >= 0 {
+		b.ReportMetric(float64(processCPU()-m.cpu0)/pkts, "cpu-ns/pkt")
+	}
+	b.StopTimer()
+	if line, err := xcpu.LineTransfer(); err == nil && m.line0 > 0 {
+		b.ReportMetric(float64(max(line, m.line0).Nanoseconds()), "line-ns")
 	}
 }
 

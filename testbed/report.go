@@ -83,6 +83,10 @@ type Row struct {
 	HostUpBytes   float64 `json:"host_link_up_bytes"`
 	HostDownBytes float64 `json:"host_link_down_bytes"`
 	LinkBytesFrom string  `json:"link_bytes_from"` // "tc": the qdiscs' counters
+	// CPULineNS is bench's cache-line time between two CPUs; the
+	// testbed's rows are bounded by their shaped links, not by hand-offs
+	// between CPUs, and it does not read it: always 0.
+	CPULineNS float64 `json:"cpu_line_ns"`
 
 	Topology    string  `json:"topology"` // "8" hosts on one switch, or "4x4"
 	LinkBps     float64 `json:"link_bps"`

@@ -53,6 +53,12 @@ type Row struct {
 	HostUpBytes   float64 `json:"host_link_up_bytes"`
 	HostDownBytes float64 `json:"host_link_down_bytes"`
 	LinkBytesFrom string  `json:"link_bytes_from"`
+	// CPULineNS is how long a cache line took to move between two CPUs of
+	// this machine (lineTime), the larger of its reads before and after
+	// the rows of this P and size: on a VM it moves with where the vCPUs
+	// sit, and the cost of every hand-off between CPUs with it. 0 where
+	// the process has one CPU.
+	CPULineNS float64 `json:"cpu_line_ns"`
 }
 
 // runDense measures every path at every P and size and writes the rows,
@@ -71,6 +77,9 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "Flare bench: %s %s, ranks %s; relay = UDP echo of the same datagrams, fanout = the same\n"+
 			"datagrams in the switch's pattern (P arrivals, then one to all P): the ceilings\n", s.DType, s.Op, layout)
+		if line := lineTime(); line > 0 {
+			fmt.Fprintf(w, "A cache line moves between two CPUs in %.0f ns now (on a VM, where its vCPUs sit; --json: cpu_line_ns)\n", line)
+		}
 		if s.Rounds > 1 {
 			fmt.Fprintf(w, "Each row: %d rounds of %d calls, the rows of a P and size measured in turn; its median is the median of its rounds'\n", s.Rounds, s.Iters)
 		}
@@ -113,6 +122,7 @@ func (s *suiteRun) runDense(ctx context.Context, w io.Writer) error {
 func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]*Row, []Row, error) {
 	rounds := map[leg][]*Row{}
 	peerRounds := make([][]*Row, len(s.PeerCmds))
+	line := lineTime()
 	for r := range max(1, s.Rounds) {
 		at := ""
 		if s.Rounds > 1 {
@@ -142,6 +152,13 @@ func (s *suiteRun) measureRows(ctx context.Context, p int, size int64) (map[leg]
 	var peers []Row
 	for _, rs := range peerRounds {
 		peers = append(peers, *mergeRounds(rs))
+	}
+	line = max(line, lineTime())
+	for _, r := range rows {
+		r.CPULineNS = line
+	}
+	for i := range peers {
+		peers[i].CPULineNS = line
 	}
 	return rows, peers, nil
 }
