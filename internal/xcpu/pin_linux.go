@@ -7,11 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// twoCPUs is the first two CPUs of the process's affinity mask.
+// twoCPUs is the first two CPUs of the calling thread's affinity mask
+// (the process's, unless a caller pinned its thread).
 func twoCPUs() (a, b int, err error) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		return 0, 0, fmt.Errorf("%w (GOMAXPROCS=%d)", ErrOneCPU, runtime.GOMAXPROCS(0))
-	}
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return 0, 0, fmt.Errorf("xcpu: the process's CPUs: %w", err)

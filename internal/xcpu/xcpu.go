@@ -12,6 +12,7 @@ package xcpu
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -25,7 +26,7 @@ const (
 )
 
 // ErrOneCPU is LineTransfer's error where the process may run on only
-// one CPU (its affinity mask, or GOMAXPROCS).
+// one CPU (its affinity mask).
 var ErrOneCPU = errors.New("xcpu: the process may run on one CPU only")
 
 // errStall is a trial's error where the other side did not answer within
@@ -37,11 +38,16 @@ var errStall = errors.New("xcpu: the other CPU did not answer within 1 s (is it 
 // pass a counter back and forth, and the time of a round trip is halved.
 // It is the fastest of Trials runs, so that what another process's
 // preemption adds is left out. Measure it while the process is otherwise
-// idle: it keeps two CPUs busy for a few milliseconds.
+// idle: it keeps two CPUs busy for a few milliseconds. Where GOMAXPROCS is
+// 1 (a daemon given one P), it is 2 for the measurement and 1 again after.
 func LineTransfer() (time.Duration, error) {
 	a, b, err := twoCPUs()
 	if err != nil {
 		return 0, err
+	}
+	if procs := runtime.GOMAXPROCS(0); procs < 2 {
+		runtime.GOMAXPROCS(2)
+		defer runtime.GOMAXPROCS(procs)
 	}
 	best := time.Duration(-1)
 	for range Trials {
