@@ -79,7 +79,8 @@ func calibrateOnce(t *testing.T) (miss, why string) {
 	if math.Abs(c.Error) <= calibrateBound {
 		return "", ""
 	}
-	miss = fmt.Sprintf("predicted %.0f packets/s, measured %.0f: %+.1f%%, outside ±%.0f%%", c.Predicted, c.Measured, 100*c.Error, 100*calibrateBound)
+	miss = fmt.Sprintf("predicted %.0f packets/s, measured %.0f: %+.1f%%, outside ±%.0f%%; a cache line took %.0f..%.0f ns between CPUs",
+		c.Predicted, c.Measured, 100*c.Error, 100*calibrateBound, c.LineNSMin, c.LineNSMax)
 	// The bound is for CPUs this process has to itself. Where other work
 	// takes some (go test running packages side by side), the harness,
 	// which sleeps and wakes, gets less of what is left than the spinning

@@ -77,6 +77,12 @@ type Calibration struct {
 	// U below A is the harness idling, not a wrong D.
 	BusyCPUs float64 `json:"busy_cpus"`
 	Error    float64 `json:"error"` // median over the rounds of (predicted − measured) / measured
+	// The fastest and slowest time a cache line took between two CPUs
+	// (lineTime), read before each round and after the last (0 with one
+	// CPU). On a VM whose vCPUs moved apart during the calibration, D
+	// moved between its runs with it.
+	LineNSMin float64 `json:"cpu_line_ns_min"`
+	LineNSMax float64 `json:"cpu_line_ns_max"`
 }
 
 // CalibrateConfig is one calibration: the harness run (hosts, design,
@@ -132,7 +138,9 @@ func Calibrate(ctx context.Context, c CalibrateConfig) (Calibration, error) {
 
 	K := float64(cal.Cores)
 	var rounds []calRound
+	var lines []float64
 	for range c.Runs {
+		lines = append(lines, lineTime())
 		r, err := calibrationRound(ctx, h, inputs, g)
 		if err != nil {
 			return cal, err
@@ -166,6 +174,8 @@ func Calibrate(ctx context.Context, c CalibrateConfig) (Calibration, error) {
 	cal.MeasuredMax = slices.MaxFunc(rounds, func(a, b calRound) int { return cmp.Compare(a.pps, b.pps) }).pps
 	cal.BusyCPUs = med(func(r calRound) float64 { return r.busy })
 	cal.Error = med(func(r calRound) float64 { return (r.predicted - r.pps) / r.pps })
+	lines = append(lines, lineTime())
+	cal.LineNSMin, cal.LineNSMax = slices.Min(lines), slices.Max(lines)
 	return cal, nil
 }
 
@@ -304,5 +314,8 @@ func WriteCalibration(w io.Writer, c Calibration) error {
 		fmt.Fprintf(tw, "CPUs busy U\t%.2f\tthe measured runs' process CPU time over their wall time (A - U: the harness idling)\n", c.BusyCPUs)
 	}
 	fmt.Fprintf(tw, "error\t%+.1f%%\t(predicted - measured) / measured, the median of the rounds'\n", 100*c.Error)
+	if c.LineNSMax > 0 {
+		fmt.Fprintf(tw, "cache line between CPUs\t%.0f..%.0f ns\tbefore each round and after: where a VM's vCPUs moved apart, D moved with them\n", c.LineNSMin, c.LineNSMax)
+	}
 	return tw.Flush()
 }
