@@ -30,8 +30,8 @@ const (
 var ErrOneCPU = errors.New("xcpu: the process may run on one CPU only")
 
 // errStall is a trial's error where the other side did not answer within
-// a second: its thread was not scheduled (another process holds the CPU).
-var errStall = errors.New("xcpu: the other CPU did not answer within 1 s (is it busy?)")
+// 5 s: its thread was not scheduled (another process holds the CPU).
+var errStall = errors.New("xcpu: the other CPU did not answer within 5 s (is it busy?)")
 
 // LineTransfer is the one-way time of a cache line between the first two
 // CPUs the process may run on: two threads, each pinned to one of them,
@@ -72,7 +72,7 @@ func trial(a, b int) (time.Duration, error) {
 		_ [64]byte
 	}
 	var stalled, started atomic.Bool
-	giveUp := time.Now().Add(time.Second)
+	giveUp := time.Now().Add(5 * time.Second)
 	// wait spins until the counter is v, or gives up on a stall.
 	wait := func(v int64) bool {
 		for spins := 1; line.n.Load() != v; spins++ {
@@ -125,7 +125,7 @@ func trial(a, b int) (time.Duration, error) {
 		}
 	}
 	started.Store(true)
-	timeout := time.NewTimer(2 * time.Second)
+	timeout := time.NewTimer(6 * time.Second)
 	defer timeout.Stop()
 	select {
 	case d := <-done:
