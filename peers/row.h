@@ -100,7 +100,9 @@ static inline double busbw(double algbw, int p) {
 }
 
 /* print_row writes one `flare bench --json` row: every field of flare's
- * bench.Row, in its order, zero (or empty) where a peer has none.
+ * bench.Row, in its order, zero (or empty) where a peer has none
+ * (cpu_line_ns: flare bench sets it on the peers' rows it measured beside
+ * its own).
  * ranks_cpu is the user and kernel seconds per measured call of every
  * rank's process inside its calls, summed over the ranks. */
 static inline void print_row(const char *path, const char *algo, int ranks, long long bytes, int iters,
@@ -111,7 +113,7 @@ static inline void print_row(const char *path, const char *algo, int ranks, long
          "\"retransmits\":0,\"packet_bytes\":0,\"deadline_ms\":0,\"tail_ratio\":0,\"dropped_fraction\":0,"
          "\"partial_blocks\":0,\"tx_bytes\":0,\"rx_bytes\":0,\"density\":0,\"storage\":\"\",\"spilled_pairs\":0,\"ranks_user_s\":%.9g,\"ranks_sys_s\":%.9g,\"rounds\":1,\"server_user_s\":0,\"server_sys_s\":0,"
          "\"over_best_peer\":0,\"vs_ring\":0,\"of_relay\":0,\"of_fanout\":0,\"host_link_up_bytes\":0,"
-         "\"host_link_down_bytes\":0,\"link_bytes_from\":\"\"}\n",
+         "\"host_link_down_bytes\":0,\"link_bytes_from\":\"\",\"cpu_line_ns\":0}\n",
          path, ranks, bytes, algo, iters, median, p99, algbw, busbw(algbw, ranks), verified ? "true" : "false",
          ranks_cpu[0], ranks_cpu[1]);
   fflush(stdout);
