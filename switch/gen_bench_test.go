@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -262,6 +263,7 @@ func (c *genConn) ReadBatch(msgs []conn.Datagram) (int, error) {
 		case <-c.closed:
 			return 0, errGenClosed
 		}
+		busyPoll(func() bool { return len(c.next) > 0 })
 		select {
 		case c.gen = <-c.next:
 			c.active, c.round, c.pos = true, 0, 0
@@ -282,6 +284,9 @@ func (c *genConn) ReadBatch(msgs []conn.Datagram) (int, error) {
 			round = c.rounds[c.round]
 			break
 		}
+		if busyPoll(func() bool { return c.got.Load() == int64(len(round)) }) {
+			continue
+		}
 		select {
 		case <-c.wake:
 		case <-c.closed:
@@ -298,6 +303,24 @@ func (c *genConn) ReadBatch(msgs []conn.Datagram) (int, error) {
 	}
 	c.pos += n
 	return n, nil
+}
+
+// busyPoll waits up to conn.DefaultBusyPoll for done, yielding the CPU
+// between checks, as the daemon's sockets poll before they sleep
+// (conn.Config.BusyPoll): a reader whose conn sleeps at once costs its CPU
+// a wake-up for the next round or call, which a socket's poll bridges. It
+// reports whether done came true.
+func busyPoll(done func() bool) bool {
+	var start time.Time
+	for !done() {
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) >= conn.DefaultBusyPoll {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
 }
 
 // WriteBatch takes what the switch sends: join answers, and results, each
