@@ -31,7 +31,9 @@ import (
 // socket makes too. With -cpu 1,2 it shows how the switch alone scales
 // with cores, apart from what the in-memory network's cross-CPU copies
 // cost. One op is one allreduce of P = 8 ranks of 1 MiB float32 (8192
-// data packets), in lock-step rounds of the window per reader. twins is
+// data packets), in lock-step rounds of the window per reader; between
+// rounds and calls a conn polls before it waits (busyPoll), as the
+// daemon's sockets do. twins is
 // two switches of one reader each, side by side in the process, each with
 // its own hosts and an allreduce of its own per op: nothing of the
 // switch is shared between them, so what they lose at two CPUs against
