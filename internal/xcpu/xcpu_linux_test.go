@@ -50,7 +50,11 @@ func TestLineTransferOneCPU(t *testing.T) {
 		_, err := LineTransfer()
 		errc <- err
 	}()
-	if err := <-errc; !errors.Is(err, ErrOneCPU) {
+	err := <-errc
+	if errors.Is(err, unix.EPERM) {
+		t.Skipf("the machine refuses to pin a thread to a CPU: %v", err)
+	}
+	if !errors.Is(err, ErrOneCPU) {
 		t.Errorf("a thread of one CPU: %v, want ErrOneCPU", err)
 	}
 
