@@ -2,6 +2,7 @@ package conn
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 )
@@ -52,4 +53,33 @@ func LocalAddrTo(to netip.AddrPort) (netip.Addr, error) {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+}
+
+// PortHold is a port of this box held for a multicast group's members
+// (HoldGroupPort). Close gives it back.
+type PortHold struct {
+	Addr netip.AddrPort // the group and the port held
+	c    io.Closer
+}
+
+// Close gives the port back.
+func (h *PortHold) Close() error {
+	if h == nil || h.c == nil {
+		return nil
+	}
+	return h.c.Close()
+}
+
+// HoldGroupPort binds a socket to group (an IPv4 multicast address and a
+// port; port 0: one the kernel picks) that receives nothing, and holds it
+// until Close. While it is held, no socket of this box can take the port
+// on the wildcard address without sharing it, as the port's own listeners
+// do (ListenMulticast): the members that listen on the group find the
+// port free, and a port some other socket has is found when the sender
+// starts, not when its members join.
+func HoldGroupPort(group netip.AddrPort) (*PortHold, error) {
+	if !group.Addr().Is4() || !group.Addr().IsMulticast() {
+		return nil, fmt.Errorf("hold port %v: the group must be an IPv4 multicast address (224.0.0.0/4)", group)
+	}
+	return holdGroupPort(group)
 }

@@ -19,20 +19,10 @@ import (
 // the socket takes only the group it joined, not every group some socket
 // of the box joined on its port.
 func listenMulticast(group netip.AddrPort, local netip.Addr, cfg Config) (Conn, error) {
-	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		if err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	pc, err := lc.ListenPacket(context.Background(), "udp4", group.String())
+	uc, err := listenShared(group)
 	if err != nil {
 		return nil, err
 	}
-	uc := pc.(*net.UDPConn)
 	rc, err := uc.SyscallConn()
 	if err != nil {
 		uc.Close()
@@ -53,6 +43,53 @@ func listenMulticast(group netip.AddrPort, local netip.Addr, cfg Config) (Conn, 
 		return nil, fmt.Errorf("listen multicast %v: %w", group, cmp.Or(err, serr))
 	}
 	return newMmsgConn(uc, group.String(), cfg)
+}
+
+// listenShared binds a UDP socket to addr with SO_REUSEADDR, as every
+// socket of a group's port is bound: each gets its own copy of the
+// group's datagrams.
+func listenShared(addr netip.AddrPort) (*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	pc, err := lc.ListenPacket(context.Background(), "udp4", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	return pc.(*net.UDPConn), nil
+}
+
+// holdGroupPort binds group's address and port as the listeners do
+// (listenShared), joins no group and turns IP_MULTICAST_ALL off, so that
+// the socket is given no datagram: the group's members' joins do not
+// reach it.
+func holdGroupPort(group netip.AddrPort) (*PortHold, error) {
+	uc, err := listenShared(group)
+	if err != nil {
+		return nil, fmt.Errorf("hold port %v: %w", group, err)
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		uc.Close()
+		return nil, err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0)
+	}); err != nil || serr != nil {
+		uc.Close()
+		return nil, fmt.Errorf("hold port %v: setsockopt IP_MULTICAST_ALL: %w", group, cmp.Or(err, serr))
+	}
+	// The socket names its address 0.0.0.0 (a multicast address is no
+	// source), but holds the group's.
+	port := uc.LocalAddr().(*net.UDPAddr).AddrPort().Port()
+	return &PortHold{Addr: netip.AddrPortFrom(group.Addr(), port), c: uc}, nil
 }
 
 // setMulticastInterface makes fd send multicast datagrams out of the

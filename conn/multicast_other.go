@@ -13,3 +13,5 @@ var errMulticastPlatform = errors.New("multicast results need Linux")
 func listenMulticast(netip.AddrPort, netip.Addr, Config) (Conn, error) {
 	return nil, errMulticastPlatform
 }
+
+func holdGroupPort(netip.AddrPort) (*PortHold, error) { return nil, errMulticastPlatform }
