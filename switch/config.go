@@ -162,8 +162,12 @@ type Config struct {
 	// Socket.MulticastInterface, by default Listen's address. Needs the
 	// switch's own UDP sockets (Conn and Conns nil). Anyone on the segment
 	// can join a group, as anyone on it can read unicast results.
-	Multicast     netip.Prefix
-	MulticastPort int    // the groups' port; 0: the data port's + 1
+	Multicast netip.Prefix
+	// MulticastPort is the groups' port, which the switch holds on its box
+	// while it runs (conn.HoldGroupPort) and refuses to start without. 0:
+	// Listen's port + 1, or, where Listen's port is 0, a free port the
+	// kernel picks.
+	MulticastPort int
 	PcapPath      string // capture every datagram in and out to this pcap file; "" = off
 	PcapMax       int64  // size bound of the capture file in bytes (0 = DefaultPcapMax)
 	// Parent, when set (HOST:PORT), makes this switch a child in a tree of
@@ -273,7 +277,7 @@ func (c Config) WithDefaults() Config {
 		if ap, err := netip.ParseAddrPort(c.Listen); err == nil {
 			if c.MulticastPort == 0 && ap.Port() != 0 {
 				c.MulticastPort = groupPort(ap.Port())
-			} // (port 0: set once the data port is bound, Switch.listen)
+			} // (port 0: a free one, held once the data port is bound, Switch.listen)
 			if a := ap.Addr().Unmap(); !c.Socket.MulticastInterface.IsValid() && a.Is4() && !a.IsUnspecified() {
 				c.Socket.MulticastInterface = a
 			}
@@ -412,7 +416,7 @@ func (c Config) validateMulticast() error {
 	case !p.Addr().Is4() || !p.Masked().Addr().IsMulticast() || p.Bits() < 4 || p.Masked().Addr().IsLinkLocalMulticast():
 		return fmt.Errorf("Config.Multicast = %v: must be IPv4 multicast groups in 224.0.0.0/4 outside 224.0.0.0/24 (link-local control), such as 239.255.70.0/24", p)
 	case c.MulticastPort < 0 || c.MulticastPort > 65535:
-		return fmt.Errorf("Config.MulticastPort = %d: must be in 1..65535 (0: Listen's port + 1)", c.MulticastPort)
+		return fmt.Errorf("Config.MulticastPort = %d: must be in 1..65535 (0: Listen's port + 1, or a free one where that is 0)", c.MulticastPort)
 	case c.Conn != nil || len(c.Conns) > 0:
 		return fmt.Errorf("Config.Multicast = %v with Config.Conn or Config.Conns: multicast results need the switch's own UDP sockets", p)
 	case !ifa.IsValid():

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"sync/atomic"
+
+	"github.com/flare-net/flare/conn"
 )
 
 // Multicast results. With Config.Multicast set, a job whose members all
@@ -22,11 +24,12 @@ const maxGroups = MaxJobsLimit
 
 // groupPool hands out the groups of Config.Multicast; under the table lock.
 type groupPool struct {
-	first netip.Addr
-	port  uint16
-	used  []bool       // by offset from first
-	next  int          // where the next search starts
-	inUse atomic.Int64 // groups taken, for the metrics
+	first    netip.Addr
+	port     uint16
+	portHold *conn.PortHold // the port, while the switch runs (hold)
+	used     []bool         // by offset from first
+	next     int            // where the next search starts
+	inUse    atomic.Int64   // groups taken, for the metrics
 }
 
 // newGroupPool makes the pool of prefix's addresses (at most maxGroups of
@@ -70,11 +73,29 @@ func (p *groupPool) give(g netip.AddrPort) {
 	}
 }
 
-// bind gives a pool made without a port (Config.MulticastPort 0 and
-// Listen's port 0) the one next to the data port, once that is bound.
-func (p *groupPool) bind(data netip.AddrPort) {
-	if p != nil && p.port == 0 {
-		p.port = uint16(groupPort(data.Port()))
+// hold takes the pool's port on this box for as long as the switch runs
+// (conn.HoldGroupPort), so that the members who listen on a group find it
+// free, and a port another socket has is refused at the start. A pool
+// made without a port (Config.MulticastPort 0 and Listen's port 0) holds
+// one the kernel picks: the port next to one the kernel picked for the
+// data port may be any other socket's.
+func (p *groupPool) hold() error {
+	if p == nil {
+		return nil
+	}
+	h, err := conn.HoldGroupPort(netip.AddrPortFrom(p.first, p.port))
+	if err != nil {
+		return err
+	}
+	p.portHold, p.port = h, h.Addr.Port()
+	return nil
+}
+
+// release gives the held port back.
+func (p *groupPool) release() {
+	if p != nil {
+		p.portHold.Close()
+		p.portHold = nil
 	}
 }
 

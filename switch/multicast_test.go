@@ -3,8 +3,11 @@ package swtch_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,5 +152,40 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10 s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The switch holds its groups' port while it runs: with an ephemeral data
+// port, whose neighbour may be any socket's, it is a free port the kernel
+// picked, and a socket that would take it on the wildcard address alone
+// is refused (the members, who share it, are not). A switch whose port
+// another socket has does not start, and names the setting.
+func TestMulticastPortHeld(t *testing.T) {
+	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.84.0/30")})
+	port := sw.MulticastPort()
+	if port == 0 {
+		t.Fatal("no multicast port")
+	}
+	if c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: port}); err == nil {
+		c.Close()
+		t.Errorf("a wildcard socket took the switch's multicast port %d", port)
+	}
+	ss := mcRanks(t, sw, 1, 2, 1000, func(int) bool { return true })
+	checkSums(t, ss, 1000, 1)
+
+	squat, err := net.ListenUDP("udp4", &net.UDPAddr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squat.Close()
+	taken := squat.LocalAddr().(*net.UDPAddr).Port
+	sw2, err := swtch.New(swtch.Config{Listen: "127.0.0.1:0", Admin: "off", Multicast: netip.MustParsePrefix("239.255.84.4/30"), MulticastPort: taken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sw2.Run(ctx); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("Config.MulticastPort = %d", taken)) || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("a switch whose multicast port %d is taken: Run = %v, want an error naming Config.MulticastPort", taken, err)
 	}
 }

@@ -78,7 +78,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	r.conn = c
 	if r.fan != nil {
-		r.fan.groups.bind(c.LocalAddr())
+		if err := r.fan.groups.hold(); err != nil {
+			c.Close()
+			return multicastPortError(&r.cfg, err)
+		}
+		defer r.fan.groups.release()
 	}
 	close(r.ready)
 	stop := context.AfterFunc(ctx, func() { c.Close() })

@@ -207,6 +207,16 @@ func (s *Switch) Readers() int { return s.cfg.Readers }
 // them. Valid once Ready is closed.
 func (s *Switch) Steering() conn.Steering { return s.steer }
 
+// MulticastPort is the port of the multicast groups (Config.Multicast),
+// which the switch holds on its box while it runs; 0 without groups.
+// Valid once Ready is closed.
+func (s *Switch) MulticastPort() int {
+	if s.groups == nil {
+		return 0
+	}
+	return int(s.groups.port)
+}
+
 // AdminAddr is the admin HTTP address once bound, or nil.
 func (s *Switch) AdminAddr() net.Addr { return s.admin }
 
@@ -230,8 +240,17 @@ func (s *Switch) listen() error {
 		return fmt.Errorf("Config.Listen = %s: %w", s.cfg.Listen, err)
 	}
 	s.conns, s.steer = cs, steer
-	s.groups.bind(s.Addr())
+	if err := s.groups.hold(); err != nil {
+		s.closeConns()
+		return multicastPortError(&s.cfg, err)
+	}
 	return nil
+}
+
+// multicastPortError is the error of a multicast port the switch or
+// relay could not hold.
+func multicastPortError(cfg *Config, err error) error {
+	return fmt.Errorf("%s = %d, the multicast groups' port, is taken on this box: choose a free one: %w", cfg.setting("MulticastPort"), cfg.MulticastPort, err)
 }
 
 // DataPortGroup is how a data port of n sockets spreads the datagrams: the
@@ -247,8 +266,10 @@ func DataPortGroup(n, run int) conn.GroupConfig {
 		Only: &conn.ByteRange{Offset: wire.OffType, Min: byte(wire.TypeData), Max: byte(wire.TypeSpill)}}
 }
 
-// closeConns closes the data port's sockets, which unblocks the readers.
+// closeConns closes the data port's sockets, which unblocks the readers,
+// and gives the multicast groups' port back.
 func (s *Switch) closeConns() error {
+	s.groups.release()
 	var first error
 	for _, c := range s.conns {
 		if err := c.Close(); err != nil && first == nil {

@@ -90,7 +90,7 @@ func addSwitchFlags(fs *pflag.FlagSet, cfg *swtch.Config) *switchTextFlags {
 	fs.DurationVar(&cfg.Socket.BusyPoll, "busy-poll", conn.DefaultBusyPoll, busyPollUsage)
 	sf.multicast = fs.String("multicast", "", "IPv4 multicast groups, such as 239.255.70.0/24: a job whose hosts all ask (flare allreduce --multicast,\n"+
 		"hostlib Options.Multicast) gets one while it runs, and its results go once to the group instead of once to each host")
-	fs.IntVar(&cfg.MulticastPort, "multicast-port", 0, "with --multicast: the groups' UDP port (0 = the data port + 1)")
+	fs.IntVar(&cfg.MulticastPort, "multicast-port", 0, "with --multicast: the groups' UDP port, held while the daemon runs (0 = the data port + 1, or a free one with --listen on port 0)")
 	sf.multicastIf = fs.String("multicast-interface", "", "with --multicast: the IPv4 address of the interface toward the hosts, the one they\n"+
 		"give as --switch (default: --listen's address)")
 	fs.StringVar(&cfg.PcapPath, "pcap", "", "write every Flare packet in and out to this pcap file (read it with flare decode or Wireshark)")
