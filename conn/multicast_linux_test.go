@@ -4,10 +4,13 @@ package conn
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,9 +23,15 @@ import (
 // Config.MulticastInterface names.
 func TestMulticastLoopback(t *testing.T) {
 	lo := netip.MustParseAddr("127.0.0.1")
-	for i, bind := range []string{"127.0.0.1:0", ":0"} {
+	for _, bind := range []string{"127.0.0.1:0", ":0"} {
 		t.Run(bind, func(t *testing.T) {
-			port := uint16(47310 + 10*i)
+			// A free port, held: a fixed one may be another socket's.
+			hold, err := HoldGroupPort(netip.AddrPortFrom(netip.MustParseAddr("239.255.70.1"), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Close()
+			port := hold.Addr.Port()
 			group := netip.AddrPortFrom(netip.MustParseAddr("239.255.70.1"), port)
 			other := netip.AddrPortFrom(netip.MustParseAddr("239.255.70.2"), port)
 			var rx []Conn
@@ -124,5 +133,62 @@ func TestListenMulticastRefuses(t *testing.T) {
 	}
 	if _, err := ListenUDP("127.0.0.1:0", Config{MulticastInterface: netip.MustParseAddr("239.1.1.1")}); err == nil || !strings.Contains(err.Error(), "multicast interface = 239.1.1.1") {
 		t.Errorf("ListenUDP with a multicast interface that is a group: %v", err)
+	}
+}
+
+// TestHoldGroupPort: a held group port (the kernel's pick for port 0) is
+// refused to a socket that would take it on the wildcard address alone,
+// is shared with the group's listeners, and is given no datagram of the
+// group itself; a port some socket already has on the wildcard address
+// cannot be held, and says so.
+func TestHoldGroupPort(t *testing.T) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	h, err := HoldGroupPort(netip.AddrPortFrom(netip.MustParseAddr("239.255.71.0"), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if !h.Addr.Addr().Is4() || h.Addr.Addr() != netip.MustParseAddr("239.255.71.0") || h.Addr.Port() == 0 {
+		t.Fatalf("held %v, want 239.255.71.0 and a port", h.Addr)
+	}
+	if c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: int(h.Addr.Port())}); err == nil {
+		c.Close()
+		t.Fatalf("a wildcard socket took the held port %d", h.Addr.Port())
+	} else if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("a wildcard socket on the held port: %v, want EADDRINUSE", err)
+	}
+	member, err := ListenMulticast(h.Addr, lo, Config{})
+	if err != nil {
+		t.Fatalf("a member on the held port: %v", err)
+	}
+	tx, err := ListenUDP("127.0.0.1:0", Config{MulticastInterface: lo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	b := []byte("result")
+	if k, err := tx.WriteBatch([]Datagram{{Buf: b, N: len(b), Addr: h.Addr}}); k != 1 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", k, err)
+	}
+	if got := readAll(t, member, 100*time.Millisecond); len(got) != 1 {
+		t.Fatalf("the member got %d datagrams, want 1", len(got))
+	}
+	hold := h.c.(*net.UDPConn)
+	hold.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, _, err := hold.ReadFromUDPAddrPort(make([]byte, 64)); err == nil {
+		t.Errorf("the hold was given a datagram of %d bytes", n)
+	}
+
+	squat, err := net.ListenUDP("udp4", &net.UDPAddr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squat.Close()
+	taken := netip.AddrPortFrom(netip.MustParseAddr("239.255.71.1"), squat.LocalAddr().(*net.UDPAddr).AddrPort().Port())
+	if h2, err := HoldGroupPort(taken); err == nil {
+		h2.Close()
+		t.Errorf("held %v, which a wildcard socket has", taken)
+	} else if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), taken.String()) {
+		t.Errorf("holding a taken port: %v, want EADDRINUSE naming %v", err, taken)
 	}
 }

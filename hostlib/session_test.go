@@ -425,10 +425,16 @@ func TestSessionOptionsInvalid(t *testing.T) {
 // A join-ack that names a multicast group makes a rank that asked listen
 // on it, and fails the join of one that did not, saying so.
 func TestSessionMulticastGroup(t *testing.T) {
-	g := netip.MustParseAddrPort("239.255.84.1:47330")
+	// A free port, held: a fixed one may be another socket's.
+	hold, err := conn.HoldGroupPort(netip.MustParseAddrPort("239.255.84.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	g := hold.Addr
 	f := newFakeSwitch(t, fakeConfig{group: g})
 	o := testOptions(f, 0, 1, wire.Float32, 1000)
-	if _, err := Join(t.Context(), o); err == nil || !strings.Contains(err.Error(), "names multicast group 239.255.84.1:47330, which this rank did not ask for") {
+	if _, err := Join(t.Context(), o); err == nil || !strings.Contains(err.Error(), "names multicast group "+g.String()+", which this rank did not ask for") {
 		t.Fatalf("Join without Multicast: %v, want it refused for the group it did not ask for", err)
 	}
 	f = newFakeSwitch(t, fakeConfig{group: g})
