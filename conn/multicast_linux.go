@@ -13,42 +13,37 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// listenMulticast binds the group's own address and port, shared with
-// SO_REUSEADDR (every socket bound so gets a copy of each datagram),
-// joins the group on local's interface and turns IP_MULTICAST_ALL off:
-// the socket takes only the group it joined, not every group some socket
-// of the box joined on its port.
+// listenMulticast binds the group's own address and port and joins the
+// group on local's interface (bindGroup).
 func listenMulticast(group netip.AddrPort, local netip.Addr, cfg Config) (Conn, error) {
-	uc, err := listenShared(group)
+	uc, err := bindGroup(group, local)
 	if err != nil {
-		return nil, err
-	}
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		uc.Close()
-		return nil, err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		m := unix.IPMreq{Multiaddr: group.Addr().As4(), Interface: local.As4()}
-		if serr = unix.SetsockoptIPMreq(int(fd), unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, &m); serr != nil {
-			serr = fmt.Errorf("join the group on %v (IP_ADD_MEMBERSHIP): %w", local, serr)
-			return
-		}
-		if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); serr != nil {
-			serr = fmt.Errorf("setsockopt IP_MULTICAST_ALL: %w", serr)
-		}
-	}); err != nil || serr != nil {
-		uc.Close()
-		return nil, fmt.Errorf("listen multicast %v: %w", group, cmp.Or(err, serr))
+		return nil, fmt.Errorf("listen multicast %v: %w", group, err)
 	}
 	return newMmsgConn(uc, group.String(), cfg)
 }
 
-// listenShared binds a UDP socket to addr with SO_REUSEADDR, as every
-// socket of a group's port is bound: each gets its own copy of the
-// group's datagrams.
-func listenShared(addr netip.AddrPort) (*net.UDPConn, error) {
+// holdGroupPort binds group's address and port as the listeners do and
+// joins no group (bindGroup), so that the socket is given no datagram:
+// the members' joins do not reach it.
+func holdGroupPort(group netip.AddrPort) (*PortHold, error) {
+	uc, err := bindGroup(group, netip.Addr{})
+	if err != nil {
+		return nil, fmt.Errorf("hold port %v: %w", group, err)
+	}
+	// The socket names its address 0.0.0.0 (a multicast address is no
+	// source), but holds the group's.
+	port := uc.LocalAddr().(*net.UDPAddr).AddrPort().Port()
+	return &PortHold{Addr: netip.AddrPortFrom(group.Addr(), port), c: uc}, nil
+}
+
+// bindGroup binds a UDP socket to group's address and port, shared with
+// SO_REUSEADDR (every socket bound so gets a copy of each datagram),
+// joins the group on local's interface where local is valid, and turns
+// IP_MULTICAST_ALL off: the socket takes only the group it joined (none
+// without local), not every group some socket of the box joined on its
+// port.
+func bindGroup(group netip.AddrPort, local netip.Addr) (*net.UDPConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		if err := rc.Control(func(fd uintptr) {
@@ -58,22 +53,11 @@ func listenShared(addr netip.AddrPort) (*net.UDPConn, error) {
 		}
 		return serr
 	}}
-	pc, err := lc.ListenPacket(context.Background(), "udp4", addr.String())
+	pc, err := lc.ListenPacket(context.Background(), "udp4", group.String())
 	if err != nil {
 		return nil, err
 	}
-	return pc.(*net.UDPConn), nil
-}
-
-// holdGroupPort binds group's address and port as the listeners do
-// (listenShared), joins no group and turns IP_MULTICAST_ALL off, so that
-// the socket is given no datagram: the group's members' joins do not
-// reach it.
-func holdGroupPort(group netip.AddrPort) (*PortHold, error) {
-	uc, err := listenShared(group)
-	if err != nil {
-		return nil, fmt.Errorf("hold port %v: %w", group, err)
-	}
+	uc := pc.(*net.UDPConn)
 	rc, err := uc.SyscallConn()
 	if err != nil {
 		uc.Close()
@@ -81,15 +65,21 @@ func holdGroupPort(group netip.AddrPort) (*PortHold, error) {
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0)
+		if local.IsValid() {
+			m := unix.IPMreq{Multiaddr: group.Addr().As4(), Interface: local.As4()}
+			if serr = unix.SetsockoptIPMreq(int(fd), unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, &m); serr != nil {
+				serr = fmt.Errorf("join the group on %v (IP_ADD_MEMBERSHIP): %w", local, serr)
+				return
+			}
+		}
+		if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); serr != nil {
+			serr = fmt.Errorf("setsockopt IP_MULTICAST_ALL: %w", serr)
+		}
 	}); err != nil || serr != nil {
 		uc.Close()
-		return nil, fmt.Errorf("hold port %v: setsockopt IP_MULTICAST_ALL: %w", group, cmp.Or(err, serr))
+		return nil, cmp.Or(err, serr)
 	}
-	// The socket names its address 0.0.0.0 (a multicast address is no
-	// source), but holds the group's.
-	port := uc.LocalAddr().(*net.UDPAddr).AddrPort().Port()
-	return &PortHold{Addr: netip.AddrPortFrom(group.Addr(), port), c: uc}, nil
+	return uc, nil
 }
 
 // setMulticastInterface makes fd send multicast datagrams out of the
