@@ -5,6 +5,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/flare-net/flare/elem"
 	"github.com/flare-net/flare/handlers"
@@ -89,12 +90,16 @@ func TestSingleBufferContention(t *testing.T) {
 	if st := run(1, 50); st.Contended != 0 || st.LockWaitNs != 0 {
 		t.Fatalf("S=1: %d contended acquisitions, %d ns waiting; want none", st.Contended, st.LockWaitNs)
 	}
+	// Handlers meet at the buffer only while two cores run at once, which
+	// a busy machine (other processes, go test's other packages) allows
+	// only now and then: try for a while, not a fixed number of times.
 	var st hpu.CoreStats
-	for try := 0; try < 20 && st.Contended == 0; try++ {
+	tries, start := 0, time.Now()
+	for ; st.Contended == 0 && (tries < 20 || time.Since(start) < 20*time.Second); tries++ {
 		st = run(8, 50)
 	}
 	if st.Contended == 0 || st.LockWaitNs == 0 {
-		t.Fatalf("S=8: no lock contention in 20×50 one-block allreduces of 64 packets")
+		t.Fatalf("S=8: no lock contention in %d×50 one-block allreduces of 64 packets (%v)", tries, time.Since(start).Round(time.Millisecond))
 	}
 	t.Logf("S=8: %d contended acquisitions, %d ns waiting", st.Contended, st.LockWaitNs)
 }
