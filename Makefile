@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build pgo lib python python-test testbed-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke bench-peers peers peers-deps demo figures soak clean
+.PHONY: all build pgo lib python python-test testbed-test test fmt-check vet unit race fuzz-smoke fuzz bench bench-smoke bench-scaling bench-peers peers peers-deps demo figures soak clean
 
 all: build
 
@@ -95,6 +95,16 @@ bench: build
 
 bench-smoke:
 	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 1x $(PKGS)
+	@if [ "$$(nproc)" -ge 2 ]; then tools/bench-scaling.sh 1 20; else echo "bench-scaling: one CPU, nothing to compare"; fi
+
+# What a second CPU buys the switch's own path (BenchmarkGenPath, one
+# reader on one CPU against two on two), in SCALING_ROUNDS alternated
+# rounds of SCALING_CALLS calls, each with the cache-line time between the
+# CPUs; the medians apart for rounds where they sat near and far.
+SCALING_ROUNDS ?= 6
+SCALING_CALLS ?= 400
+bench-scaling:
+	tools/bench-scaling.sh $(SCALING_ROUNDS) $(SCALING_CALLS)
 
 # The peers (peers/, docs/PERFORMANCE.md): MPI_Allreduce of Open MPI over
 # loopback TCP and Gloo's ring allreduce over its TCP transport, our own
