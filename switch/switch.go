@@ -305,7 +305,11 @@ func (s *Switch) Run(ctx context.Context) error {
 		s.lends[i] = newRegions(c, s.cfg.regions)
 	}
 	off := s.conns[0].Offload()
-	s.log.Info("switch listening", "data", s.Addr(), "admin", s.cfg.Admin, "clusters", s.cfg.HPU.Clusters,
+	admin := s.cfg.Admin // "off", or the address it bound: a port the kernel picked where it asked for 0
+	if s.admin != nil {
+		admin = s.admin.String()
+	}
+	s.log.Info("switch listening", "data", s.Addr(), "admin", admin, "clusters", s.cfg.HPU.Clusters,
 		"cores", s.cfg.HPU.CoresPerCluster, "l1", s.cfg.HPU.L1Bytes, "packet", s.cfg.PacketBytes, "max_memory", s.cfg.MaxMemory,
 		"readers", len(s.conns), "steering", s.steer.String(), "steer_run", s.cfg.SteerRun, "gso", off.GSO, "gro", off.GRO)
 	if s.groups != nil {
