@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -127,19 +127,52 @@ func waitTimeout(c *exec.Cmd, d time.Duration) error {
 	}
 }
 
-// startSwitch runs `flare switch` on free loopback ports, waits for its
-// /healthz and returns its data address and a stop function.
+// startSwitch runs `flare switch` on loopback ports the kernel picks (a
+// port found free and handed to the process could be another socket's by
+// the time it binds it), reads them from its log, waits for its /healthz
+// and returns its data address and a stop function.
 func startSwitch(t *testing.T, flare string) (string, func()) {
 	t.Helper()
-	data, admin := freeAddr(t, "udp"), freeAddr(t, "tcp")
-	var log bytes.Buffer
-	cmd := exec.Command(flare, "switch", "--listen", data, "--admin", admin, "--l1", "4MiB")
-	cmd.Stderr = &log
+	cmd := exec.Command(flare, "switch", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--l1", "4MiB")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The log, read to its end so that the switch never blocks writing it.
+	var log strings.Builder
+	logDone := make(chan struct{})
+	addrs := make(chan []string, 1)
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addrs <- m[1:]:
+				default:
+				}
+			}
+		}
+	}()
 	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	fail := func(what string) {
+		stop()
+		<-logDone
+		t.Fatalf("switch %s after 10 s\n%s", what, log.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var data, admin string
+	select {
+	case m := <-addrs:
+		data, admin = m[0], m[1]
+	case <-time.After(time.Until(deadline)):
+		fail("not listening")
+	}
+	for ; ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get("http://" + admin + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -147,26 +180,11 @@ func startSwitch(t *testing.T, flare string) (string, func()) {
 			}
 		}
 		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("switch not healthy after 10 s\n%s", &log)
+			fail("not healthy")
 		}
 	}
 }
 
-func freeAddr(t *testing.T, network string) string {
-	t.Helper()
-	if network == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().String()
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// listening is the switch's log line once its ports are bound, with the
+// addresses it bound.
+var listening = regexp.MustCompile(`msg="switch listening" data=(\S+) admin=(\S+)`)

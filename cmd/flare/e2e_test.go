@@ -79,16 +79,19 @@ func freePort(t *testing.T, network string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startDaemon runs the switch as its own process and waits for /healthz.
+// listening is the daemon's log line once its ports are bound, with the
+// addresses it bound.
+var listening = regexp.MustCompile(`msg="switch listening" data=(\S+) admin=(\S+)`)
+
+// startDaemon runs the switch as its own process on ports the kernel
+// picks, reads them from its log, and waits for /healthz. (A port found
+// free and handed to the process could be another socket's by the time
+// the process binds it: go test runs other packages' tests beside this
+// one.)
 func startDaemon(t *testing.T, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{
-		data:  fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")),
-		admin: fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp")),
-		log:   &syncBuffer{},
-		done:  make(chan error, 1),
-	}
-	d.cmd = exec.Command(flareBin, append([]string{"switch", "--listen", d.data, "--admin", d.admin, "--l1", "4MiB"}, extra...)...)
+	d := &daemon{log: &syncBuffer{}, done: make(chan error, 1)}
+	d.cmd = exec.Command(flareBin, append([]string{"switch", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--l1", "4MiB"}, extra...)...)
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -99,6 +102,16 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 		<-d.done
 	})
 	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := listening.FindStringSubmatch(d.log.String()); m != nil {
+			d.data, d.admin = m[1], m[2]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("switch not listening after 10 s\n%s", d.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for {
 		resp, err := http.Get("http://" + d.admin + "/healthz")
 		if err == nil {

@@ -1,12 +1,15 @@
-"""Fixtures: a real `flare switch` process on free loopback ports, and a
+"""Fixtures: a real `flare switch` process on loopback ports it binds, and a
 runner of one thread per rank (ctypes releases the GIL during calls)."""
 
 import concurrent.futures
 import itertools
 import os
 import pathlib
+import queue
+import re
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -16,22 +19,47 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def free_port(kind):
+    """A port free now (for what picks its own port no other way: an
+    address with nothing behind it, torch's rendezvous)."""
     with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+LISTENING = re.compile(r'msg="switch listening" data=(\S+) admin=(\S+)')
+
+
 class Switch:
-    """A `flare switch` process; addr is its data address."""
+    """A `flare switch` process on ports the kernel picks (a port found
+    free and handed to the process could be another socket's by the time
+    it binds it); addr is its data address, read from its log."""
 
     def __init__(self, *extra):
         self.bin = os.environ.get("FLARE_BIN", str(ROOT / "bin" / "flare"))
         if not os.path.exists(self.bin):
             pytest.fail(f"{self.bin} not found: run `make build` (or set FLARE_BIN)")
-        self.addr = f"127.0.0.1:{free_port(socket.SOCK_DGRAM)}"
-        self.admin = f"127.0.0.1:{free_port(socket.SOCK_STREAM)}"
-        self.proc = subprocess.Popen([self.bin, "switch", "--listen", self.addr, "--admin", self.admin,
-                                      "--l1", "4MiB", *extra], stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen([self.bin, "switch", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+                                      "--l1", "4MiB", *extra], stderr=subprocess.PIPE, text=True)
+        self.log = []
+        listening = queue.Queue()
+
+        def drain():  # the log, read to its end so that the daemon never blocks writing it
+            for line in self.proc.stderr:
+                self.log.append(line)
+                if m := LISTENING.search(line):
+                    listening.put(m.groups())
+            listening.put(None)
+
+        self.drainer = threading.Thread(target=drain, daemon=True)
+        self.drainer.start()
+        try:
+            got = listening.get(timeout=10)
+        except queue.Empty:
+            got = None
+        if got is None:
+            self.stop()
+            pytest.fail("flare switch not listening after 10 s:\n" + "".join(self.log))
+        self.addr, self.admin = got
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -42,7 +70,7 @@ class Switch:
                 pass
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 self.stop()
-                pytest.fail("flare switch not healthy after 10 s")
+                pytest.fail("flare switch not healthy after 10 s:\n" + "".join(self.log))
             time.sleep(0.02)
 
     def metric(self, name):
@@ -56,7 +84,7 @@ class Switch:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        self.proc.stderr.close()
+        self.drainer.join(timeout=5)
 
 
 @pytest.fixture(scope="session")
