@@ -59,11 +59,11 @@ func TestMulticastLoopback(t *testing.T) {
 			}
 			from := tx.LocalAddr().Port()
 			for r, c := range rx {
-				got := readAll(t, c, 100*time.Millisecond)
 				want := n
 				if r == len(rx)-1 {
 					want = 0 // the other group's socket
 				}
+				got := readAll(t, c, want, 100*time.Millisecond)
 				if len(got) != want {
 					t.Fatalf("receiver %d got %d datagrams, want %d", r, len(got), want)
 				}
@@ -80,8 +80,10 @@ func TestMulticastLoopback(t *testing.T) {
 	}
 }
 
-// readAll reads c until it has been quiet for quiet, and closes it.
-func readAll(t *testing.T, c Conn, quiet time.Duration) []Datagram {
+// readAll reads c until want datagrams have come (10 s at most: a busy
+// machine may stall the reader), then for quiet more, to catch any beyond
+// want, and closes it.
+func readAll(t *testing.T, c Conn, want int, quiet time.Duration) []Datagram {
 	t.Helper()
 	var mu sync.Mutex
 	var got []Datagram
@@ -103,10 +105,10 @@ func readAll(t *testing.T, c Conn, quiet time.Duration) []Datagram {
 		}
 	}()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
-	for last := -1; count() != last; {
-		last = count()
-		time.Sleep(quiet)
+	for deadline := time.Now().Add(10 * time.Second); count() < want && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
+	time.Sleep(quiet)
 	c.Close()
 	<-done
 	return got
@@ -170,7 +172,7 @@ func TestHoldGroupPort(t *testing.T) {
 	if k, err := tx.WriteBatch([]Datagram{{Buf: b, N: len(b), Addr: h.Addr}}); k != 1 || err != nil {
 		t.Fatalf("WriteBatch = %d, %v", k, err)
 	}
-	if got := readAll(t, member, 100*time.Millisecond); len(got) != 1 {
+	if got := readAll(t, member, 1, 100*time.Millisecond); len(got) != 1 {
 		t.Fatalf("the member got %d datagrams, want 1", len(got))
 	}
 	hold := h.c.(*net.UDPConn)
