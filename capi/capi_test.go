@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flare-net/flare/elem"
+	"github.com/flare-net/flare/internal/inproctest"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -127,9 +127,8 @@ func waitTimeout(c *exec.Cmd, d time.Duration) error {
 	}
 }
 
-// startSwitch runs `flare switch` on loopback ports the kernel picks (a
-// port found free and handed to the process could be another socket's by
-// the time it binds it), reads them from its log, waits for its /healthz
+// startSwitch runs `flare switch` on loopback ports the kernel picks,
+// reads them from its log (inproctest.DaemonAddrs), waits for its /healthz
 // and returns its data address and a stop function.
 func startSwitch(t *testing.T, flare string) (string, func()) {
 	t.Helper()
@@ -144,15 +143,15 @@ func startSwitch(t *testing.T, flare string) (string, func()) {
 	// The log, read to its end so that the switch never blocks writing it.
 	var log strings.Builder
 	logDone := make(chan struct{})
-	addrs := make(chan []string, 1)
+	addrs := make(chan [2]string, 1)
 	go func() {
 		defer close(logDone)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			log.WriteString(sc.Text() + "\n")
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			if data, admin, ok := inproctest.DaemonAddrs(sc.Text()); ok {
 				select {
-				case addrs <- m[1:]:
+				case addrs <- [2]string{data, admin}:
 				default:
 				}
 			}
@@ -184,7 +183,3 @@ func startSwitch(t *testing.T, flare string) (string, func()) {
 		}
 	}
 }
-
-// listening is the switch's log line once its ports are bound, with the
-// addresses it bound.
-var listening = regexp.MustCompile(`msg="switch listening" data=(\S+) admin=(\S+)`)

@@ -431,7 +431,7 @@ func (s *Switch) tick(j *job, now time.Time) {
 	ip.pkt.Hdr = wire.Header{Job: j.id, Block: uint32(now.UnixNano() / int64(expireEvery))} // spread over clusters
 	ip.pkt.Handler, ip.pkt.Arrival, ip.pkt.Payload, ip.job, ip.live, ip.rd = live.expire, now.UnixNano(), nil, j, live, 0
 	if s.unit.Submit(&ip.pkt) != nil {
-		s.inFree[0].put(s.unref(&ip.pkt))
+		s.recycle(&ip.pkt)
 	}
 }
 
@@ -572,8 +572,7 @@ func (s *Switch) submit(ctx context.Context, batch []*hpu.Packet) []*hpu.Packet 
 	if err != nil {
 		for _, p := range batch[sent:] {
 			s.drops.add(dropShutdown)
-			ip := s.unref(p)
-			s.inFree[ip.rd].put(ip)
+			s.recycle(p)
 		}
 	}
 	clear(batch)
@@ -734,6 +733,13 @@ func (s *Switch) refuseOldJoin(from netip.AddrPort, pkt []byte) {
 func (s *Switch) done(p *hpu.Packet, core int) {
 	ip := s.unref(p)
 	s.cores[core][ip.rd].freed.put(ip)
+}
+
+// recycle gives a packet the unit did not take back to its reader's free
+// list, once unref has let go of what it held.
+func (s *Switch) recycle(p *hpu.Packet) {
+	ip := s.unref(p)
+	s.inFree[ip.rd].put(ip)
 }
 
 // unref lets go of what packet p held (its job's count, its region) and

@@ -79,15 +79,9 @@ func freePort(t *testing.T, network string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// listening is the daemon's log line once its ports are bound, with the
-// addresses it bound.
-var listening = regexp.MustCompile(`msg="switch listening" data=(\S+) admin=(\S+)`)
-
 // startDaemon runs the switch as its own process on ports the kernel
-// picks, reads them from its log, and waits for /healthz. (A port found
-// free and handed to the process could be another socket's by the time
-// the process binds it: go test runs other packages' tests beside this
-// one.)
+// picks, reads them from its log (inproctest.DaemonAddrs), and waits for
+// /healthz.
 func startDaemon(t *testing.T, extra ...string) *daemon {
 	t.Helper()
 	d := &daemon{log: &syncBuffer{}, done: make(chan error, 1)}
@@ -103,8 +97,8 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if m := listening.FindStringSubmatch(d.log.String()); m != nil {
-			d.data, d.admin = m[1], m[2]
+		if data, admin, ok := inproctest.DaemonAddrs(d.log.String()); ok {
+			d.data, d.admin = data, admin
 			break
 		}
 		if time.Now().After(deadline) {

@@ -1,14 +1,16 @@
 // Package inproctest runs in-process switches, relays and trees for tests,
 // joins hosts to them and reads their metrics: an inproc.Group that stops
 // when the test ends and fails the test when a server's Run returned an
-// error, sessions joined all at once that close when the test ends, and a
-// scrape of a switch's /metrics (in-process or a daemon).
+// error, sessions joined all at once that close when the test ends, a
+// scrape of a switch's /metrics (in-process or a daemon), and the
+// addresses a daemon's log says it bound.
 package inproctest
 
 import (
 	"context"
 	"io"
 	"net/http"
+	"regexp"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -73,4 +75,20 @@ func Scrape(t testing.TB, addr string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// listening is a `flare switch` process's log line once its ports are
+// bound, with the addresses it bound.
+var listening = regexp.MustCompile(`msg="switch listening" data=(\S+) admin=(\S+)`)
+
+// DaemonAddrs reads the data and admin addresses a `flare switch` process
+// bound from its log, once it has said: a daemon started on port 0 (a
+// port found free and handed to it could be another socket's by the time
+// it binds it) tells its tests where it listens this way.
+func DaemonAddrs(log string) (data, admin string, ok bool) {
+	m := listening.FindStringSubmatch(log)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
 }

@@ -84,37 +84,37 @@ func trial(a, b int) (time.Duration, error) {
 		return true
 	}
 	ready := make(chan error, 2)
-	done := make(chan time.Duration, 1)
-	go func() {
-		if err := pin(a); err != nil {
-			ready <- err
-			return
-		}
-		ready <- nil
-		for !started.Load() {
-		}
-		start := time.Now()
-		for v := int64(0); v < 2*RoundTrips; v += 2 {
+	// pinned pins the calling side's thread to cpu and says so on ready.
+	pinned := func(cpu int) bool {
+		err := pin(cpu)
+		ready <- err
+		return err == nil
+	}
+	// pass passes the counter on at each of this side's turns from first.
+	pass := func(first int64) bool {
+		for v := first; v < 2*RoundTrips; v += 2 {
 			if !wait(v) {
-				return
+				return false
 			}
 			line.n.Store(v + 1)
 		}
-		if wait(2 * RoundTrips) {
+		return true
+	}
+	done := make(chan time.Duration, 1)
+	go func() {
+		if !pinned(a) {
+			return
+		}
+		for !started.Load() {
+		}
+		start := time.Now()
+		if pass(0) && wait(2*RoundTrips) {
 			done <- time.Since(start)
 		}
 	}()
 	go func() {
-		if err := pin(b); err != nil {
-			ready <- err
-			return
-		}
-		ready <- nil
-		for v := int64(1); v < 2*RoundTrips; v += 2 {
-			if !wait(v) {
-				return
-			}
-			line.n.Store(v + 1)
+		if pinned(b) {
+			pass(1)
 		}
 	}()
 	for range 2 {
