@@ -130,7 +130,10 @@ def main():
             idle_waiting += share
     print(f'idle with work waiting (fewer running than Ps, some runnable): {idle_waiting:.1f}%')
     print('goroutines by running time:')
-    for g, on in sorted(per_g.items(), key=lambda kv: -sum(kv[1].values()))[:top]:
+    # A goroutine that ran only inside the between regions has a total of
+    # 0 here: it did none of the measured work.
+    ran = {g: on for g, on in per_g.items() if sum(on.values()) > 0}
+    for g, on in sorted(ran.items(), key=lambda kv: -sum(kv[1].values()))[:top]:
         total = sum(on.values())
         split = ' '.join(f'P{p} {100 * on[p] / total:3.0f}%' for p in sorted(on))
         print(f'  G{g:<5} {total / 1e6:8.1f} ms  {split:16s} {moved[g]:6d} moves  {names.get(g, "?")}')
