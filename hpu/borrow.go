@@ -1,7 +1,5 @@
 package hpu
 
-import "runtime"
-
 // A submitter that runs an idle core's packets itself.
 //
 // A core is a goroutine, and the box has fewer CPUs than the unit has
@@ -94,6 +92,11 @@ func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
 	h.execute(co, p, &b.clock, false)
 }
 
+// Yield gives the CPU up as the unit's cores and submitters do
+// (Config.LocalYield), for a goroutine that feeds them or takes what they
+// emit (the switch's writers).
+func (h *HPU) Yield() { h.yield() }
+
 // giveBack ends the batch on every borrowed core, as its goroutine ends
 // one, and returns each core to its goroutine: parked again, or woken when
 // a packet was queued on it meanwhile. Then the submitter yields once.
@@ -122,6 +125,6 @@ func (h *HPU) giveBack(b *borrowed) {
 		// The goroutines that waited while the submitter ran the cores'
 		// packets (its writer, with what they emitted) run before it
 		// reads again.
-		runtime.Gosched()
+		h.yield()
 	}
 }

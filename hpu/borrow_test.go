@@ -57,14 +57,20 @@ func TestBorrowRunsOnTheSubmitter(t *testing.T) {
 // two goroutines at once (each handler claims its core; the race detector
 // watches the CoreEgress slots, which only the core's runner touches),
 // every packet runs once, every count and emit arrives, and the unit's
-// count of awake cores comes back to zero.
+// count of awake cores comes back to zero; with the unit's goroutines
+// yielding through the global run queue or their own P's.
 func TestBorrowedCoresRunOneAtATime(t *testing.T) {
+	t.Run("gosched", func(t *testing.T) { testBorrowedCoresRunOneAtATime(t, false) })
+	t.Run("local-yield", func(t *testing.T) { testBorrowedCoresRunOneAtATime(t, true) })
+}
+
+func testBorrowedCoresRunOneAtATime(t *testing.T, localYield bool) {
 	const (
 		submitters = 4
 		batches    = 300
 		batchLen   = 8
 	)
-	cfg := Config{Clusters: 2, CoresPerCluster: 3, QueueDepth: 3, Submitters: submitters}
+	cfg := Config{Clusters: 2, CoresPerCluster: 3, QueueDepth: 3, Submitters: submitters, LocalYield: localYield}
 	cores := cfg.Clusters * cfg.CoresPerCluster
 	var done sync.WaitGroup
 	u, e, _ := startCoreEgress(t, cfg, &done)

@@ -49,6 +49,15 @@ type Config struct {
 	// of waking the core's goroutine onto its own CPU (see borrow.go). 0:
 	// cores are always woken.
 	Submitters int
+	// LocalYield has the unit's goroutines give the CPU, where they yield
+	// it (a core whose queue ran dry, a submitter after running cores'
+	// packets), to the goroutines queued on their own P (yield.Local)
+	// instead of runtime.Gosched, which moves the yielder to the global
+	// run queue and wakes an idle P to take it. For a process whose Ps
+	// run the hosts too (the switch's Config.SharedCPUs): there the other
+	// P has the hosts' work, and a wake-up of it to take the yielder costs
+	// what the yield was to save.
+	LocalYield bool
 }
 
 // WithDefaults returns c with every zero field set to its default.

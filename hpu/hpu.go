@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/flare-net/flare/internal/yield"
 )
 
 // Errors returned by Submit.
@@ -38,6 +40,10 @@ type HPU struct {
 
 	// The cores' clock (clock.go), read once per packet.
 	clock clock
+
+	// yield gives the CPU up where a core or a submitter lets others run
+	// (Config.LocalYield).
+	yield func()
 }
 
 type cluster struct {
@@ -93,6 +99,10 @@ func New(cfg Config, egress Egress, done func(p *Packet, core int)) (*HPU, error
 	}
 	h := &HPU{cfg: cfg, pl: newPlacement(cfg), mem: newMemory(cfg), egress: egress, done: done, clock: newClock()}
 	h.procs = int32(runtime.GOMAXPROCS(0))
+	h.yield = runtime.Gosched
+	if cfg.LocalYield {
+		h.yield = yield.Local
+	}
 	for c := 0; c < cfg.Clusters; c++ {
 		cl := &cluster{id: c, depth: int64(cfg.QueueDepth), room: make(chan struct{}, 1), awakeSet: make([]atomic.Uint64, (cfg.CoresPerCluster+63)/64)}
 		h.mem.arenas[c].clock = steady
@@ -136,7 +146,7 @@ func (h *HPU) Run(ctx context.Context) error {
 }
 
 // coreYields is how many times a core whose queue ran dry yields to the
-// other goroutines (runtime.Gosched) before it parks: the reader is
+// other goroutines (HPU.yield) before it parks: the reader is
 // mid-burst more often than not, so the core's next packets usually come
 // while it yields, and it takes them in a batch, awake, instead of parking
 // and being woken for each few (a park and a wake-up cost more than the
@@ -172,7 +182,7 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 			// Woken while a submitter runs as this core (by ctx, or
 			// mid-hand-over): the give-back wakes it for what is queued.
 			co.mu.Unlock()
-			runtime.Gosched()
+			h.yield()
 			continue
 		}
 		if len(co.q) == 0 {
@@ -184,7 +194,7 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 			if yields < coreYields && h.spareProc() {
 				co.mu.Unlock()
 				yields++
-				runtime.Gosched()
+				h.yield()
 				continue
 			}
 			yields = 0

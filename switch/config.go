@@ -150,8 +150,10 @@ type Config struct {
 	// --procs=false). Every hand-off from one goroutine to another then
 	// waits for a CPU the hosts want too, so each reader, after handing a
 	// batch to the unit, sends the results queued for its writer itself
-	// (sendOwn) instead of waking the writer for them. Without it only the
-	// writers send, and a reader goes back to its socket at once.
+	// (sendOwn) instead of waking the writer for them, and the switch's
+	// goroutines yield to the goroutines queued on their own P
+	// (hpu.Config.LocalYield) instead of waking the other. Without it
+	// only the writers send, and a reader goes back to its socket at once.
 	SharedCPUs bool
 	Socket     conn.Config // socket batch size, offload, buffers and busy poll (when Conn is nil)
 	// Multicast, when set, is a pool of IPv4 multicast groups (such as
@@ -255,6 +257,7 @@ func (c Config) WithDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.HPU.BufferBytes = c.PacketBytes
+	c.HPU.LocalYield = c.HPU.LocalYield || c.SharedCPUs
 	c.HPU = c.HPU.WithDefaults()
 	if c.Readers == 0 {
 		switch {

@@ -54,6 +54,22 @@ func TestConfigReadersDefault(t *testing.T) {
 	}
 }
 
+// Where the hosts share the switch's process, its goroutines yield to the
+// goroutines on their own P; a switch of its own keeps runtime.Gosched.
+func TestConfigLocalYield(t *testing.T) {
+	if (Config{}).WithDefaults().HPU.LocalYield {
+		t.Error("a switch of its own yields locally; want runtime.Gosched")
+	}
+	if !(Config{SharedCPUs: true}).WithDefaults().HPU.LocalYield {
+		t.Error("SharedCPUs: the unit yields with runtime.Gosched; want local yields")
+	}
+	c := Config{}
+	c.HPU.LocalYield = true
+	if !c.WithDefaults().HPU.LocalYield {
+		t.Error("Config.HPU.LocalYield set: defaults cleared it")
+	}
+}
+
 // Every setting out of range is refused by Validate with the Config field
 // that holds it and the range it must be in (the CLI maps the field to its
 // flag).

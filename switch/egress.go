@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"time"
 
@@ -161,7 +160,7 @@ func (s *Switch) writer(rd int) {
 				break
 			}
 			yields++
-			runtime.Gosched()
+			s.unit.Yield()
 		}
 		s.sends[rd].flush(snd)
 	}
