@@ -12,31 +12,54 @@
 #
 # usage: tools/pgo-profile.sh [FLARE_BINARY [OUT]]
 # PGO_ITERS (30 calls a configuration), PGO_BYTES (16MiB) and PGO_PORT
-# (17470, and the admin port above it) change the run.
+# (the daemon's data port; 0, the default, a free one the kernel picks)
+# change the run.
 set -euo pipefail
 bin=${1:-bin/flare}
 out=${2:-cmd/flare/default.pgo}
 iters=${PGO_ITERS:-30}
 bytes=${PGO_BYTES:-16MiB}
-port=${PGO_PORT:-17470}
-admin=$((port + 1))
+port=${PGO_PORT:-0}
 dir=$(mktemp -d)
 sw=
 trap '[ -z "$sw" ] || kill "$sw" 2>/dev/null || true; rm -rf "$dir"' EXIT
 
+# started LOG: waits until the daemon whose log is LOG says where it
+# listens, and prints its data address; fails, with the log, if the
+# daemon exits first or says nothing for 30 s.
+started() {
+	local i addr
+	for ((i = 0; i < 300; i++)); do
+		addr=$(sed -n 's/.*msg="switch listening" data=\([^ ]*\).*/\1/p' "$1")
+		if [ -n "$addr" ]; then
+			echo "$addr"
+			return
+		fi
+		if ! kill -0 "$sw" 2>/dev/null; then
+			echo "tools/pgo-profile.sh: the daemon exited:" >&2
+			cat "$1" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "tools/pgo-profile.sh: the daemon did not say where it listens in 30 s:" >&2
+	cat "$1" >&2
+	return 1
+}
+
 job=100
 for pkt in 1KiB 8KiB; do
-	GOMAXPROCS=1 "$bin" switch --listen 127.0.0.1:$port --admin 127.0.0.1:$admin --packet $pkt \
-		--multicast 239.255.71.0/24 --log-level warn --cpuprofile "$dir/switch-$pkt.prof" &
+	GOMAXPROCS=1 "$bin" switch --listen 127.0.0.1:$port --admin off --packet $pkt \
+		--multicast 239.255.71.0/24 --cpuprofile "$dir/switch-$pkt.prof" 2>"$dir/switch-$pkt.log" &
 	sw=$!
-	until (exec 3<>/dev/tcp/127.0.0.1/$admin) 2>/dev/null; do sleep 0.1; done
+	addr=$(started "$dir/switch-$pkt.log")
 	for mc in "" --multicast; do
 		job=$((job + 1))
 		FLARE_TOKEN=$("$bin" token)
 		export FLARE_TOKEN
 		pids=()
 		for r in 0 1 2 3 4 5 6 7; do
-			GOMAXPROCS=1 "$bin" allreduce --switch 127.0.0.1:$port --job $job --rank $r --world 8 \
+			GOMAXPROCS=1 "$bin" allreduce --switch "$addr" --job $job --rank $r --world 8 \
 				--bytes "$bytes" --iters "$iters" --warmup 1 $mc \
 				--cpuprofile "$dir/rank-$pkt$mc-$r.prof" >/dev/null &
 			pids+=($!)
