@@ -16,7 +16,12 @@ work flare bench does between measured calls):
     without giving up the P included);
   - the share of the time by (goroutines running, goroutines runnable),
     and the sum of the shares where fewer ran than there are Ps while
-    some were runnable: "idle with work waiting";
+    some were runnable: "idle with work waiting"; that time by the length
+    of its spells, by the goroutines that waited (a spell's time shared
+    among those runnable in it), and, for spells of 50 µs or more, by the
+    transition that began them (most often a goroutine readied while a P
+    idled: the runtime wakes a thread for that P, and the kernel may queue
+    it on the busy CPU; tools/wake-placement.py, docs/PERFORMANCE.md);
   - the TOP (default 8) goroutines by running time, with their share on
     each P, how often they moved between Ps, and their function.
 """
@@ -30,6 +35,12 @@ TRANSITION = re.compile(
 REGION = re.compile(r'Region(Begin|End) Time=(\d+) .*Type="between"')
 FRAME = re.compile(r'^\s+(\S+) @ 0x')
 CLOSURE = re.compile(r'\.func\d+(\.\d+)*$')
+
+
+# Spell lengths, in ns: each bucket's name and its bound; LONG_SPELL is
+# where a spell is long enough to be a thread's wake-up rather than a hand-off.
+SPELLS = [('<10 µs', 10_000), ('10-50 µs', 50_000), ('50-200 µs', 200_000), ('>=200 µs', float('inf'))]
+LONG_SPELL = 50_000
 
 
 def name(stack):
@@ -92,12 +103,20 @@ def main():
     per_g = collections.defaultdict(collections.Counter)
     moved, where = collections.Counter(), {}
     shares = collections.Counter()
-    running = runnable = 0
+    running = 0
+    waiting = set()  # the runnable goroutines
+    waited = collections.Counter()  # idle-with-work-waiting time by goroutine
+    spells = collections.Counter()  # that time by spell length
+    begun = collections.Counter()  # long spells' time by what began them
+    spell = None  # (start, what began it) of the spell under way
     for e in timeline:
         t = e[1]
         if not between:
             clock += t - last
-            shares[(running, min(runnable, 3))] += t - last
+            shares[(running, min(len(waiting), 3))] += t - last
+            if running < procs and waiting:
+                for g in waiting:
+                    waited[g] += (t - last) / len(waiting)
         last = t
         if e[0] == 'region':
             between = max(0, between + (1 if e[2] else -1))
@@ -105,8 +124,20 @@ def main():
         _, _, p, g, a, b = e
         old = state.get(g, a)
         running += (b == 'Running') - (old == 'Running')
-        runnable += (b == 'Runnable') - (old == 'Runnable')
+        if b == 'Runnable':
+            waiting.add(g)
+        else:
+            waiting.discard(g)
         state[g] = b
+        idle_waiting = not between and running < procs and bool(waiting)
+        if idle_waiting and spell is None:
+            spell = (t, (g, f'{old}->{b}'))
+        elif not idle_waiting and spell is not None:
+            length = t - spell[0]
+            spells[next(k for k, top in SPELLS if length < top)] += length
+            if length >= LONG_SPELL:
+                begun[spell[1]] += length
+            spell = None
         if b == 'Running':
             started[g] = (clock, p)
             if g in where and where[g] != p:
@@ -129,6 +160,20 @@ def main():
         if r < procs and q > 0:
             idle_waiting += share
     print(f'idle with work waiting (fewer running than Ps, some runnable): {idle_waiting:.1f}%')
+    print('  in spells of ' + (', '.join(
+        f'{k} {100 * spells[k] / span:.1f}%' for k, _ in SPELLS if spells[k]) or 'none'))
+    if spells:
+        by_fn, began = collections.Counter(), collections.Counter()
+        for g, ns in waited.items():
+            by_fn[names.get(g, '?')] += ns
+        for (g, how), ns in begun.items():
+            began[(names.get(g, '?'), how)] += ns
+        print('  by the goroutines that waited (their function):')
+        for fn, ns in by_fn.most_common(top // 2 or 1):
+            print(f'    {ns / 1e6:8.1f} ms  {fn}')
+        print(f'  spells of {LONG_SPELL // 1000} µs or more, by what began them:')
+        for (fn, how), ns in began.most_common(top // 2 or 1):
+            print(f'    {ns / 1e6:8.1f} ms  {fn} {how}')
     print('goroutines by running time:')
     # A goroutine that ran only inside the between regions has a total of
     # 0 here: it did none of the measured work.

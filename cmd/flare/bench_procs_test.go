@@ -120,9 +120,9 @@ func TestBenchProfile(t *testing.T) {
 }
 
 // checkTraceSched reads a row's trace with tools/trace-sched.py: every P
-// has a busy share, the idle-with-work-waiting line is there, and the
-// switch's reader and the ranks' sessions are among the goroutines, by
-// name.
+// has a busy share, the idle-with-work-waiting line and its spells are
+// there, and the switch's reader and the ranks' sessions are among the
+// goroutines, by name.
 func checkTraceSched(t *testing.T, trace string) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -133,7 +133,7 @@ func checkTraceSched(t *testing.T, trace string) {
 	if err != nil {
 		t.Fatalf("tools/trace-sched.py: %v\n%s", err, out)
 	}
-	for _, want := range []string{"P0 busy", "idle with work waiting", "switch.(*Switch).reader", "hostlib.(*Session)"} {
+	for _, want := range []string{"P0 busy", "idle with work waiting", "in spells of", "switch.(*Switch).reader", "hostlib.(*Session)"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("tools/trace-sched.py printed no %q:\n%s", want, out)
 		}
