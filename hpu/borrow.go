@@ -92,6 +92,16 @@ func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
 	h.execute(co, p, &b.clock, false)
 }
 
+// Borrowed reports whether core (a Task's index, as CoreEgress gets it)
+// runs on a submitter's goroutine. Asked from the core's own emit, it says
+// that the caller is the submitter that borrowed the core, whose packet it
+// runs (SubmitBatch borrows cores for its own batch only), so the emit
+// may go straight to what that submitter sends.
+func (h *HPU) Borrowed(core int) bool {
+	k := h.cfg.CoresPerCluster
+	return h.clusters[core/k].cores[core%k].borrowed.Load()
+}
+
 // Yield gives the CPU up as the unit's cores and submitters do
 // (Config.LocalYield), for a goroutine that feeds them or takes what they
 // emit (the switch's writers).
@@ -123,8 +133,8 @@ func (h *HPU) giveBack(b *borrowed) {
 	b.n, b.marked, b.timed = 0, false, false
 	if yield {
 		// The goroutines that waited while the submitter ran the cores'
-		// packets (its writer, with what they emitted) run before it
-		// reads again.
+		// packets (a writer with what they emitted, the goroutines of
+		// hosts that share the CPUs) run before it reads again.
 		h.yield()
 	}
 }

@@ -13,8 +13,9 @@ import (
 
 // When the submitters take every CPU, a burst to parked cores runs on the
 // submitter, as the cores the policy chose: every packet has run, been
-// counted and had its emit flushed when SubmitBatch returns, and the cores
-// are parked again, their goroutines never woken.
+// counted and had its emit flushed when SubmitBatch returns, each emit
+// made while HPU.Borrowed said so, and the cores are parked again, their
+// goroutines never woken.
 func TestBorrowRunsOnTheSubmitter(t *testing.T) {
 	cfg := Config{Clusters: 2, CoresPerCluster: 4, Submitters: runtime.GOMAXPROCS(0)}
 	var done sync.WaitGroup
@@ -36,6 +37,9 @@ func TestBorrowRunsOnTheSubmitter(t *testing.T) {
 	flushed := 0
 	for c := range e.flushed {
 		flushed += e.flushed[c]
+		if e.borrowed[c] != e.flushed[c] {
+			t.Errorf("core %d: %d of its %d emits said borrowed (HPU.Borrowed), want all", c, e.borrowed[c], e.flushed[c])
+		}
 		if e.pending[c] != 0 || e.wrong[c] != 0 {
 			t.Errorf("core %d: %d emits not flushed, %d under another core's index", c, e.pending[c], e.wrong[c])
 		}

@@ -28,8 +28,10 @@ type coreEgress struct {
 	pending, flushed []int
 	kept             []int // of the emits, EmitKeptFrom's
 	wrong            []int // emits whose core index is not the core that ran them
+	borrowed         []int // emits made while the unit said their core was borrowed (HPU.Borrowed)
 	plain            int   // Emit or EmitFor calls, which a real-time unit must not make
 	mu               sync.Mutex
+	unit             *HPU
 }
 
 func (e *coreEgress) Emit(*wire.Header, []byte) { e.mu.Lock(); e.plain++; e.mu.Unlock() }
@@ -42,6 +44,9 @@ func (e *coreEgress) EmitFor(*Packet, *wire.Header, []byte) {
 func (e *coreEgress) EmitFrom(core int, _ *Packet, h *wire.Header, _ []byte) {
 	if int(h.Block) != core {
 		e.wrong[core]++
+	}
+	if e.unit.Borrowed(core) {
+		e.borrowed[core]++
 	}
 	e.pending[core]++
 }
@@ -91,6 +96,11 @@ func TestCoreEgress(t *testing.T) {
 	if total != packets || e.plain != 0 {
 		t.Errorf("%d emits flushed and %d plain ones, want %d and 0", total, e.plain, packets)
 	}
+	for c, n := range e.borrowed {
+		if n != 0 {
+			t.Errorf("core %d: %d emits said borrowed, in a unit that borrows none (no Submitters)", c, n)
+		}
+	}
 	if kept != packets/2 {
 		t.Errorf("%d emits kept, want %d (every EmitKept)", kept, packets/2)
 	}
@@ -105,11 +115,12 @@ func TestCoreEgress(t *testing.T) {
 func startCoreEgress(t *testing.T, cfg Config, done *sync.WaitGroup) (u *HPU, e *coreEgress, stop func()) {
 	t.Helper()
 	n := cfg.Clusters * cfg.CoresPerCluster
-	e = &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n), kept: make([]int, n)}
+	e = &coreEgress{pending: make([]int, n), flushed: make([]int, n), wrong: make([]int, n), kept: make([]int, n), borrowed: make([]int, n)}
 	u, err := New(cfg, e, func(*Packet, int) { done.Done() })
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.unit = u
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { u.Run(ctx); close(stopped) }()
