@@ -148,12 +148,15 @@ type Config struct {
 	// SharedCPUs says the process runs busy goroutines of its own beside
 	// the switch (hosts in the same process: flare demo, flare bench
 	// --procs=false). Every hand-off from one goroutine to another then
-	// waits for a CPU the hosts want too, so each reader, after handing a
-	// batch to the unit, sends the results queued for its writer itself
-	// (sendOwn) instead of waking the writer for them, and the switch's
+	// waits for a CPU the hosts want too, and wakes a thread the kernel
+	// may queue behind the busy one (docs/PERFORMANCE.md), so whoever runs
+	// a handler sends what it emits: each reader the results of the cores
+	// it ran for its batch, and what else is queued for its writer, before
+	// it reads again (sendOwn); a core's goroutine its own run when the
+	// socket is free (egress.go). The writer takes the rest. The switch's
 	// goroutines yield to the goroutines queued on their own P
-	// (hpu.Config.LocalYield) instead of waking the other. Without it
-	// only the writers send, and a reader goes back to its socket at once.
+	// (hpu.Config.LocalYield) instead of waking the other. Without it only
+	// the writers send, and a reader goes back to its socket at once.
 	SharedCPUs bool
 	Socket     conn.Config // socket batch size, offload, buffers and busy poll (when Conn is nil)
 	// Multicast, when set, is a pool of IPv4 multicast groups (such as

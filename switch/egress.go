@@ -1,7 +1,11 @@
 package swtch
 
 // The egress: what the handlers emit, collected per core and handed to a
-// writer per socket a run at a time, and the writers that send it.
+// writer per socket a run at a time, and the writers that send it. Where
+// the switch shares its process's CPUs (Config.SharedCPUs), whoever runs
+// a handler sends what it emits instead, the writer taking only what
+// they cannot: a reader sends the emits of the cores it borrowed (its own
+// batch, sendOwn), and a core's goroutine its run when the socket is free.
 
 import (
 	"errors"
@@ -73,6 +77,12 @@ func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byt
 	l := &s.cores[core][rd]
 	op := l.out.get()
 	s.encode(op, ip, h, payload, kept)
+	if ln := &s.sends[rd]; ln.own != nil && s.unit.Borrowed(core) {
+		// Reader rd runs the core for its own batch: the emit joins what
+		// the reader sends itself, with no hand-off to wake the writer.
+		ln.hold(op)
+		return
+	}
 	r := &l.run
 	if r.head == nil {
 		r.head = op
@@ -86,11 +96,14 @@ func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byt
 }
 
 // Flush hands core's collected runs to their writers (hpu.CoreEgress),
-// and the packets it has run back to their readers' free lists.
+// and the packets it has run back to their readers' free lists. Where the
+// CPUs are shared (Config.SharedCPUs), a core's goroutine sends a run
+// itself when no one else is sending on the socket, rather than wake the
+// writer for it.
 func (s *Switch) Flush(core int) {
 	for rd := range s.cores[core] {
 		l := &s.cores[core][rd]
-		if l.run.head != nil {
+		if l.run.head != nil && !s.sends[rd].sendRun(s, core, &l.run) {
 			s.handOn(rd, &l.run)
 		}
 		l.freed.flush()
@@ -167,12 +180,14 @@ func (s *Switch) writer(rd int) {
 }
 
 // sendLane is what reader rd's socket sends through: its writer and, in a
-// process whose CPUs other goroutines share, the reader itself (sendOwn).
-// A conn has one sender at a time (mu).
+// process whose CPUs other goroutines share, the reader itself (sendOwn)
+// and the cores' goroutines (sendRun). A conn has one sender at a time
+// (mu).
 type sendLane struct {
 	mu  sync.Mutex
 	own *sender // the reader's (Config.SharedCPUs); nil: the writer alone sends
-	_   [48]byte
+	run *sender // a core goroutine's run, under mu (Config.SharedCPUs)
+	_   [40]byte
 }
 
 // flush sends w's batch under the lane's lock.
@@ -182,12 +197,38 @@ func (l *sendLane) flush(w *sender) {
 	l.mu.Unlock()
 }
 
-// sendOwn sends, from reader rd, the results its writer has queued, when
-// the switch shares its process's CPUs (Config.SharedCPUs). There every
-// goroutine the hosts run wants the CPUs too, and each hand-off to the
-// writer is a wake-up that waits for a P: the reader, running already,
-// sends what its batch produced before it reads again. The writer stays,
-// for what the cores finish while the reader waits on its socket.
+// hold adds op to the reader's own batch, from the reader's goroutine
+// (a core it borrowed emitted op), and sends the batch once it is full;
+// sendOwn sends the rest after the reader's batch.
+func (l *sendLane) hold(op *outPacket) {
+	if l.own.held = append(l.own.held, op); len(l.own.held) >= writerHold {
+		l.flush(l.own)
+	}
+}
+
+// sendRun sends run r of core from the core's own goroutine, where the
+// lane sends that way (Config.SharedCPUs) and no one is sending on it, and
+// empties r. It reports false, sending nothing, otherwise: the run is the
+// writer's then. A borrowed core's run (emitted before it was borrowed) is
+// the writer's too, as its submitter may be another reader.
+func (l *sendLane) sendRun(s *Switch, core int, r *outRun) bool {
+	if l.run == nil || s.unit.Borrowed(core) || !l.mu.TryLock() {
+		return false
+	}
+	l.run.take(r.head)
+	*r = outRun{}
+	l.run.flush()
+	l.mu.Unlock()
+	return true
+}
+
+// sendOwn sends, from reader rd, what its batch produced (the emits of
+// the cores it ran, held by hold) and the results its writer has queued,
+// when the switch shares its process's CPUs (Config.SharedCPUs). There
+// every goroutine the hosts run wants the CPUs too, and each hand-off to
+// the writer is a wake-up that waits for a P: the reader, running
+// already, sends before it reads again. The writer stays, for what the
+// cores' goroutines could not send while the socket was busy.
 func (s *Switch) sendOwn(rd int) {
 	l := &s.sends[rd]
 	if l.own == nil {

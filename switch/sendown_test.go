@@ -6,15 +6,17 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/wire"
 )
 
 // TestSendOwn checks what a reader sends itself after its batch: with
-// Config.SharedCPUs, everything queued for its writer, in batches of at
-// most writerHold, each datagram once, the queue left empty and the send
-// buffers back on the reader's list; without it, nothing, the writer
-// alone sending.
+// Config.SharedCPUs, what the cores it borrowed emitted (hold) and
+// everything queued for its writer, in batches of at most writerHold,
+// each datagram once, the queue left empty and the send buffers back on
+// the reader's list; without it, nothing, the writer alone sending.
 func TestSendOwn(t *testing.T) {
 	const queued = writerHold*2 + 5 // three sends: two full batches and the rest
+	const held = 7                  // of them, emitted by cores the reader ran (hold)
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared-cpus-%v", shared), func(t *testing.T) {
 			s := newJobFixture(t, func(c *Config) { c.SharedCPUs = shared }).s
@@ -28,6 +30,10 @@ func TestSendOwn(t *testing.T) {
 			for i := range queued {
 				to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 1, byte(i)}), 9000)
 				dests = append(dests, to)
+				if shared && i < held {
+					s.sends[0].hold(leave(s, to))
+					continue
+				}
 				queueLeave(s, to)
 			}
 			free := len(s.outFree[0].free)
@@ -37,6 +43,9 @@ func TestSendOwn(t *testing.T) {
 					t.Fatalf("without SharedCPUs the reader sent %d batches and left %d of %d queued; want none sent", fc.writes, len(s.outs[0]), queued)
 				}
 				return
+			}
+			if n := len(s.sends[0].own.held); n != 0 {
+				t.Errorf("%d packets left in the reader's own batch", n)
 			}
 			if n := len(s.outs[0]); n != 0 {
 				t.Errorf("%d packets left in the writer's queue", n)
@@ -51,6 +60,84 @@ func TestSendOwn(t *testing.T) {
 			}
 			if n := len(s.outFree[0].free) - free; n != queued {
 				t.Errorf("%d send buffers back on the reader's list, want %d", n, queued)
+			}
+		})
+	}
+}
+
+// leave is a leave packet to `to` in one of reader 0's send buffers, as a
+// core emits one: not yet queued for anyone.
+func leave(s *Switch, to netip.AddrPort) *outPacket {
+	op := s.outFree[0].get()
+	op.buf = wire.AppendPacket(op.buf[:0], &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
+	op.to, op.job = to, nil
+	return op
+}
+
+// TestSendRun checks a core goroutine's send of its own run: with
+// Config.SharedCPUs and the socket free, the run goes out at once, each
+// datagram once, the run left empty and its buffers back on the reader's
+// list; while another sends on the socket (the lane's lock held), or
+// without SharedCPUs, nothing is sent and the run stays for the writer.
+func TestSendRun(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		shared, busy bool
+		sent         bool
+	}{
+		{"shared-cpus", true, false, true},
+		{"shared-cpus-socket-busy", true, true, false},
+		{"writer-sends", false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newJobFixture(t, func(c *Config) { c.SharedCPUs = tc.shared }).s
+			base, err := conn.NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fc := &faultConn{Conn: base, offered: map[netip.AddrPort]int{}}
+			s.conns = []conn.Conn{fc}
+			var r outRun
+			var dests []netip.AddrPort
+			for i := range coreRun - 1 {
+				to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 2, byte(i)}), 9000)
+				dests = append(dests, to)
+				op := leave(s, to)
+				if r.head == nil {
+					r.head = op
+				} else {
+					r.tail.next = op
+				}
+				r.tail, r.n = op, r.n+1
+			}
+			free := len(s.outFree[0].free)
+			l := &s.sends[0]
+			if tc.busy {
+				l.mu.Lock()
+			}
+			sent := l.sendRun(s, 0, &r)
+			if tc.busy {
+				l.mu.Unlock()
+			}
+			if sent != tc.sent {
+				t.Fatalf("sendRun = %v, want %v", sent, tc.sent)
+			}
+			if !sent {
+				if fc.writes != 0 || r.n != coreRun-1 {
+					t.Errorf("%d sends and a run of %d left, want none sent and the run of %d kept for the writer", fc.writes, r.n, coreRun-1)
+				}
+				return
+			}
+			if r.head != nil || r.n != 0 {
+				t.Errorf("the run was not emptied: %d left", r.n)
+			}
+			for _, to := range dests {
+				if n := fc.offered[to]; n != 1 {
+					t.Errorf("the datagram to %v was sent %d times, want once", to, n)
+				}
+			}
+			if n := len(s.outFree[0].free) - free; n != coreRun-1 {
+				t.Errorf("%d send buffers back on the reader's list, want the run's %d", n, coreRun-1)
 			}
 		})
 	}

@@ -178,7 +178,7 @@ func New(cfg Config) (*Switch, error) {
 	s.sends = make([]sendLane, cfg.Readers)
 	if cfg.SharedCPUs {
 		for rd := range s.sends {
-			s.sends[rd].own = s.newSender(rd)
+			s.sends[rd].own, s.sends[rd].run = s.newSender(rd), s.newSender(rd)
 		}
 	}
 	unit, err := hpu.New(cfg.HPU, s, s.done)
