@@ -24,6 +24,18 @@ type outRun struct {
 	n          int
 }
 
+// add appends op to the run and returns the run's length.
+func (r *outRun) add(op *outPacket) int {
+	if r.head == nil {
+		r.head = op
+	} else {
+		r.tail.next = op
+	}
+	r.tail = op
+	r.n++
+	return r.n
+}
+
 // coreLane is what one core holds for one reader: its emits for the
 // reader's writer not yet handed on, and its ends of the reader's free
 // lists (the send buffers it takes, the received packets it gives back, a
@@ -83,15 +95,8 @@ func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byt
 		ln.hold(op)
 		return
 	}
-	r := &l.run
-	if r.head == nil {
-		r.head = op
-	} else {
-		r.tail.next = op
-	}
-	r.tail = op
-	if r.n++; r.n == coreRun {
-		s.handOn(rd, r)
+	if l.run.add(op) == coreRun {
+		s.handOn(rd, &l.run)
 	}
 }
 
@@ -101,9 +106,12 @@ func (s *Switch) emitFrom(core int, p *hpu.Packet, h *wire.Header, payload []byt
 // itself when no one else is sending on the socket, rather than wake the
 // writer for it.
 func (s *Switch) Flush(core int) {
+	// A borrowed core's run (emitted before it was borrowed) is the
+	// writer's, as its submitter may be another reader.
+	own := !s.unit.Borrowed(core)
 	for rd := range s.cores[core] {
 		l := &s.cores[core][rd]
-		if l.run.head != nil && !s.sends[rd].sendRun(s, core, &l.run) {
+		if l.run.head != nil && !(own && s.sends[rd].sendRun(&l.run)) {
 			s.handOn(rd, &l.run)
 		}
 		l.freed.flush()
@@ -206,13 +214,12 @@ func (l *sendLane) hold(op *outPacket) {
 	}
 }
 
-// sendRun sends run r of core from the core's own goroutine, where the
-// lane sends that way (Config.SharedCPUs) and no one is sending on it, and
-// empties r. It reports false, sending nothing, otherwise: the run is the
-// writer's then. A borrowed core's run (emitted before it was borrowed) is
-// the writer's too, as its submitter may be another reader.
-func (l *sendLane) sendRun(s *Switch, core int, r *outRun) bool {
-	if l.run == nil || s.unit.Borrowed(core) || !l.mu.TryLock() {
+// sendRun sends run r from its core's own goroutine, where the lane sends
+// that way (Config.SharedCPUs) and no one is sending on it, and empties r.
+// It reports false, sending nothing, otherwise: the run is the writer's
+// then.
+func (l *sendLane) sendRun(r *outRun) bool {
+	if l.run == nil || !l.mu.TryLock() {
 		return false
 	}
 	l.run.take(r.head)

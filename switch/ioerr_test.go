@@ -65,10 +65,11 @@ func (c *faultConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 
 // queueLeave queues a leave of job 1 to `to` for writer 0, as the
 // control path queues its packets (Switch.send).
-func queueLeave(s *Switch, to netip.AddrPort) {
-	s.send(to, func(b []byte) []byte {
-		return wire.AppendPacket(b, &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
-	})
+func queueLeave(s *Switch, to netip.AddrPort) { s.send(to, appendLeave) }
+
+// appendLeave appends job 1's leave packet to b.
+func appendLeave(b []byte) []byte {
+	return wire.AppendPacket(b, &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
 }
 
 func sysErr(op string, errno syscall.Errno) error {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/conn"
-	"github.com/flare-net/flare/wire"
 )
 
 // TestSendOwn checks what a reader sends itself after its batch: with
@@ -69,7 +68,7 @@ func TestSendOwn(t *testing.T) {
 // core emits one: not yet queued for anyone.
 func leave(s *Switch, to netip.AddrPort) *outPacket {
 	op := s.outFree[0].get()
-	op.buf = wire.AppendPacket(op.buf[:0], &wire.Header{Type: wire.TypeLeave, Job: 1}, nil)
+	op.buf = appendLeave(op.buf[:0])
 	op.to, op.job = to, nil
 	return op
 }
@@ -102,20 +101,14 @@ func TestSendRun(t *testing.T) {
 			for i := range coreRun - 1 {
 				to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 2, byte(i)}), 9000)
 				dests = append(dests, to)
-				op := leave(s, to)
-				if r.head == nil {
-					r.head = op
-				} else {
-					r.tail.next = op
-				}
-				r.tail, r.n = op, r.n+1
+				r.add(leave(s, to))
 			}
 			free := len(s.outFree[0].free)
 			l := &s.sends[0]
 			if tc.busy {
 				l.mu.Lock()
 			}
-			sent := l.sendRun(s, 0, &r)
+			sent := l.sendRun(&r)
 			if tc.busy {
 				l.mu.Unlock()
 			}

@@ -129,10 +129,10 @@ def main():
         else:
             waiting.discard(g)
         state[g] = b
-        idle_waiting = not between and running < procs and bool(waiting)
-        if idle_waiting and spell is None:
+        idle_now = not between and running < procs and bool(waiting)
+        if idle_now and spell is None:
             spell = (t, (g, f'{old}->{b}'))
-        elif not idle_waiting and spell is not None:
+        elif not idle_now and spell is not None:
             length = t - spell[0]
             spells[next(k for k, top in SPELLS if length < top)] += length
             if length >= LONG_SPELL:
