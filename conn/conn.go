@@ -51,7 +51,8 @@ type Conn interface {
 	ReadBatch(msgs []Datagram) (n int, err error)
 
 	// WriteBatch sends msgs[i].Buf[:msgs[i].N] to msgs[i].Addr for every i,
-	// in system calls of at most BatchSize datagrams. It returns how many
+	// in system calls of at most BatchSize messages (a message is one
+	// datagram, or with GSO a run of them to one address). It returns how many
 	// datagrams were sent; on error, msgs[:n] went out and msgs[n] is where
 	// it stopped (a datagram too large or with a bad address fails with an
 	// error wrapping ErrDatagramTooLarge or ErrBadAddr before anything after
@@ -66,7 +67,7 @@ type Conn interface {
 	Close() error
 
 	// BatchSize is the batch size the conn was made with: the most datagrams
-	// one ReadBatch returns and one system call sends.
+	// one ReadBatch returns and the most messages one system call sends.
 	BatchSize() int
 
 	// Offload says which kernel offloads are in use, for logs and metrics.

@@ -557,17 +557,18 @@ func (c *mmsgConn) WriteBatch(msgs []Datagram) (int, error) {
 	return sent, nil
 }
 
-// pack builds sendmmsg headers for up to BatchSize datagrams from the front
-// of msgs and returns the number of messages. With GSO, a run of datagrams
-// to one address of one size (the last may be shorter) becomes one message
-// whose iovecs gather the caller's buffers. It stops before a datagram that
-// cannot be sent and returns why.
+// pack builds sendmmsg headers for up to BatchSize messages from the front
+// of msgs and returns their number. With GSO, a run of datagrams to one
+// address of one size (the last may be shorter) becomes one message whose
+// iovecs gather the caller's buffers; the messages of one call gather from
+// at most 2×BatchSize iovecs, so a run laid out back to back in memory
+// (one iovec) lets a call carry up to 64 times as many datagrams as runs in
+// pieces. It stops before a datagram that cannot be sent and returns why.
 func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 	w := &c.w
 	gso := c.gso.Load()
-	limit := min(len(msgs), c.batch)
 	v := 0 // the next free iovec
-	for i := 0; i < limit; {
+	for i := 0; i < len(msgs) && nmsg < c.batch && w.fits(v, &msgs[i]); {
 		d := &msgs[i]
 		if err := checkSend(d, c.maxDgram); err != nil {
 			return nmsg, err
@@ -577,15 +578,15 @@ func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 			return nmsg, err
 		}
 		first, size := v, d.Size()
-		v = w.gather(v, d)
+		v = w.gather(first, v, d)
 		segs, total := 1, size
-		for gso && size > 0 && i+segs < limit && segs < gsoMaxSegments {
+		for gso && size > 0 && i+segs < len(msgs) && segs < gsoMaxSegments && w.fits(v, &msgs[i+segs]) {
 			e := &msgs[i+segs]
 			es := e.Size()
 			if e.Addr != d.Addr || es <= 0 || es > size || total+es > gsoMaxBytes || checkSend(e, c.maxDgram) != nil {
 				break
 			}
-			v = w.gather(v, e)
+			v = w.gather(first, v, e)
 			total += es
 			segs++
 			if es < size {
@@ -614,15 +615,39 @@ func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 }
 
 // gather points iovecs from v on at d's bytes, Buf[:N] and then Tail if
-// there is one, and returns the next free iovec.
-func (w *sendState) gather(v int, d *Datagram) int {
-	setIov(&w.iovs[v], d.Buf[:d.N])
-	v++
+// there is one, and returns the next free iovec. Bytes that continue the
+// message's last iovec (which began at first) in memory extend it
+// instead: a run laid out back to back crosses into the kernel as one
+// span, which it copies faster than the same bytes in pieces.
+func (w *sendState) gather(first, v int, d *Datagram) int {
+	v = w.add(first, v, d.Buf[:d.N])
 	if len(d.Tail) > 0 {
-		setIov(&w.iovs[v], d.Tail)
-		v++
+		v = w.add(first, v, d.Tail)
 	}
 	return v
+}
+
+// fits says whether d's iovecs fit from v on, were it to need one for
+// each of Buf and Tail.
+func (w *sendState) fits(v int, d *Datagram) bool {
+	if len(d.Tail) > 0 {
+		v++
+	}
+	return v < len(w.iovs)
+}
+
+// add appends b to the message whose iovecs begin at first and end
+// before v, and returns the next free iovec.
+func (w *sendState) add(first, v int, b []byte) int {
+	if v > first && len(b) > 0 {
+		last := &w.iovs[v-1]
+		if last.Base != nil && uintptr(unsafe.Pointer(last.Base))+uintptr(last.Len) == uintptr(unsafe.Pointer(unsafe.SliceData(b))) {
+			last.SetLen(int(last.Len) + len(b))
+			return v
+		}
+	}
+	setIov(&w.iovs[v], b)
+	return v + 1
 }
 
 // errGSORefused tells WriteBatch the kernel refused a segmented send and

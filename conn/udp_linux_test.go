@@ -67,7 +67,8 @@ func TestPackRuns(t *testing.T) {
 		{"empty datagrams", 64, true, run(3, 0, a), []int{1, 1, 1}, nil},
 		{"64 KiB limit", 64, true, run(8, 9000, a), []int{7, 1}, nil},
 		{"gso off", 64, false, run(3, 100, a), []int{1, 1, 1}, nil},
-		{"batch limit", 8, true, run(20, 100, a), []int{8}, nil},
+		{"iovec limit", 8, true, run(20, 100, a), []int{16}, nil},
+		{"message limit", 2, true, cat(run(2, 100, a), run(2, 100, b), run(2, 100, a)), []int{2, 2}, nil},
 		{"stops at a bad one", 64, true, cat(run(2, 100, a), run(1, 9001, a), run(1, 100, a)), []int{2}, ErrDatagramTooLarge},
 		{"bad one ends a run", 64, true, cat(run(2, 100, a), []dg{{100, netip.AddrPort{}}}), []int{2}, ErrBadAddr},
 	}
@@ -139,6 +140,59 @@ func TestPackTails(t *testing.T) {
 	msgs[5].Tail = tail[:9000] // 32 + 9000 is over the limit
 	if _, err := c.pack(msgs); !errors.Is(err, ErrDatagramTooLarge) {
 		t.Errorf("pack of a datagram whose tail passes MaxDatagram: %v, want ErrDatagramTooLarge", err)
+	}
+}
+
+// A run laid out back to back in memory (as the switch stages its
+// results) crosses in one iovec, whether each datagram is whole in Buf or
+// split between Buf and a Tail that follows it; a call then carries more
+// datagrams than 2×BatchSize pieces would allow. A gap starts an iovec.
+func TestPackContiguous(t *testing.T) {
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	b := netip.MustParseAddrPort("127.0.0.1:1001")
+	c := listenMmsg(t, "127.0.0.1:0", Config{BatchSize: 4, DisableOffload: true})
+	c.gso.Store(true) // pack makes no system call: no kernel support needed
+	const size = 100
+	stage := make([]byte, 40*size+1)
+	msgs := make([]Datagram, 40)
+	for i := range msgs {
+		at := i * size
+		if i >= 35 {
+			at++ // a gap before datagram 35
+		}
+		d := stage[at : at+size]
+		msgs[i].Addr = a
+		if i%2 == 0 {
+			msgs[i].Buf, msgs[i].N = d, size
+		} else {
+			msgs[i].Buf, msgs[i].N, msgs[i].Tail = d, 32, d[32:]
+		}
+	}
+	for i := 30; i < 40; i++ {
+		msgs[i].Addr = b
+	}
+	nmsg, err := c.pack(msgs)
+	if err != nil || fmt.Sprint(c.w.segs[:nmsg]) != "[30 10]" {
+		t.Fatalf("pack = %d messages of %v segments, %v; want [30 10]", nmsg, c.w.segs[:nmsg], err)
+	}
+	for m, want := range []struct {
+		iovs  int
+		bases []*byte
+		lens  []uint64
+	}{
+		{1, []*byte{&stage[0]}, []uint64{30 * size}},
+		{2, []*byte{&stage[30*size], &stage[35*size+1]}, []uint64{5 * size, 5 * size}},
+	} {
+		h := &c.w.hs[m].Hdr
+		iovs := unsafe.Slice(h.Iov, h.Iovlen)
+		if len(iovs) != want.iovs {
+			t.Fatalf("message %d: %d iovecs, want %d", m, len(iovs), want.iovs)
+		}
+		for k, iov := range iovs {
+			if iov.Base != want.bases[k] || uint64(iov.Len) != want.lens[k] {
+				t.Errorf("message %d iovec %d: %p+%d, want %p+%d", m, k, iov.Base, iov.Len, want.bases[k], want.lens[k])
+			}
+		}
 	}
 }
 

@@ -52,8 +52,9 @@
 // carry successive generation numbers, so packets of one call never mix
 // with another's.
 //
-// Packets go out in batches of up to 64 datagrams per system call and come
-// in the same way, through one reader goroutine per session, over a
+// Packets go out in batches of up to 64 messages per system call (with
+// GSO, a message is a run of datagrams to one address) and come in up to
+// 64 datagrams at a time, through one reader goroutine per session, over a
 // conn.Conn (a UDP socket unless Options.Conn gives another, such as a
 // conn.MemNetwork conn in tests); in steady state a call allocates nothing. A session takes only what comes from the
 // switch's address with the job's token, and checks every field before it
