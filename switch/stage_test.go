@@ -1,0 +1,107 @@
+package swtch
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"testing"
+	"unsafe"
+
+	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/wire"
+)
+
+// sentDatagram is what a recordConn was asked to send: the bytes, and
+// where in memory Buf began and how long the datagram was.
+type sentDatagram struct {
+	to    netip.AddrPort
+	bytes []byte
+	at    uintptr
+	tail  bool
+}
+
+// recordConn keeps every datagram offered to WriteBatch and sends none.
+type recordConn struct {
+	conn.Conn
+	sent []sentDatagram
+}
+
+func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
+	for _, d := range msgs {
+		whole := append(append([]byte(nil), d.Buf[:d.N]...), d.Tail...)
+		c.sent = append(c.sent, sentDatagram{d.Addr, whole, uintptr(unsafe.Pointer(unsafe.SliceData(d.Buf))), len(d.Tail) > 0})
+	}
+	return len(msgs), nil
+}
+
+// TestStageFanOut checks how a sender sends a batch of results for every
+// member: each member's run holds the batch's results in order, whole
+// (header and payload, whether the payload was kept in place or copied
+// with its header), back to back in memory, so that the kernel copies the
+// run as one piece (conn's pack); a packet for one address is sent from
+// its own buffer; nothing staged is left on the packets afterwards.
+func TestStageFanOut(t *testing.T) {
+	s := newJobFixture(t, nil).s
+	rec := &recordConn{}
+	s.conns = []conn.Conn{rec}
+	var members []netip.AddrPort
+	for i := range 3 {
+		members = append(members, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 2, byte(i)}), 9000))
+	}
+	job := &liveJob{addrs: members}
+	w := s.newSender(0)
+	var want [][]byte
+	kept := make([]byte, 5*64)
+	for b := range 5 {
+		h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 7, Block: uint32(b), Count: 16}
+		payload := kept[b*64 : (b+1)*64]
+		for i := range payload {
+			payload[i] = byte(b*64 + i)
+		}
+		op := s.outFree[0].get()
+		if b%2 == 0 { // kept in place: the header alone in the buffer
+			op.buf, op.tail = wire.AppendPacket(op.buf[:0], &h, nil), payload
+		} else {
+			op.buf = wire.AppendPacket(op.buf[:0], &h, payload)
+		}
+		op.job, op.to = job, netip.AddrPort{}
+		w.held = append(w.held, op)
+		want = append(want, wire.AppendPacket(nil, &h, payload))
+	}
+	one := netip.MustParseAddrPort("127.0.0.1:7000")
+	op := s.outFree[0].get()
+	op.buf, op.to = appendLeave(op.buf[:0]), one
+	w.held = append(w.held, op)
+	ops := append([]*outPacket(nil), w.held...)
+
+	w.flush()
+
+	if len(rec.sent) != 1+len(want)*len(members) {
+		t.Fatalf("%d datagrams sent, want %d", len(rec.sent), 1+len(want)*len(members))
+	}
+	if d := rec.sent[0]; d.to != one || !bytes.Equal(d.bytes, appendLeave(nil)) || d.at != uintptr(unsafe.Pointer(unsafe.SliceData(ops[5].buf))) {
+		t.Errorf("the packet for one address: to %v from %#x, want to %v from its own buffer %#x", d.to, d.at, one, uintptr(unsafe.Pointer(unsafe.SliceData(ops[5].buf))))
+	}
+	run := rec.sent[1:]
+	for m, to := range members {
+		for b := range want {
+			d := run[m*len(want)+b]
+			if d.to != to || !bytes.Equal(d.bytes, want[b]) || d.tail {
+				t.Errorf("member %d, result %d: to %v, %d bytes (tail %v); want to %v, the whole result of block %d", m, b, d.to, len(d.bytes), d.tail, to, b)
+			}
+			if b > 0 {
+				if prev := run[m*len(want)+b-1]; d.at != prev.at+uintptr(len(prev.bytes)) {
+					t.Errorf("member %d, result %d: begins at %#x, want right after the one before (%#x)", m, b, d.at, prev.at+uintptr(len(prev.bytes)))
+				}
+			}
+		}
+	}
+	for i, op := range ops {
+		if op.staged != nil || op.tail != nil || op.job != nil {
+			t.Errorf("packet %d after the send: staged %v, tail %v, job %v; want all cleared", i, op.staged != nil, op.tail != nil, op.job != nil)
+		}
+	}
+	if fmt.Sprint(len(w.held), len(w.msgs)) != "0 0" {
+		t.Errorf("sender left %d held, %d datagrams", len(w.held), len(w.msgs))
+	}
+}
