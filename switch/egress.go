@@ -301,7 +301,7 @@ func (w *sender) flush() {
 			msgs = append(msgs, op.datagram(op.to))
 		}
 	}
-	if fan > 1 {
+	if fan > 1 && s.conns[w.rd].Offload().GSO {
 		w.stageFanOut()
 	}
 	for m := 0; m < fan; m++ {
@@ -334,8 +334,9 @@ func (w *sender) flush() {
 // payload, back to back into the sender's stage, once: each member's run
 // of them is then one span of memory, which the kernel copies as one
 // piece for each of the P sends (conn's gather), where the same run in
-// one piece per packet costs it ~50 ns more a datagram (docs/PERFORMANCE.md).
-// The stage grows to the largest batch and is kept.
+// pieces costs it ~50 ns more a datagram (docs/PERFORMANCE.md). Only a
+// conn with GSO sends a run in one message; without it the copy buys
+// nothing. The stage grows to the largest batch and is kept.
 func (w *sender) stageFanOut() {
 	n := 0
 	for _, op := range w.held {

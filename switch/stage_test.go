@@ -20,11 +20,15 @@ type sentDatagram struct {
 	tail  bool
 }
 
-// recordConn keeps every datagram offered to WriteBatch and sends none.
+// recordConn keeps every datagram offered to WriteBatch and sends none;
+// it says it has GSO when gso is set.
 type recordConn struct {
 	conn.Conn
+	gso  bool
 	sent []sentDatagram
 }
+
+func (c *recordConn) Offload() conn.Offload { return conn.Offload{GSO: c.gso} }
 
 func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 	for _, d := range msgs {
@@ -40,9 +44,17 @@ func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 // with its header), back to back in memory, so that the kernel copies the
 // run as one piece (conn's pack); a packet for one address is sent from
 // its own buffer; nothing staged is left on the packets afterwards.
+// Without GSO, where each datagram is a message of its own, every packet
+// is sent from where it is.
 func TestStageFanOut(t *testing.T) {
+	for _, gso := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gso-%v", gso), func(t *testing.T) { testStageFanOut(t, gso) })
+	}
+}
+
+func testStageFanOut(t *testing.T, gso bool) {
 	s := newJobFixture(t, nil).s
-	rec := &recordConn{}
+	rec := &recordConn{gso: gso}
 	s.conns = []conn.Conn{rec}
 	var members []netip.AddrPort
 	for i := range 3 {
@@ -51,6 +63,7 @@ func TestStageFanOut(t *testing.T) {
 	job := &liveJob{addrs: members}
 	w := s.newSender(0)
 	var want [][]byte
+	var bufs []uintptr // where each result's send buffer begins
 	kept := make([]byte, 5*64)
 	for b := range 5 {
 		h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 7, Block: uint32(b), Count: 16}
@@ -67,6 +80,7 @@ func TestStageFanOut(t *testing.T) {
 		op.job, op.to = job, netip.AddrPort{}
 		w.held = append(w.held, op)
 		want = append(want, wire.AppendPacket(nil, &h, payload))
+		bufs = append(bufs, uintptr(unsafe.Pointer(unsafe.SliceData(op.buf))))
 	}
 	one := netip.MustParseAddrPort("127.0.0.1:7000")
 	op := s.outFree[0].get()
@@ -86,8 +100,17 @@ func TestStageFanOut(t *testing.T) {
 	for m, to := range members {
 		for b := range want {
 			d := run[m*len(want)+b]
-			if d.to != to || !bytes.Equal(d.bytes, want[b]) || d.tail {
-				t.Errorf("member %d, result %d: to %v, %d bytes (tail %v); want to %v, the whole result of block %d", m, b, d.to, len(d.bytes), d.tail, to, b)
+			if d.to != to || !bytes.Equal(d.bytes, want[b]) {
+				t.Errorf("member %d, result %d: to %v, %d bytes; want to %v, the result of block %d", m, b, d.to, len(d.bytes), to, b)
+			}
+			if !gso {
+				if d.at != bufs[b] || d.tail != (b%2 == 0) {
+					t.Errorf("member %d, result %d without GSO: from %#x (tail %v), want from its own buffer %#x", m, b, d.at, d.tail, bufs[b])
+				}
+				continue
+			}
+			if d.tail {
+				t.Errorf("member %d, result %d: sent with a tail, want whole from the stage", m, b)
 			}
 			if b > 0 {
 				if prev := run[m*len(want)+b-1]; d.at != prev.at+uintptr(len(prev.bytes)) {
