@@ -20,17 +20,21 @@ type sentDatagram struct {
 	tail  bool
 }
 
-// recordConn keeps every datagram offered to WriteBatch and sends none;
-// it says it has GSO when gso is set.
+// recordConn keeps every datagram offered to WriteBatch (unless
+// discard) and sends none; it says it has GSO when gso is set.
 type recordConn struct {
 	conn.Conn
-	gso  bool
-	sent []sentDatagram
+	gso     bool
+	discard bool
+	sent    []sentDatagram
 }
 
 func (c *recordConn) Offload() conn.Offload { return conn.Offload{GSO: c.gso} }
 
 func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
+	if c.discard {
+		return len(msgs), nil
+	}
 	for _, d := range msgs {
 		whole := append(append([]byte(nil), d.Buf[:d.N]...), d.Tail...)
 		c.sent = append(c.sent, sentDatagram{d.Addr, whole, uintptr(unsafe.Pointer(unsafe.SliceData(d.Buf))), len(d.Tail) > 0})
@@ -61,40 +65,50 @@ func testStageFanOut(t *testing.T, gso bool) {
 		members = append(members, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 2, byte(i)}), 9000))
 	}
 	job := &liveJob{addrs: members}
-	w := s.newSender(0)
-	var want [][]byte
-	var bufs []uintptr // where each result's send buffer begins
+	one := netip.MustParseAddrPort("127.0.0.1:7000")
 	kept := make([]byte, 5*64)
+	var want [][]byte
 	for b := range 5 {
 		h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 7, Block: uint32(b), Count: 16}
 		payload := kept[b*64 : (b+1)*64]
 		for i := range payload {
 			payload[i] = byte(b*64 + i)
 		}
-		op := s.outFree[0].get()
-		if b%2 == 0 { // kept in place: the header alone in the buffer
-			op.buf, op.tail = wire.AppendPacket(op.buf[:0], &h, nil), payload
-		} else {
-			op.buf = wire.AppendPacket(op.buf[:0], &h, payload)
-		}
-		op.job, op.to = job, netip.AddrPort{}
-		w.held = append(w.held, op)
 		want = append(want, wire.AppendPacket(nil, &h, payload))
+	}
+	w := s.newSender(0)
+	// fill queues five results for every member, the even ones kept in
+	// place (the header alone in the buffer), then a packet for one
+	// address, in send buffers of reader 0's list.
+	fill := func() {
+		for b := range want {
+			op := s.outFree[0].get()
+			if b%2 == 0 {
+				op.buf, op.tail = append(op.buf[:0], want[b][:wire.HeaderLen]...), kept[b*64:(b+1)*64]
+			} else {
+				op.buf = append(op.buf[:0], want[b]...)
+			}
+			op.job, op.to = job, netip.AddrPort{}
+			w.held = append(w.held, op)
+		}
+		op := s.outFree[0].get()
+		op.buf, op.to = appendLeave(op.buf[:0]), one
+		w.held = append(w.held, op)
+	}
+	fill()
+	ops := append([]*outPacket(nil), w.held...)
+	var bufs []uintptr // where each packet's send buffer begins
+	for _, op := range ops {
 		bufs = append(bufs, uintptr(unsafe.Pointer(unsafe.SliceData(op.buf))))
 	}
-	one := netip.MustParseAddrPort("127.0.0.1:7000")
-	op := s.outFree[0].get()
-	op.buf, op.to = appendLeave(op.buf[:0]), one
-	w.held = append(w.held, op)
-	ops := append([]*outPacket(nil), w.held...)
 
 	w.flush()
 
 	if len(rec.sent) != 1+len(want)*len(members) {
 		t.Fatalf("%d datagrams sent, want %d", len(rec.sent), 1+len(want)*len(members))
 	}
-	if d := rec.sent[0]; d.to != one || !bytes.Equal(d.bytes, appendLeave(nil)) || d.at != uintptr(unsafe.Pointer(unsafe.SliceData(ops[5].buf))) {
-		t.Errorf("the packet for one address: to %v from %#x, want to %v from its own buffer %#x", d.to, d.at, one, uintptr(unsafe.Pointer(unsafe.SliceData(ops[5].buf))))
+	if d := rec.sent[0]; d.to != one || !bytes.Equal(d.bytes, appendLeave(nil)) || d.at != bufs[5] {
+		t.Errorf("the packet for one address: to %v from %#x, want to %v from its own buffer %#x", d.to, d.at, one, bufs[5])
 	}
 	run := rec.sent[1:]
 	for m, to := range members {
@@ -124,7 +138,13 @@ func testStageFanOut(t *testing.T, gso bool) {
 			t.Errorf("packet %d after the send: staged %v, tail %v, job %v; want all cleared", i, op.staged != nil, op.tail != nil, op.job != nil)
 		}
 	}
-	if fmt.Sprint(len(w.held), len(w.msgs)) != "0 0" {
+	if len(w.held) != 0 || len(w.msgs) != 0 {
 		t.Errorf("sender left %d held, %d datagrams", len(w.held), len(w.msgs))
+	}
+
+	// The same batch again, the stage grown already: nothing allocated.
+	rec.discard = true
+	if n := testing.AllocsPerRun(20, func() { fill(); w.flush() }); n != 0 {
+		t.Errorf("a batch's send allocated %.1f times, want 0", n)
 	}
 }
