@@ -11,8 +11,9 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
-// sentDatagram is what a recordConn was asked to send: the bytes, and
-// where in memory Buf began and how long the datagram was.
+// sentDatagram is what a recordConn was asked to send: to where, the
+// bytes (Buf[:N] and Tail), where in memory Buf began, and whether it had
+// a Tail.
 type sentDatagram struct {
 	to    netip.AddrPort
 	bytes []byte
