@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -290,11 +291,12 @@ func (w *sender) take(head *outPacket) {
 // instead of 512 plain ones. The packets go back to their free list.
 func (w *sender) flush() {
 	s, msgs := w.s, w.msgs
-	fan := 0
+	fan, fanned := 0, 0 // the most members of a result for every member, and those results' bytes
 	for _, op := range w.held {
 		switch {
 		case op.fansOut():
 			fan = max(fan, len(op.job.addrs))
+			fanned += len(op.buf) + len(op.tail)
 		case op.job != nil && !op.to.IsValid(): // once, to every member (multicast.go)
 			msgs = append(msgs, op.datagram(op.job.group))
 		default:
@@ -302,7 +304,7 @@ func (w *sender) flush() {
 		}
 	}
 	if fan > 1 && s.conns[w.rd].Offload().GSO {
-		w.stageFanOut()
+		w.stageFanOut(fanned)
 	}
 	for m := 0; m < fan; m++ {
 		for _, op := range w.held {
@@ -336,18 +338,11 @@ func (w *sender) flush() {
 // piece for each of the P sends (conn's gather), where the same run in
 // pieces costs it ~50 ns more a datagram (docs/PERFORMANCE.md). Only a
 // conn with GSO sends a run in one message; without it the copy buys
-// nothing. The stage grows to the largest batch and is kept.
-func (w *sender) stageFanOut() {
-	n := 0
-	for _, op := range w.held {
-		if op.fansOut() {
-			n += len(op.buf) + len(op.tail)
-		}
-	}
-	if cap(w.stage) < n {
-		w.stage = make([]byte, 0, n)
-	}
-	st := w.stage[:0]
+// nothing. The results take n bytes; the stage grows to the largest
+// batch and is kept.
+func (w *sender) stageFanOut(n int) {
+	w.stage = slices.Grow(w.stage[:0], n) // room for all: the slices taken below stay in one array
+	st := w.stage
 	for _, op := range w.held {
 		if op.fansOut() {
 			at := len(st)
