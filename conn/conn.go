@@ -117,6 +117,26 @@ type Offload struct {
 	GSO, GRO bool
 }
 
+const (
+	// gsoMaxSegments is the most datagrams one GSO send carries; the kernel
+	// refuses more (UDP_MAX_SEGMENTS, 64 before Linux 6.9).
+	gsoMaxSegments = 64
+	// gsoMaxBytes bounds the payload of one GSO send: it must fit a single
+	// IPv4 datagram's length field.
+	gsoMaxBytes = MaxDatagramLimit
+)
+
+// GSORun is the most datagrams of size bytes one GSO send carries: 64,
+// and fewer where their bytes would pass MaxDatagramLimit (62 of 1,056
+// bytes, 7 of 8,224). A sender that batches its datagrams in multiples of
+// it sends every run to one address whole.
+func GSORun(size int) int {
+	if size <= 0 {
+		return gsoMaxSegments
+	}
+	return max(1, min(gsoMaxSegments, gsoMaxBytes/size))
+}
+
 // Defaults for Config; a zero field means its default.
 const (
 	// DefaultBatchSize is the batch a reader or writer moves per system call:

@@ -32,12 +32,6 @@ import (
 )
 
 const (
-	// gsoMaxSegments is the most datagrams one GSO send carries; the kernel
-	// refuses more (UDP_MAX_SEGMENTS, 64 before Linux 6.9).
-	gsoMaxSegments = 64
-	// gsoMaxBytes bounds the payload of one GSO send: it must fit a single
-	// IPv4 datagram's length field.
-	gsoMaxBytes = MaxDatagramLimit
 	// groBufSize holds the largest message GRO can hand up (64 KiB of
 	// coalesced payload), and keeps the next message's buffer aligned.
 	groBufSize = MaxGROMessage

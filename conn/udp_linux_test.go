@@ -102,6 +102,30 @@ func TestPackRuns(t *testing.T) {
 	}
 }
 
+// GSORun is the run pack makes of datagrams of one size to one address:
+// GSORun(size) of them go as one message, one more starts a second.
+func TestGSORun(t *testing.T) {
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	c := listenMmsg(t, "127.0.0.1:0", Config{BatchSize: 100, MaxDatagram: MaxDatagramLimit, DisableOffload: true})
+	c.gso.Store(true) // pack makes no system call: no kernel support needed
+	for _, tt := range []struct{ size, run int }{{1, 64}, {100, 64}, {1056, 62}, {8224, 7}, {9000, 7}, {40000, 1}, {MaxDatagramLimit, 1}} {
+		if got := GSORun(tt.size); got != tt.run {
+			t.Errorf("GSORun(%d) = %d, want %d", tt.size, got, tt.run)
+		}
+		msgs := newMsgs(tt.run+1, tt.size)
+		for i := range msgs {
+			msgs[i].N, msgs[i].Addr = tt.size, a
+		}
+		nmsg, err := c.pack(msgs)
+		if want := fmt.Sprint([]int{tt.run, 1}); err != nil || fmt.Sprint(c.w.segs[:nmsg]) != want {
+			t.Errorf("pack of %d datagrams of %d bytes: %v segments a message, %v; want %s", len(msgs), tt.size, c.w.segs[:nmsg], err, want)
+		}
+	}
+	if got := GSORun(0); got != 64 {
+		t.Errorf("GSORun(0) = %d, want 64", got)
+	}
+}
+
 // A datagram's Tail counts in its size for GSO runs and takes an iovec of
 // its own: a run may mix datagrams whole in Buf with split ones.
 func TestPackTails(t *testing.T) {
