@@ -157,21 +157,28 @@ var _ hpu.KeptEgress = (*Switch)(nil)
 
 // writer rd sends the packets queued for it on its socket, in batches.
 // One channel receive (a run from a core, or a control packet) wakes it,
-// then it takes whatever else is queued (up to writerHold packets) and
-// sends them (sender.flush).
+// then it takes whatever else is queued, up to a full batch
+// (sender.limit), and sends them (sender.flush); what a run had past the
+// full batch starts the next one.
 func (s *Switch) writer(rd int) {
 	out := s.outs[rd]
 	snd := s.newSender(rd)
-	for head := range out {
-		snd.take(head)
+	for {
+		if len(snd.held) == 0 { // else what the last batch left (sender.take)
+			head, ok := <-out
+			if !ok {
+				return
+			}
+			snd.take(head)
+		}
 		// Take what is queued; when that is little, let the cores run a
 		// moment first (they are mid-burst more often than not) so the
 		// batch, and its per-destination runs, grow.
-		for yields := 0; len(snd.held) < writerHold; {
+		for yields := 0; len(snd.held) < snd.limit(); {
 			select {
 			case head, ok := <-out:
 				if !ok {
-					s.sends[rd].flush(snd)
+					s.sends[rd].flushAll(snd)
 					return
 				}
 				snd.take(head)
@@ -206,11 +213,18 @@ func (l *sendLane) flush(w *sender) {
 	l.mu.Unlock()
 }
 
+// flushAll sends all w holds, under the lane's lock.
+func (l *sendLane) flushAll(w *sender) {
+	l.mu.Lock()
+	w.flushAll()
+	l.mu.Unlock()
+}
+
 // hold adds op to the reader's own batch, from the reader's goroutine
 // (a core it borrowed emitted op), and sends the batch once it is full;
 // sendOwn sends the rest after the reader's batch.
 func (l *sendLane) hold(op *outPacket) {
-	if l.own.held = append(l.own.held, op); len(l.own.held) >= writerHold {
+	if l.own.held = append(l.own.held, op); len(l.own.held) >= l.own.limit() {
 		l.flush(l.own)
 	}
 }
@@ -225,7 +239,7 @@ func (l *sendLane) sendRun(r *outRun) bool {
 	}
 	l.run.take(r.head)
 	*r = outRun{}
-	l.run.flush()
+	l.run.flushAll()
 	l.mu.Unlock()
 	return true
 }
@@ -248,13 +262,11 @@ func (s *Switch) sendOwn(rd int) {
 		select {
 		case head := <-s.outs[rd]: // open: the queues close once the readers have returned
 			l.own.take(head)
-			if len(l.own.held) >= writerHold {
+			if len(l.own.held) >= l.own.limit() {
 				l.own.flush()
 			}
 		default:
-			if len(l.own.held) > 0 {
-				l.own.flush()
-			}
+			l.own.flushAll()
 			return
 		}
 	}
@@ -266,21 +278,68 @@ type sender struct {
 	s     *Switch
 	rd    int
 	held  []*outPacket
+	rest  *outPacket // what take left past a full batch, the next batch's first
+	hold  int        // a full batch once known (limit)
 	msgs  []conn.Datagram
 	stage []byte // the batch's results for every member, back to back (stageFanOut)
 }
 
 func (s *Switch) newSender(rd int) *sender {
-	return &sender{s: s, rd: rd, held: make([]*outPacket, 0, writerHold+coreRun), msgs: make([]conn.Datagram, 0, writerHold*8)}
+	return &sender{s: s, rd: rd, held: make([]*outPacket, 0, writerHold), msgs: make([]conn.Datagram, 0, writerHold*8)}
 }
 
-// take adds the chain from head to the batch.
+// batchHold is how many emits a sender's batch takes on socket rd: the
+// most results of the switch's largest datagram that whole GSO sends to
+// one member carry, up to writerHold. A batch of 64 results of 1 KiB
+// would go to each member as a send of 62 datagrams (65,507 bytes) and
+// one of 2; 62 go as one.
+func (s *Switch) batchHold(rd int) int {
+	if !s.conns[rd].Offload().GSO {
+		return writerHold
+	}
+	run := conn.GSORun(s.cfg.PacketBytes + wire.HeaderLen)
+	return writerHold / run * run
+}
+
+// limit is a full batch of w: batchHold of its socket, which is open by
+// the time anything is sent.
+func (w *sender) limit() int {
+	if w.hold == 0 {
+		w.hold = w.s.batchHold(w.rd)
+	}
+	return w.hold
+}
+
+// take adds the chain from head to the batch, up to a full batch (limit);
+// what does not fit waits in w.rest, which flush starts the next batch
+// with.
 func (w *sender) take(head *outPacket) {
-	for op := head; op != nil; {
+	op := head
+	for op != nil && len(w.held) < w.limit() {
 		next := op.next
 		op.next = nil
 		w.held = append(w.held, op)
 		op = next
+	}
+	if op == nil {
+		return
+	}
+	if w.rest == nil {
+		w.rest = op
+		return
+	}
+	last := w.rest
+	for last.next != nil {
+		last = last.next
+	}
+	last.next = op
+}
+
+// flushAll sends the batch and what take left past it, a full batch at a
+// time.
+func (w *sender) flushAll() {
+	for len(w.held) > 0 {
+		w.flush()
 	}
 }
 
@@ -330,6 +389,10 @@ func (w *sender) flush() {
 	s.outFree[w.rd].putAll(w.held)
 	clear(w.held)
 	w.held = w.held[:0]
+	if rest := w.rest; rest != nil {
+		w.rest = nil
+		w.take(rest)
+	}
 }
 
 // stageFanOut copies the batch's results for every member, header and
@@ -410,8 +473,9 @@ func (s *Switch) logIOError(op string, err error, consecutive int) {
 // a chain of up to coreRun packets (one for a control packet).
 const writerQueue = 4096
 
-// writerHold is the most queued packets the writer takes per round: enough
-// for a full GSO run (64 segments) per destination.
+// writerHold is the most packets a sender's batch takes: enough for a full
+// GSO run (64 segments) per destination where the datagrams are small;
+// with larger ones a batch is whole runs (Switch.batchHold).
 const writerHold = 64
 
 // writerYields is how many times the writer yields to collect a batch

@@ -22,12 +22,14 @@ type sentDatagram struct {
 }
 
 // recordConn keeps every datagram offered to WriteBatch (unless
-// discard) and sends none; it says it has GSO when gso is set.
+// discard), and how many each call offered, and sends none; it says it
+// has GSO when gso is set.
 type recordConn struct {
 	conn.Conn
 	gso     bool
 	discard bool
 	sent    []sentDatagram
+	calls   []int
 }
 
 func (c *recordConn) Offload() conn.Offload { return conn.Offload{GSO: c.gso} }
@@ -36,6 +38,7 @@ func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 	if c.discard {
 		return len(msgs), nil
 	}
+	c.calls = append(c.calls, len(msgs))
 	for _, d := range msgs {
 		whole := append(append([]byte(nil), d.Buf[:d.N]...), d.Tail...)
 		c.sent = append(c.sent, sentDatagram{d.Addr, whole, uintptr(unsafe.Pointer(unsafe.SliceData(d.Buf))), len(d.Tail) > 0})
