@@ -126,15 +126,27 @@ const (
 	gsoMaxBytes = MaxDatagramLimit
 )
 
-// GSORun is the most datagrams of size bytes one GSO send carries: 64,
+// gsoRun is the most datagrams of size bytes one GSO send carries: 64,
 // and fewer where their bytes would pass MaxDatagramLimit (62 of 1,056
-// bytes, 7 of 8,224). A sender that batches its datagrams in multiples of
-// it sends every run to one address whole.
-func GSORun(size int) int {
+// bytes, 7 of 8,224).
+func gsoRun(size int) int {
 	if size <= 0 {
 		return gsoMaxSegments
 	}
 	return max(1, min(gsoMaxSegments, gsoMaxBytes/size))
+}
+
+// WholeRuns is n rounded down to whole GSO sends of datagrams of size
+// bytes on c: a batch of that many such datagrams to one address goes out
+// as full sends, where n of them might end in a short one (64 of 1,056
+// bytes go as 62 and 2). It is n where c has no GSO, or where n is less
+// than one send's worth.
+func WholeRuns(c Conn, n, size int) int {
+	run := gsoRun(size)
+	if !c.Offload().GSO || n < run {
+		return n
+	}
+	return n / run * run
 }
 
 // Defaults for Config; a zero field means its default.

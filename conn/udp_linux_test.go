@@ -102,15 +102,16 @@ func TestPackRuns(t *testing.T) {
 	}
 }
 
-// GSORun is the run pack makes of datagrams of one size to one address:
-// GSORun(size) of them go as one message, one more starts a second.
-func TestGSORun(t *testing.T) {
+// gsoRun is the run pack makes of datagrams of one size to one address:
+// gsoRun(size) of them go as one message, one more starts a second; and
+// WholeRuns rounds a batch down to it where the conn has GSO.
+func TestWholeRuns(t *testing.T) {
 	a := netip.MustParseAddrPort("127.0.0.1:1000")
 	c := listenMmsg(t, "127.0.0.1:0", Config{BatchSize: 100, MaxDatagram: MaxDatagramLimit, DisableOffload: true})
 	c.gso.Store(true) // pack makes no system call: no kernel support needed
 	for _, tt := range []struct{ size, run int }{{1, 64}, {100, 64}, {1056, 62}, {8224, 7}, {9000, 7}, {40000, 1}, {MaxDatagramLimit, 1}} {
-		if got := GSORun(tt.size); got != tt.run {
-			t.Errorf("GSORun(%d) = %d, want %d", tt.size, got, tt.run)
+		if got := gsoRun(tt.size); got != tt.run {
+			t.Errorf("gsoRun(%d) = %d, want %d", tt.size, got, tt.run)
 		}
 		msgs := newMsgs(tt.run+1, tt.size)
 		for i := range msgs {
@@ -121,8 +122,14 @@ func TestGSORun(t *testing.T) {
 			t.Errorf("pack of %d datagrams of %d bytes: %v segments a message, %v; want %s", len(msgs), tt.size, c.w.segs[:nmsg], err, want)
 		}
 	}
-	if got := GSORun(0); got != 64 {
-		t.Errorf("GSORun(0) = %d, want 64", got)
+	for _, tt := range []struct {
+		gso           bool
+		n, size, want int
+	}{{true, 64, 1056, 62}, {true, 130, 1056, 124}, {true, 40, 1056, 40}, {true, 64, 8224, 63}, {true, 64, 100, 64}, {false, 64, 1056, 64}} {
+		c.gso.Store(tt.gso)
+		if got := WholeRuns(c, tt.n, tt.size); got != tt.want {
+			t.Errorf("WholeRuns(gso %v, %d, %d) = %d, want %d", tt.gso, tt.n, tt.size, got, tt.want)
+		}
 	}
 }
 

@@ -288,17 +288,13 @@ func (s *Switch) newSender(rd int) *sender {
 	return &sender{s: s, rd: rd, held: make([]*outPacket, 0, writerHold), msgs: make([]conn.Datagram, 0, writerHold*8)}
 }
 
-// batchHold is how many emits a sender's batch takes on socket rd: the
-// most results of the switch's largest datagram that whole GSO sends to
-// one member carry, up to writerHold. A batch of 64 results of 1 KiB
-// would go to each member as a send of 62 datagrams (65,507 bytes) and
-// one of 2; 62 go as one.
+// batchHold is how many emits a sender's batch takes on socket rd:
+// writerHold, rounded down to whole GSO sends of the switch's largest
+// datagram (conn.WholeRuns). A batch of 64 results of 1 KiB went to each
+// member as a send of 62 datagrams (65,507 bytes) and one of 2; 62 go as
+// one.
 func (s *Switch) batchHold(rd int) int {
-	if !s.conns[rd].Offload().GSO {
-		return writerHold
-	}
-	run := conn.GSORun(s.cfg.PacketBytes + wire.HeaderLen)
-	return writerHold / run * run
+	return conn.WholeRuns(s.conns[rd], writerHold, s.cfg.PacketBytes+wire.HeaderLen)
 }
 
 // limit is a full batch of w: batchHold of its socket, which is open by
