@@ -202,6 +202,35 @@ func TestSessionPacketElemsFromJoin(t *testing.T) {
 	allReduceRounds(t, []*Session{s}, 2, 3)
 }
 
+// TestSessionSendBatchWholeRuns checks that a dense session's send batch
+// of 1 KiB packets is whole GSO sends where the socket has GSO: 62 (a
+// batch of 64 went to the switch as sends of 62 and 2), and the socket's
+// batch without it; the calls' sums stay right.
+func TestSessionSendBatchWholeRuns(t *testing.T) {
+	for _, noOffload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-offload-%v", noOffload), func(t *testing.T) {
+			f := newFakeSwitch(t, fakeConfig{window: 64})
+			o := testOptions(f, 0, 1, wire.Float32, 256*200)
+			o.DisableOffload = noOffload
+			s, err := Join(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			want := s.conn.BatchSize()
+			if s.conn.Offload().GSO {
+				want = 62
+			} else if !noOffload {
+				t.Log("this kernel gives the socket no GSO: the batch is the socket's")
+			}
+			if len(s.tx) != want {
+				t.Errorf("send batch of %d packets of 1 KiB (GSO %v), want %d", len(s.tx), s.conn.Offload().GSO, want)
+			}
+			allReduceRounds(t, []*Session{s}, 2, 3)
+		})
+	}
+}
+
 func TestSessionJoinRefused(t *testing.T) {
 	const text = "job 7 needs 96 buffers of 1 KiB, 40 free"
 	f := newFakeSwitch(t, fakeConfig{refuse: text})
