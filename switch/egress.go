@@ -279,7 +279,7 @@ type sender struct {
 	rd    int
 	held  []*outPacket
 	rest  *outPacket // what take left past a full batch, the next batch's first
-	hold  int        // a full batch once known (limit)
+	full  int        // a full batch once known (limit)
 	msgs  []conn.Datagram
 	stage []byte // the batch's results for every member, back to back (stageFanOut)
 }
@@ -300,10 +300,10 @@ func (s *Switch) batchHold(rd int) int {
 // limit is a full batch of w: batchHold of its socket, which is open by
 // the time anything is sent.
 func (w *sender) limit() int {
-	if w.hold == 0 {
-		w.hold = w.s.batchHold(w.rd)
+	if w.full == 0 {
+		w.full = w.s.batchHold(w.rd)
 	}
-	return w.hold
+	return w.full
 }
 
 // take adds the chain from head to the batch, up to a full batch (limit);
