@@ -28,9 +28,28 @@ package hpu
 // core is woken as without borrowing.
 const maxBorrowed = 64
 
-// borrowed is the cores one SubmitBatch runs as, and its clock.
+// borrowed is the cores one SubmitBatch runs as, its clock, and what their
+// finished packets still hold of the unit's counts.
+//
+// A packet counts in its cluster's queue (cluster.occ) and in its core's
+// work (core.load) from its placing until its handler returns, and each of
+// those four changes is a locked instruction, which waits for the CPU's
+// stores to drain. A borrowed packet that ends leaves its two counts to
+// the submitter instead (its credits, room and idle), and the submitter's
+// next packet placed in that cluster, on that core, takes them over, so
+// that a run of borrowed packets moves neither count; what is left goes
+// back with the cores (giveBack), and at once when a submitter waits for
+// room in the cluster. The submitter sees the unit through b (its
+// occupancy: the counts less its credits), so its placement, its queue
+// samples and the policy's choices are those of counts given back at
+// once; another submitter sees at most one request more per cluster and
+// core of this one's for the rest of its batch, as if the packet had
+// ended a little later (docs/PERFORMANCE.md: what it bought).
 type borrowed struct {
+	h     *HPU
 	cores [maxBorrowed]*core
+	room  [maxBorrowed]int32 // finished packets of cores[i] still counted in its cluster's queue
+	idle  [maxBorrowed]int32 // finished packets of cores[i] still counted in its work
 	n     int
 	// clock is the submitter's clock for the batch (valid once marked):
 	// a borrowed packet starts when the one before it ended (while timed),
@@ -42,6 +61,31 @@ type borrowed struct {
 	marked, timed bool
 }
 
+var _ occupancy = (*borrowed)(nil)
+
+// lend gives a submitter its borrowing state, from the unit's pool: one
+// per goroutine that submits at once, made at its first batch, so that
+// the state the policy reads through an interface costs no allocation a
+// batch.
+func (h *HPU) lend() *borrowed {
+	h.lenders.Lock()
+	defer h.lenders.Unlock()
+	if n := len(h.lenders.free); n > 0 {
+		b := h.lenders.free[n-1]
+		h.lenders.free = h.lenders.free[:n-1]
+		return b
+	}
+	return &borrowed{h: h}
+}
+
+// unlend gives b's cores back and returns b to the pool.
+func (h *HPU) unlend(b *borrowed) {
+	h.giveBack(b)
+	h.lenders.Lock()
+	h.lenders.free = append(h.lenders.free, b)
+	h.lenders.Unlock()
+}
+
 // borrows reports whether waking a parked core would run nothing sooner:
 // the submitters and the awake cores take every CPU.
 func (h *HPU) borrows() bool {
@@ -50,15 +94,87 @@ func (h *HPU) borrows() bool {
 
 // holds reports whether b holds co.
 func (b *borrowed) holds(co *core) bool {
-	if !co.borrowed.Load() {
-		return false
-	}
-	for _, c := range b.cores[:b.n] {
+	return co.borrowed.Load() && b.index(co) >= 0
+}
+
+// index is co's place in b.cores, or -1.
+func (b *borrowed) index(co *core) int {
+	for i, c := range b.cores[:b.n] {
 		if c == co {
+			return i
+		}
+	}
+	return -1
+}
+
+// enter counts a request into cluster ci: in a slot a finished packet of
+// b's left there, or else as the unit does.
+func (b *borrowed) enter(ci int) bool {
+	for i, co := range b.cores[:b.n] {
+		if b.room[i] > 0 && co.cluster.id == ci {
+			b.room[i]--
 			return true
 		}
 	}
-	return false
+	return b.h.enter(ci)
+}
+
+// held is how many requests cluster ci holds, less b's finished ones.
+func (b *borrowed) held(ci int) int64 {
+	n := b.h.held(ci)
+	for i, co := range b.cores[:b.n] {
+		if co.cluster.id == ci {
+			n -= int64(b.room[i])
+		}
+	}
+	return n
+}
+
+// work is core j of cluster ci's work, less b's finished packets on it.
+func (b *borrowed) work(ci, j int) int64 {
+	co := b.h.clusters[ci].cores[j]
+	if i := b.index(co); i >= 0 {
+		return co.load.Load() - int64(b.idle[i])
+	}
+	return co.load.Load()
+}
+
+// counted counts a request placed on co into its work: in what a
+// finished packet of b's left there, or as the unit does.
+func (b *borrowed) counted(co *core) {
+	if b != nil {
+		if i := b.index(co); i >= 0 && b.idle[i] > 0 {
+			b.idle[i]--
+			return
+		}
+	}
+	co.load.Add(1)
+}
+
+// leave is co.leave for a packet b ran as co: its counts stay with b,
+// unless a submitter waits for room in the cluster.
+func (b *borrowed) leave(co *core) {
+	if co.cluster.waiting.Load() > 0 {
+		co.leave()
+		return
+	}
+	i := b.index(co)
+	b.room[i]++
+	b.idle[i]++
+}
+
+// settle gives back what b's finished packets still hold of the counts.
+func (b *borrowed) settle() {
+	for i, co := range b.cores[:b.n] {
+		if n := b.idle[i]; n > 0 {
+			co.load.Add(-int64(n))
+		}
+		if n := b.room[i]; n > 0 {
+			co.cluster.occ.Add(-int64(n))
+			co.cluster.signalRoom()
+		}
+		b.room[i], b.idle[i] = 0, 0
+	}
 }
 
 // take borrows co if its goroutine is parked with nothing queued.
@@ -90,6 +206,7 @@ func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
 	}
 	b.timed = true
 	h.execute(co, p, &b.clock, false)
+	b.leave(co)
 }
 
 // Borrowed reports whether core (a Task's index, as CoreEgress gets it)
@@ -111,6 +228,7 @@ func (h *HPU) Yield() { h.yield() }
 // one, and returns each core to its goroutine: parked again, or woken when
 // a packet was queued on it meanwhile. Then the submitter yields once.
 func (h *HPU) giveBack(b *borrowed) {
+	b.settle()
 	for _, co := range b.cores[:b.n] {
 		co.batch.publish(&co.stats)
 		if ce := co.task.cegress; ce != nil {

@@ -56,6 +56,65 @@ func TestBorrowRunsOnTheSubmitter(t *testing.T) {
 	done.Wait()
 }
 
+// A borrowed packet's counts in its cluster's queue and its core's work
+// pass to the submitter's next packet there instead of being given back
+// and taken again, but what every packet sees is what it would see with
+// them given back at once: its own request alone in the queue and on its
+// core, that core the first of its subset (the policy's lowest idle one,
+// as the core it ran on before is idle again), each arrival's queue
+// sample 1, and nothing held once SubmitBatch returns.
+func TestBorrowedCountsCarry(t *testing.T) {
+	// With one cluster and two CPUs the policy picks among the idle cores
+	// by their work; with two clusters the awake ones.
+	t.Run("clusters-1", func(t *testing.T) { testBorrowedCountsCarry(t, 1) })
+	t.Run("clusters-2", func(t *testing.T) { testBorrowedCountsCarry(t, 2) })
+}
+
+func testBorrowedCountsCarry(t *testing.T, clusters int) {
+	cfg := Config{Clusters: clusters, CoresPerCluster: 4, Submitters: runtime.GOMAXPROCS(0)}
+	var done sync.WaitGroup
+	var u *HPU
+	var wrong atomic.Int64
+	h := HandlerFunc(func(t *Task) {
+		cl := u.clusters[t.Cluster]
+		if cl.occ.Load() != 1 || cl.cores[t.Core].load.Load() != 1 || t.Core != 0 {
+			wrong.Add(1)
+		}
+		t.Emit(&wire.Header{Type: wire.TypeResult, Block: t.Pkt.Hdr.Block}, nil)
+	})
+	u, _, _ = startCoreEgress(t, cfg, &done)
+	waitParked(t, u)
+	const packets = 64
+	ps := make([]*Packet, packets)
+	for i := range ps {
+		ps[i] = pkt(h, uint32(i*i)) // both clusters, in no regular order
+	}
+	done.Add(packets)
+	if n, err := u.SubmitBatch(context.Background(), ps); n != packets || err != nil {
+		t.Fatalf("SubmitBatch = %d, %v", n, err)
+	}
+	if n := wrong.Load(); n != 0 {
+		t.Errorf("%d of %d handlers saw a queue or a core holding more than their own request, or ran on a core the policy would not choose", n, packets)
+	}
+	st := u.Stats()
+	if got := st.Total().Packets; got != packets {
+		t.Fatalf("%d packets ran on the submitter, want %d", got, packets)
+	}
+	for _, c := range st.Clusters {
+		if c.QueueNow != 0 || c.QueueMax != 1 || c.QueueMean != 1 {
+			t.Errorf("cluster %d: queue now %d, max %d, mean %.2f after the batch, want 0, 1, 1", c.Cluster, c.QueueNow, c.QueueMax, c.QueueMean)
+		}
+	}
+	for _, cl := range u.clusters {
+		for _, co := range cl.cores {
+			if n := co.load.Load(); n != 0 {
+				t.Errorf("cluster %d core %d: work %d after the batch, want 0", cl.id, co.id, n)
+			}
+		}
+	}
+	done.Wait()
+}
+
 // Submitters that borrow, cores that run what was queued on them, and
 // clusters so small that submitters wait for room: a core is never run by
 // two goroutines at once (each handler claims its core; the race detector

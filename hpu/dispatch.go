@@ -18,24 +18,28 @@ package hpu
 // lowest-numbered, or else the least work): a core with work is awake, so
 // when the procs are taken, the awake cores of the subset are the ones
 // the policy would choose from but for the parked idle ones.
-func (h *HPU) dispatch(cl *cluster, p *Packet, a *arrivals) *core {
-	a.add(cl, cl.occ.Load())
+func (h *HPU) dispatch(cl *cluster, p *Packet, a *arrivals, b *borrowed) *core {
+	var o occupancy = h
+	if b != nil {
+		o = b
+	}
+	a.add(cl, o.held(cl.id))
 	j := -1
 	if h.awake.Load() >= h.procs {
-		j = h.awakeCore(cl, p.Hdr.Block)
+		j = h.awakeCore(cl, p.Hdr.Block, o)
 	}
 	if j < 0 {
-		j, _ = h.pl.core(cl.id, p.Hdr.Block, h)
+		j, _ = h.pl.core(cl.id, p.Hdr.Block, o)
 	}
 	best := cl.cores[j]
-	best.load.Add(1)
+	b.counted(best)
 	return best
 }
 
 // awakeCore is the awake core of block's subset in cl with the least work
 // (the first of equals in the subset's order), or -1 when every core of
 // the subset is parked.
-func (h *HPU) awakeCore(cl *cluster, block uint32) int {
+func (h *HPU) awakeCore(cl *cluster, block uint32, o occupancy) int {
 	best, bestWork := -1, int64(0)
 	wi, set := -1, uint64(0)
 	for c, k := h.pl.subsetBase(block), 0; k < h.pl.subset; c, k = h.pl.next(c), k+1 {
@@ -46,7 +50,7 @@ func (h *HPU) awakeCore(cl *cluster, block uint32) int {
 		if set&(1<<(c&63)) == 0 {
 			continue
 		}
-		w := cl.cores[c].load.Load()
+		w := o.work(cl.id, c)
 		if w == 0 {
 			return c
 		}

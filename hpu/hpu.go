@@ -44,6 +44,12 @@ type HPU struct {
 	// yield gives the CPU up where a core or a submitter lets others run
 	// (Config.LocalYield).
 	yield func()
+
+	// lenders are the submitters' borrowing states not in use (lend).
+	lenders struct {
+		sync.Mutex
+		free []*borrowed
+	}
 }
 
 type cluster struct {
@@ -215,6 +221,7 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 		m := h.clock.mark()
 		for i, p := range batch {
 			h.execute(co, p, &m, i == len(batch)-1)
+			co.leave()
 		}
 		if ce := co.task.cegress; ce != nil {
 			ce.Flush(co.task.index)
@@ -255,7 +262,6 @@ func (h *HPU) execute(co *core, p *Packet, m *mark, last bool) {
 	if h.done != nil {
 		h.done(p, t.index)
 	}
-	co.leave()
 }
 
 // Submit schedules p without blocking: to its home cluster (block mod
@@ -264,7 +270,7 @@ func (h *HPU) execute(co *core, p *Packet, m *mark, last bool) {
 // eligible queue has room; the caller drops or retries.
 func (h *HPU) Submit(p *Packet) error {
 	var a arrivals
-	co, err := h.place(p, &a)
+	co, err := h.place(p, &a, nil)
 	a.flush()
 	if err != nil {
 		return err
@@ -294,6 +300,12 @@ func (co *core) leave() {
 	co.load.Add(-1)
 	cl := co.cluster
 	cl.occ.Add(-1)
+	cl.signalRoom()
+}
+
+// signalRoom tells a submitter waiting for room in the cluster that a
+// request left.
+func (cl *cluster) signalRoom() {
 	if cl.waiting.Load() > 0 {
 		select {
 		case cl.room <- struct{}{}:
@@ -303,12 +315,17 @@ func (co *core) leave() {
 }
 
 // place picks the cluster and core for p and counts it in; ErrQueueFull
-// when no eligible cluster has room.
-func (h *HPU) place(p *Packet, a *arrivals) (*core, error) {
+// when no eligible cluster has room. b, when not nil, is the submitter's
+// borrowing state, whose finished packets' counts p may take over.
+func (h *HPU) place(p *Packet, a *arrivals, b *borrowed) (*core, error) {
 	if h.stopped.Load() {
 		return nil, ErrClosed
 	}
-	ci, overflow, ok := h.pl.cluster(p.Hdr.Block, h)
+	var o occupancy = h
+	if b != nil {
+		o = b
+	}
+	ci, overflow, ok := h.pl.cluster(p.Hdr.Block, o)
 	if !ok {
 		return nil, ErrQueueFull
 	}
@@ -316,7 +333,7 @@ func (h *HPU) place(p *Packet, a *arrivals) (*core, error) {
 	if overflow {
 		cl.overflowIn.Add(1)
 	}
-	return h.dispatch(cl, p, a), nil
+	return h.dispatch(cl, p, a, b), nil
 }
 
 // The HPU's occupancy, for the placement policy: the clusters' counts are
@@ -338,7 +355,7 @@ func (h *HPU) SubmitWait(ctx context.Context, p *Packet) error {
 }
 
 func (h *HPU) placeWait(ctx context.Context, p *Packet, a *arrivals) (*core, error) {
-	co, err := h.place(p, a)
+	co, err := h.place(p, a, nil)
 	if err != ErrQueueFull {
 		return co, err
 	}
@@ -355,7 +372,7 @@ func (h *HPU) placeWait(ctx context.Context, p *Packet, a *arrivals) (*core, err
 			return nil, ErrClosed
 		}
 	}
-	return h.dispatch(home, p, a), nil
+	return h.dispatch(home, p, a, nil), nil
 }
 
 // SubmitBatch submits ps in order with SubmitWait's back-pressure, but wakes
@@ -377,20 +394,20 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 	defer wakeAll()
 	var a arrivals
 	defer a.flush()
-	var b borrowed
-	defer h.giveBack(&b)
+	b := h.lend()
+	defer h.unlend(b)
 	for i, p := range ps {
-		co, err := h.place(p, &a)
+		co, err := h.place(p, &a, b)
 		if err == ErrQueueFull {
 			wakeAll() // the cores must run for room to appear
-			h.giveBack(&b)
+			h.giveBack(b)
 			co, err = h.placeWait(ctx, p, &a)
 		}
 		if err != nil {
 			return i, err
 		}
 		if b.holds(co) || h.borrows() && b.take(co) {
-			h.runBorrowed(&b, co, p)
+			h.runBorrowed(b, co, p)
 			continue
 		}
 		b.timed = false

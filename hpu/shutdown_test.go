@@ -24,7 +24,7 @@ func TestPlacedAfterCoresExit(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { u.Run(ctx); close(stopped) }()
 	p := pkt(newRecorder(), 0)
-	co, err := u.place(p, &arrivals{}) // Submit's first half, while the unit runs
+	co, err := u.place(p, &arrivals{}, nil) // Submit's first half, while the unit runs
 	if err != nil {
 		t.Fatal(err)
 	}
