@@ -46,7 +46,58 @@ type coreLane struct {
 	run   outRun
 	out   freeCache[outPacket] // taken from by EmitFrom
 	freed freeCache[inPacket]  // given back to by done, flushed with the run
-	_     [40]byte
+	held  heldRefs             // what the packets given back held, flushed with the run
+	_     [8]byte
+}
+
+// heldRefs is what a core's finished packets still hold, for one
+// reader: their job's count in flight (jobTally.enter) and their receive
+// region, given back once for each run of packets of one job and of one
+// region (flush, with the core's batch: CoreEgress.Flush) instead of with
+// two locked instructions a packet. Only the core's runner touches it.
+type heldRefs struct {
+	c       *readerCounts
+	n       int64
+	region  *inRegion
+	regionN int32
+}
+
+// drop takes over a finished packet's hold on its job's counts c and on
+// region g (nil: none).
+func (r *heldRefs) drop(c *readerCounts, g *inRegion) {
+	if c != r.c {
+		r.flushJob()
+		r.c = c
+	}
+	r.n++
+	if g == nil {
+		return
+	}
+	if g != r.region {
+		r.flushRegion()
+		r.region = g
+	}
+	r.regionN++
+}
+
+// flush gives back everything r holds.
+func (r *heldRefs) flush() {
+	r.flushJob()
+	r.flushRegion()
+}
+
+func (r *heldRefs) flushJob() {
+	if r.c != nil {
+		r.c.inflight.Add(-r.n)
+		r.c, r.n = nil, 0
+	}
+}
+
+func (r *heldRefs) flushRegion() {
+	if r.region != nil {
+		r.region.releaseN(r.regionN)
+		r.region, r.regionN = nil, 0
+	}
 }
 
 // coreRun is the most emits a core collects for one writer before it
@@ -115,6 +166,7 @@ func (s *Switch) Flush(core int) {
 		if l.run.head != nil && !(own && s.sends[rd].sendRun(&l.run)) {
 			s.handOn(rd, &l.run)
 		}
+		l.held.flush()
 		l.freed.flush()
 	}
 }

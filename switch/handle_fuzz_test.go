@@ -187,7 +187,8 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	d := conn.Datagram{Buf: ip.buf, N: n, Addr: r.from}
 	fx.clock += int64(time.Millisecond)
 	accepted := s.handle(&d, ip, fx.clock)
-	s.settle() // a join that completed a job: its handler is built, its members acked
+	s.readerIn[ip.rd].tally.flush() // as the reader does before it submits
+	s.settle()                      // a join that completed a job: its handler is built, its members acked
 	if accepted {
 		runOnUnit(t, fx.vu, &ip.pkt, fx.clock)
 	} else {

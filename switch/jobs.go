@@ -91,31 +91,51 @@ type readerCounts struct {
 // jobTally is what a reader counts of its batch's packets for their job,
 // added to the job's readerCounts once for each run of packets of one job
 // (flush, at the latest when the reader submits the batch) instead of
-// with two atomic writes a packet: a locked instruction a packet cost
-// about 5 ns of BenchmarkGenPath's ~200 (two of them 5% in six pairs).
-// The reader alone uses its tally.
+// with atomic writes a packet: each locked instruction waits for the
+// CPU's stores to drain (two of them were 5% of BenchmarkGenPath in six
+// pairs). The reader alone uses its tally. A run's packets count in
+// flight from its first (enter); the cores give the counts back a run at
+// a time too (heldRefs).
 type jobTally struct {
 	c       *readerCounts // the job's counts of this reader
 	n, last int64         // packets, and the arrival of the last (unix ns)
 }
 
-// add counts a packet that took the reader's counts c at now.
-func (t *jobTally) add(c *readerCounts, now int64) {
+// enter counts a packet of j from reader rd at now in flight, unless j
+// has ended. A run's first packet enters the job (job.enter) for the
+// whole run: that count is the run's hold, which its packets take over
+// at flush, and it keeps the job's teardown waiting until then. The
+// run's later packets check closing too, so that none enters after the
+// run has seen it.
+func (t *jobTally) enter(j *job, rd int, now int64) bool {
+	c := &j.per[rd]
 	if c != t.c {
 		t.flush()
+		if !j.enter(rd) {
+			return false
+		}
 		t.c = c
+	} else if j.closing.Load() {
+		return false
 	}
 	t.n++
 	t.last = now
+	return true
 }
 
-// flush adds what t counted to its job.
+// flush adds what t counted to its job: the run's packets in flight (its
+// hold becomes one of them), received and the last arrival.
 func (t *jobTally) flush() {
 	if t.c == nil {
 		return
 	}
-	t.c.rx.Add(t.n)
-	t.c.lastActive.Store(t.last)
+	if t.n != 1 {
+		t.c.inflight.Add(t.n - 1)
+	}
+	if t.n > 0 {
+		t.c.rx.Add(t.n)
+		t.c.lastActive.Store(t.last)
+	}
 	t.c, t.n = nil, 0
 }
 

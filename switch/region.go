@@ -35,8 +35,11 @@ type inRegion struct {
 
 // release drops one hold; the last one gives the region back to its
 // reader.
-func (g *inRegion) release() {
-	if g.refs.Add(-1) == 0 {
+func (g *inRegion) release() { g.releaseN(1) }
+
+// releaseN drops n holds.
+func (g *inRegion) releaseN(n int32) {
+	if g.refs.Add(-n) == 0 {
 		g.pool.put(g)
 	}
 }

@@ -663,11 +663,10 @@ func (s *Switch) accept(j *job, d *conn.Datagram, ip *inPacket, payload []byte, 
 		s.drops.add(dropUnexpected)
 		return false
 	}
-	if !j.enter(ip.rd) {
+	if !s.readerIn[ip.rd].tally.enter(j, ip.rd, now) {
 		s.drops.add(dropUnknownJob) // it ended after the lookup
 		return false
 	}
-	s.readerIn[ip.rd].tally.add(&j.per[ip.rd], now)
 	p.Payload = payload
 	p.Handler = live.handler
 	if fromParent && live.sparse {
@@ -730,30 +729,29 @@ func (s *Switch) refuseOldJoin(from netip.AddrPort, pkt []byte) {
 }
 
 // done is the HPU's hook after a packet's handler, on core `core`: the
-// packet goes back to the core's cache, which Flush empties.
+// packet goes back to the core's cache, and what it held to the core's
+// refs, which Flush empties.
 func (s *Switch) done(p *hpu.Packet, core int) {
-	ip := s.unref(p)
-	s.cores[core][ip.rd].freed.put(ip)
+	l := &s.cores[core][p.Ref.(*inPacket).rd]
+	l.freed.put(s.detach(p, &l.held))
 }
 
 // recycle gives a packet the unit did not take back to its reader's free
-// list, once unref has let go of what it held.
+// list, and what it held back at once.
 func (s *Switch) recycle(p *hpu.Packet) {
-	ip := s.unref(p)
+	var r heldRefs
+	ip := s.detach(p, &r)
+	r.flush()
 	s.inFree[ip.rd].put(ip)
 }
 
-// unref lets go of what packet p held (its job's count, its region) and
-// returns it ready for the free list.
-func (s *Switch) unref(p *hpu.Packet) *inPacket {
+// detach hands what packet p held (its job's count in flight, its region)
+// to r and returns p ready for the free list.
+func (s *Switch) detach(p *hpu.Packet, r *heldRefs) *inPacket {
 	ip := p.Ref.(*inPacket)
-	ip.job.per[ip.rd].inflight.Add(-1)
-	ip.job, ip.live = nil, nil
+	r.drop(&ip.job.per[ip.rd], ip.region)
+	ip.job, ip.live, ip.region = nil, nil, nil
 	p.Handler, p.Payload = nil, nil
-	if ip.region != nil {
-		ip.region.release()
-		ip.region = nil
-	}
 	return ip
 }
 

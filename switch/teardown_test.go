@@ -163,6 +163,60 @@ func TestLookedUpPacketAfterTeardown(t *testing.T) {
 	}
 }
 
+// A reader counts a run of one job's packets in flight once, at its first
+// packet (jobTally.enter), and the rest at the flush before it submits.
+// When the job ends in the middle of the run, the packets already taken
+// keep its teardown waiting until they are done, and the run's later
+// packets are refused, not counted.
+func TestRunHoldsItsJob(t *testing.T) {
+	const id, token = 7, 0x1234
+	fx := newJobFixture(t, nil)
+	fx.deliver(fzRank0, testJoin(id, token, 0, 2, 0))
+	fx.deliver(fzRank1, testJoin(id, token, 1, 2, 0))
+	j := fx.s.jobs.get(id)
+	if j == nil || j.live.Load() == nil {
+		t.Fatal("the job was not admitted")
+	}
+	accept := func(rank int, from netip.AddrPort) (*inPacket, bool) { // the reader's steps after the lookup
+		ip := fx.s.slot()
+		pkt := testData(id, token, rank, 1, 0, 0)
+		d := conn.Datagram{Buf: ip.buf, N: copy(ip.buf, pkt), Addr: from}
+		payload, err := ip.pkt.Hdr.Unmarshal(d.Buf[:d.N])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ip, fx.s.accept(j, &d, ip, payload, false, fx.clock)
+	}
+	first, ok := accept(0, fzRank0) // the run's first packet: not flushed yet
+	if !ok {
+		t.Fatal("the run's first packet was refused")
+	}
+	if n := j.inflight(); n != 1 {
+		t.Fatalf("%d in flight after the run's first packet, want 1 (the run's hold)", n)
+	}
+	reserved := fx.s.budget.reserved.Load()
+	fx.end(id) // its teardown waits for the count to reach 0
+	if later, ok := accept(1, fzRank1); ok {
+		t.Errorf("a packet of the run, looked up before its job ended, was accepted after")
+		fx.s.inFree[later.rd].put(later)
+	}
+	fx.s.readerIn[first.rd].tally.flush()
+	if n := j.inflight(); n != 1 {
+		t.Fatalf("%d in flight after the flush, want 1: the first packet alone", n)
+	}
+	if n := fx.s.budget.reserved.Load(); n != reserved || n == 0 {
+		t.Fatalf("the job's memory went back (%d of %d bytes reserved) while its packet was in flight", n, reserved)
+	}
+	fx.run(first) // runs on the open handler; done and Flush give its count back
+	fx.s.wg.Wait()
+	if n := j.inflight(); n != 0 {
+		t.Errorf("%d in flight after the packet ran", n)
+	}
+	if n := fx.s.budget.reserved.Load(); n != 0 {
+		t.Errorf("%d bytes still reserved after the teardown", n)
+	}
+}
+
 // TestEmitFindsThePacketsJob reproduces the egress finding the job by id:
 // a packet of job 7 that runs after job 7 ended and another job 7 (same
 // token) was created must send its results to the members of the job it

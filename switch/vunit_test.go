@@ -7,11 +7,17 @@ import (
 )
 
 // newFixtureUnit is a VirtualUnit of s's shape that emits through s and
-// gives packets back to s.done, as s's own unit would: the fixtures run
-// accepted packets' handlers on it, one at a time, in virtual time.
+// gives packets back to s.done, as s's own unit would, each handler a
+// batch of its core's (s.Flush gives back what the packet held): the
+// fixtures run accepted packets' handlers on it, one at a time, in
+// virtual time.
 func newFixtureUnit(t *testing.T, s *Switch) *hpu.VirtualUnit {
 	t.Helper()
-	u, err := hpu.NewVirtual(s.unit.Config(), s, s.done)
+	done := func(p *hpu.Packet, core int) {
+		s.done(p, core)
+		s.Flush(core)
+	}
+	u, err := hpu.NewVirtual(s.unit.Config(), s, done)
 	if err != nil {
 		t.Fatal(err)
 	}
