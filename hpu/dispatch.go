@@ -19,10 +19,7 @@ package hpu
 // when the procs are taken, the awake cores of the subset are the ones
 // the policy would choose from but for the parked idle ones.
 func (h *HPU) dispatch(cl *cluster, p *Packet, a *arrivals, b *borrowed) *core {
-	var o occupancy = h
-	if b != nil {
-		o = b
-	}
+	o := h.view(b)
 	a.add(cl, o.held(cl.id))
 	j := -1
 	if h.awake.Load() >= h.procs {

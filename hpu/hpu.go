@@ -321,11 +321,7 @@ func (h *HPU) place(p *Packet, a *arrivals, b *borrowed) (*core, error) {
 	if h.stopped.Load() {
 		return nil, ErrClosed
 	}
-	var o occupancy = h
-	if b != nil {
-		o = b
-	}
-	ci, overflow, ok := h.pl.cluster(p.Hdr.Block, o)
+	ci, overflow, ok := h.pl.cluster(p.Hdr.Block, h.view(b))
 	if !ok {
 		return nil, ErrQueueFull
 	}
@@ -334,6 +330,15 @@ func (h *HPU) place(p *Packet, a *arrivals, b *borrowed) (*core, error) {
 		cl.overflowIn.Add(1)
 	}
 	return h.dispatch(cl, p, a, b), nil
+}
+
+// view is the occupancy submitter b places by: the unit's, less b's
+// credits (borrowed); the unit's own where b is nil.
+func (h *HPU) view(b *borrowed) occupancy {
+	if b != nil {
+		return b
+	}
+	return h
 }
 
 // The HPU's occupancy, for the placement policy: the clusters' counts are
