@@ -16,7 +16,7 @@ type Buffer struct {
 	Data    []byte
 	arena   *Arena
 	index   int32
-	inUse   atomic.Bool
+	inUse   bool // under arena.mu
 	owner   *Quota
 	Cluster int // the cluster whose L1 holds it
 }
@@ -27,9 +27,8 @@ type Arena struct {
 	mu      sync.Mutex
 	mem     []byte
 	bufs    []Buffer
-	free    []int32
-	inUse   atomic.Int64
-	peak    atomic.Int64
+	free    []int32 // under mu, as peak and every buffer's inUse
+	peak    int     // the most buffers in use at once
 	cluster int
 
 	// The buffers in use integrated over time, exactly: at every
@@ -55,10 +54,22 @@ func newArena(cluster, l1Bytes, bufBytes int) *Arena {
 func (a *Arena) Cap() int { return len(a.bufs) }
 
 // InUse is the number of buffers currently allocated.
-func (a *Arena) InUse() int { return int(a.inUse.Load()) }
+func (a *Arena) InUse() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.inUse()
+}
+
+// inUse is InUse for a caller that holds mu, or that alone uses the arena
+// (the virtual unit).
+func (a *Arena) inUse() int { return len(a.bufs) - len(a.free) }
 
 // Peak is the largest InUse seen.
-func (a *Arena) Peak() int { return int(a.peak.Load()) }
+func (a *Arena) Peak() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.peak
+}
 
 // advance adds the time since the last change at the present count to
 // held. The caller holds mu.
@@ -70,7 +81,7 @@ func (a *Arena) advance() {
 	if now <= a.since { // a clock may step back by a few ns (clock.go)
 		return
 	}
-	a.held += int64(len(a.bufs)-len(a.free)) * (now - a.since)
+	a.held += int64(a.inUse()) * (now - a.since)
 	a.since = now
 }
 
@@ -82,6 +93,7 @@ func (a *Arena) heldUntilNow() int64 {
 	return a.held
 }
 
+// get pops a free buffer, or returns nil when none is free.
 func (a *Arena) get() *Buffer {
 	a.mu.Lock()
 	n := len(a.free)
@@ -90,23 +102,24 @@ func (a *Arena) get() *Buffer {
 		return nil
 	}
 	a.advance()
-	i := a.free[n-1]
+	b := &a.bufs[a.free[n-1]]
 	a.free = a.free[:n-1]
+	b.inUse = true
+	a.peak = max(a.peak, len(a.bufs)-n+1)
 	a.mu.Unlock()
-	b := &a.bufs[i]
-	b.inUse.Store(true)
-	u := a.inUse.Add(1)
-	for p := a.peak.Load(); u > p && !a.peak.CompareAndSwap(p, u); p = a.peak.Load() {
-	}
 	return b
 }
 
+// put returns b to the free stack. The counts and the double-free check
+// live under the lock put takes anyway, so that a buffer's round trip
+// makes no locked instruction but the lock's own.
 func (a *Arena) put(b *Buffer) {
-	if !b.inUse.CompareAndSwap(true, false) {
+	a.mu.Lock()
+	if !b.inUse {
+		a.mu.Unlock()
 		panic("hpu: buffer freed twice")
 	}
-	a.inUse.Add(-1)
-	a.mu.Lock()
+	b.inUse = false
 	a.advance()
 	a.free = append(a.free, b.index)
 	a.mu.Unlock()

@@ -268,7 +268,7 @@ func (u *VirtualUnit) setClock(t int64) {
 func (u *VirtualUnit) observeMem() {
 	n := 0
 	for _, a := range u.mem.arenas {
-		n += int(a.inUse.Load())
+		n += a.inUse() // the unit's one goroutine is the arenas' only user
 	}
 	u.memNow = n
 	u.memMax = max(u.memMax, n)
