@@ -53,10 +53,12 @@ type Config struct {
 	// it (a core whose queue ran dry, a submitter after running cores'
 	// packets), to the goroutines queued on their own P (yield.Local)
 	// instead of runtime.Gosched, which moves the yielder to the global
-	// run queue and wakes an idle P to take it. For a process whose Ps
-	// run the hosts too (the switch's Config.SharedCPUs): there the other
-	// P has the hosts' work, and a wake-up of it to take the yielder costs
-	// what the yield was to save.
+	// run queue and wakes an idle P to take it, with its working set in
+	// this CPU's cache. The switch sets it: where its readers take every
+	// P, a reader that yielded with Gosched moved between the Ps about 18
+	// times a call; where the hosts share its Ps (the switch's
+	// Config.SharedCPUs), the other P has the hosts' work, and a wake-up
+	// of it to take the yielder costs what the yield was to save.
 	LocalYield bool
 }
 

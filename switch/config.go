@@ -153,10 +153,12 @@ type Config struct {
 	// a handler sends what it emits: each reader the results of the cores
 	// it ran for its batch, and what else is queued for its writer, before
 	// it reads again (sendOwn); a core's goroutine its own run when the
-	// socket is free (egress.go). The writer takes the rest. The switch's
-	// goroutines yield to the goroutines queued on their own P
-	// (hpu.Config.LocalYield) instead of waking the other. Without it only
-	// the writers send, and a reader goes back to its socket at once.
+	// socket is free (egress.go). The writer takes the rest. Without it
+	// only the writers send, and a reader goes back to its socket at once.
+	// Either way the switch's goroutines yield to the goroutines queued on
+	// their own P (hpu.Config.LocalYield, which WithDefaults sets): with
+	// runtime.Gosched each yield could move a reader to another P, and
+	// its working set to another CPU's cache (docs/PERFORMANCE.md).
 	SharedCPUs bool
 	Socket     conn.Config // socket batch size, offload, buffers and busy poll (when Conn is nil)
 	// Multicast, when set, is a pool of IPv4 multicast groups (such as
@@ -260,7 +262,7 @@ func (c Config) WithDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.HPU.BufferBytes = c.PacketBytes
-	c.HPU.LocalYield = c.HPU.LocalYield || c.SharedCPUs
+	c.HPU.LocalYield = true
 	c.HPU = c.HPU.WithDefaults()
 	if c.Readers == 0 {
 		switch {
