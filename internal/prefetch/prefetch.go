@@ -14,7 +14,8 @@ package prefetch
 const Line = 64
 
 // Write hints that b's lines will be written soon: each line that holds a
-// byte of b is fetched toward the CPU's first-level cache.
+// byte of b is fetched toward the CPU's first-level cache, for writing
+// where the CPU can (PREFETCHW on amd64).
 func Write(b []byte) {
 	if len(b) > 0 {
 		write(b)

@@ -15,9 +15,11 @@ func TestWriteChangesNothing(t *testing.T) {
 	}
 	want := bytes.Clone(buf)
 	Write(nil)
-	for off := range 2 * Line {
-		for n := 0; off+n <= len(buf); n += 13 {
-			Write(buf[off : off+n])
+	for _, write := range hints {
+		for off := range 2 * Line {
+			for n := 1; off+n <= len(buf); n += 13 {
+				write(buf[off : off+n])
+			}
 		}
 	}
 	if !bytes.Equal(buf, want) {
