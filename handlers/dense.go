@@ -649,7 +649,7 @@ func (d *Dense) emitStored(t *hpu.Task, h *wire.Header, stored []byte) {
 // its vector, and from a few MiB on, no cache holds it. Copied cold, each
 // line of the slot waited for its own fetch before the block's lock could
 // be released; hinted, the fetches run while the last packet is on its
-// way (BenchmarkGenPath at 16 MiB: 2-4% less CPU a packet,
+// way (BenchmarkGenPath at 16 MiB: 2-7% less CPU a packet,
 // docs/PERFORMANCE.md). A hint costs no cycles in virtual time.
 func (d *Dense) prefetchResult(h *wire.Header, n int) {
 	if d.results[0] == nil {
