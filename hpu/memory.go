@@ -105,7 +105,7 @@ func (a *Arena) get() *Buffer {
 	b := &a.bufs[a.free[n-1]]
 	a.free = a.free[:n-1]
 	b.inUse = true
-	a.peak = max(a.peak, len(a.bufs)-n+1)
+	a.peak = max(a.peak, a.inUse())
 	a.mu.Unlock()
 	return b
 }

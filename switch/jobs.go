@@ -129,13 +129,11 @@ func (t *jobTally) flush() {
 	if t.c == nil {
 		return
 	}
-	if t.n != 1 {
+	if t.n > 1 { // a run counts from its first packet (enter): n >= 1
 		t.c.inflight.Add(t.n - 1)
 	}
-	if t.n > 0 {
-		t.c.rx.Add(t.n)
-		t.c.lastActive.Store(t.last)
-	}
+	t.c.rx.Add(t.n)
+	t.c.lastActive.Store(t.last)
 	t.c, t.n = nil, 0
 }
 
