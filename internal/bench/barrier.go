@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -28,8 +27,8 @@ const barrierEnv = "FLARE_BENCH_BARRIER_FDS"
 
 // rankBarrier is a rank process's side: ready, then wait for the release.
 type rankBarrier struct {
-	release io.Reader
-	ready   io.Writer
+	release *os.File
+	ready   *os.File
 }
 
 // barrierFromEnv opens this process's side when its parent gave it one; nil
@@ -45,14 +44,23 @@ func barrierFromEnv() (*rankBarrier, error) {
 	if !ok || err1 != nil || err2 != nil || r < 3 || w < 3 {
 		return nil, fmt.Errorf("%s=%q: want two descriptors R,W (3 and up)", barrierEnv, v)
 	}
-	return &rankBarrier{release: os.NewFile(uintptr(r), "barrier-release"), ready: os.NewFile(uintptr(w), "barrier-ready")}, nil
+	release, err := pipeFile(r, "barrier-release")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", barrierEnv, err)
+	}
+	ready, err := pipeFile(w, "barrier-ready")
+	if err != nil {
+		release.Close()
+		return nil, fmt.Errorf("%s: %w", barrierEnv, err)
+	}
+	return &rankBarrier{release: release, ready: ready}, nil
 }
 
 // finish says this rank has finished its last call, for the parent's
 // reading of its own CPU (cpuSpan): the byte wait sends before a call.
 func (b *rankBarrier) finish() error {
 	var one [1]byte
-	if _, err := b.ready.Write(one[:]); err != nil {
+	if err := pipeWrite(b.ready, one[:]); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
 	return nil
@@ -68,7 +76,7 @@ func (b *rankBarrier) wait() error {
 		return err
 	}
 	var one [1]byte
-	if _, err := io.ReadFull(b.release, one[:]); err != nil {
+	if err := pipeRead(b.release, one[:]); err != nil {
 		return fmt.Errorf("barrier: the parent ended the run: %w", err)
 	}
 	return nil
@@ -153,7 +161,7 @@ func (b *parentBarrier) run(calls, first int, cpu *cpuSpan, prof *rowProfile) er
 func (b *parentBarrier) releaseAll() bool {
 	var one [1]byte
 	for _, f := range b.release {
-		if _, err := f.Write(one[:]); err != nil {
+		if err := pipeWrite(f, one[:]); err != nil {
 			return false
 		}
 	}
@@ -165,7 +173,7 @@ func (b *parentBarrier) releaseAll() bool {
 func (b *parentBarrier) allReady() bool {
 	var one [1]byte
 	for _, f := range b.ready {
-		if _, err := io.ReadFull(f, one[:]); err != nil {
+		if err := pipeRead(f, one[:]); err != nil {
 			return false
 		}
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,8 +93,8 @@ func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
 	var cpu cpuSpan
 	go func() { done <- b.run(10, 0, &cpu, nil) }()
 	// Rank 2 "exits": its ends close, as the kernel closes them.
-	sides[2].release.(io.Closer).Close()
-	sides[2].ready.(io.Closer).Close()
+	sides[2].release.Close()
+	sides[2].ready.Close()
 	errs := make(chan error, 2)
 	for _, side := range sides[:2] {
 		go func() { errs <- side.wait() }()

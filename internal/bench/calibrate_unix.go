@@ -17,7 +17,7 @@ func ProcessCPU() (time.Duration, bool) {
 // apart.
 func processTimes() (cpuTimes, bool) {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := getrusage(&ru); err != nil {
 		return cpuTimes{}, false
 	}
 	return cpuTimes{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano())}, true
