@@ -35,6 +35,8 @@ func TestBarrierPipesInheritedBlocking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.release.Close()
+	defer b.ready.Close()
 	for _, f := range []int{release[0], ready[1]} {
 		flags, err := fcntlFlags(f)
 		if err != nil {
