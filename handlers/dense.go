@@ -611,8 +611,7 @@ func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count ui
 	var stored []byte
 	t.Lock(&b.lock)
 	if d.storable(slot, blk, h.Generation) {
-		off := int(blk) * d.cfg.PacketElems * d.esize
-		stored = d.results[slot][off : off+len(payload)]
+		stored = d.stored(h.Generation, blk, len(payload))
 		copy(stored, payload)
 		d.resultGen[slot][blk] = h.Generation + 1
 		if d.resultCount[0] != nil {
@@ -655,9 +654,14 @@ func (d *Dense) prefetchResult(h *wire.Header, n int) {
 	if d.results[0] == nil {
 		return
 	}
-	store := d.results[h.Generation&1]
-	off := int(h.Block) * d.cfg.PacketElems * d.esize
-	prefetch.Write(store[off:min(off+n, len(store))])
+	prefetch.Write(d.stored(h.Generation, h.Block, n))
+}
+
+// stored is the first n bytes of block blk's slot in the store of
+// generation gen's parity.
+func (d *Dense) stored(gen, blk uint32, n int) []byte {
+	off := int(blk) * d.cfg.PacketElems * d.esize
+	return d.results[gen&1][off : off+n]
 }
 
 // storable reports, under the block's lock, whether block blk's result of
@@ -698,9 +702,8 @@ func (d *Dense) resend(t *hpu.Task) {
 			Version: wire.Version, Type: wire.TypeData, Flags: wire.FlagFromSwitch | wire.FlagRetransmit, Job: d.cfg.Job, Token: d.cfg.Token,
 			Generation: p.Hdr.Generation, Block: p.Hdr.Block, Child: d.cfg.Uplink.Child, DType: d.cfg.DType, Op: d.cfg.Op, Count: p.Hdr.Count,
 		}
-		off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
 		t.ChargeCopy(int(p.Hdr.Count) * d.esize)
-		t.Emit(&h, d.results[slot][off:off+int(p.Hdr.Count)*d.esize])
+		t.Emit(&h, d.stored(p.Hdr.Generation, p.Hdr.Block, int(p.Hdr.Count)*d.esize))
 		d.Stats.ResentUp.Add(1)
 		return
 	}
@@ -713,8 +716,7 @@ func (d *Dense) resend(t *hpu.Task) {
 		h.Flags |= wire.FlagPartial
 		h.Child = d.resultCount[slot][p.Hdr.Block]
 	}
-	off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
-	payload := d.results[slot][off : off+int(p.Hdr.Count)*d.esize]
+	payload := d.stored(p.Hdr.Generation, p.Hdr.Block, int(p.Hdr.Count)*d.esize)
 	t.ChargeCopy(len(payload))
 	d.emitStored(t, &h, payload)
 	d.Stats.Resent.Add(1)
@@ -741,8 +743,7 @@ func (d *Dense) down(t *hpu.Task) {
 		d.Stats.Stale.Add(1)
 		return
 	}
-	off := int(p.Hdr.Block) * d.cfg.PacketElems * d.esize
-	copy(d.results[slot][off:off+len(p.Payload)], p.Payload)
+	copy(d.stored(p.Hdr.Generation, p.Hdr.Block, len(p.Payload)), p.Payload)
 	d.final[slot][p.Hdr.Block] = true
 	t.Unlock(&b.lock)
 	t.ChargeCopy(len(p.Payload))
