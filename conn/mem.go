@@ -226,8 +226,7 @@ func (n *MemNetwork) deliver(dst *memConn, from netip.AddrPort, bs [][]byte) {
 		n.noRoute.Add(uint64(len(bs)))
 		return
 	}
-	queued := dst.q.push(from, bs)
-	n.delivered.Add(uint64(queued))
+	queued := dst.q.push(from, bs, &n.delivered)
 	if queued < len(bs) {
 		n.overflow.Add(uint64(len(bs) - queued))
 	}
@@ -250,8 +249,10 @@ func (q *memQueue) init(qlen int) {
 	q.ring, q.wake = make([]*memPacket, qlen), make(chan struct{}, 1)
 }
 
-// push copies what fits of bs onto the queue and returns how many.
-func (q *memQueue) push(from netip.AddrPort, bs [][]byte) int {
+// push copies what fits of bs onto the queue, adds how many to queued
+// before the reader can take them (so that a reader that has a datagram
+// finds it counted in the network's Stats), and returns how many.
+func (q *memQueue) push(from netip.AddrPort, bs [][]byte, queued *atomic.Uint64) int {
 	q.mu.Lock()
 	k := min(len(bs), len(q.ring)-q.n)
 	for _, b := range bs[:k] {
@@ -265,6 +266,7 @@ func (q *memQueue) push(from netip.AddrPort, bs [][]byte) int {
 		q.ring[(q.head+q.n)%len(q.ring)] = p
 		q.n++
 	}
+	queued.Add(uint64(k))
 	q.mu.Unlock()
 	if k > 0 {
 		select {
