@@ -53,6 +53,6 @@ func (d *Dense) release(t *hpu.Task, w *work, gen, blk uint32, count int) {
 	d.emitResult(t, &h, payload, uint16(count))
 	d.Stats.Partial.Add(1)
 	d.Stats.Missed.Add(int64(d.cfg.Children - count))
-	d.Stats.Completed.Add(1)
+	d.Stats.Completed.Add(w.shard, 1)
 	d.releaseWork(w)
 }

@@ -201,7 +201,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 			w.filled = make([]bool, nbufs)
 			w.locks = make([]hpu.Lock, nbufs)
 		}
-		w.shard = shardOf(i) // spread over the stacks; a take moves it to the taker's
+		w.shard = firstShard(i, nwork) // a take moves it to the taker's
 		d.works.put(w, w.shard)
 	}
 	return d, nil
@@ -584,8 +584,8 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 	payload := res.Data[:count*d.esize]
 	t.ChargeCopy(len(payload))
 	d.emitResult(t, &h, payload, 0)
-	d.Stats.Completed.Add(1)
-	d.Stats.LatencyNs.Add(t.Started() - w.gs.start)
+	d.Stats.Completed.Add(w.shard, 1)
+	d.Stats.LatencyNs.Add(w.shard, t.Started()-w.gs.start)
 	if d.cfg.Algo == wire.AlgoTree {
 		d.cfg.Quota.Free(res) // the root's buffer is held by no node
 	}

@@ -63,8 +63,10 @@ const (
 	hasPointers = true
 )
 
-// poolBytes is a workPool of n states: its stacks, each reserved for n.
-func poolBytes(n int64) int64 { return poolShards * heapObject(n*ptrBytes, hasPointers) }
+// poolBytes is a workPool of n states: its stacks, and each one's room for n.
+func poolBytes(n int64) int64 {
+	return heapObject(int64(unsafe.Sizeof([poolShards]poolShard[work]{})), hasPointers) + poolShards*heapObject(n*ptrBytes, hasPointers)
+}
 
 // Footprint is what NewDense allocates for c with a quota of quotaBuffers
 // buffers (c.Quota is not read, so the daemon can size a job before it

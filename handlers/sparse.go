@@ -309,7 +309,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	s.works.reserve(nwork)
 	for i := range nwork {
 		w := s.newWork()
-		w.shard = shardOf(i) // spread over the stacks; a take moves it to the taker's
+		w.shard = firstShard(i, nwork) // a take moves it to the taker's
 		s.works.put(w, w.shard)
 	}
 	return s, nil

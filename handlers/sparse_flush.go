@@ -27,8 +27,8 @@ func (s *Sparse) flush(t *hpu.Task, w *sparseWork, gen, blk uint32) {
 		s.flushArray(&o)
 	}
 	o.close()
-	s.Stats.Completed.Add(1)
-	s.Stats.LatencyNs.Add(t.Started() - w.gs.start)
+	s.Stats.Completed.Add(w.shard, 1)
+	s.Stats.LatencyNs.Add(w.shard, t.Started()-w.gs.start)
 	s.releaseWork(w)
 }
 

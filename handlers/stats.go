@@ -7,11 +7,11 @@ import (
 
 // BlockStats are the counters every design keeps of its blocks, their
 // generations and their results: the part of DenseStats and SparseStats
-// that means the same for both. Plain atomics: the daemon turns them into
-// metrics at scrape time.
+// that means the same for both. Atomics, and Counts for those every block
+// or packet adds to: the daemon turns them into metrics at scrape time.
 type BlockStats struct {
 	Packets   Count        // packets admitted and aggregated (a dense packet is one child's contribution)
-	Completed atomic.Int64 // blocks completed and emitted
+	Completed Count        // blocks completed and emitted
 	Duplicate atomic.Int64 // packets already admitted, or of a block already emitted
 	Stale     atomic.Int64 // packets of an older generation
 	Invalid   atomic.Int64 // packets that do not fit the job, or (sparse) contradict the child's stream
@@ -24,7 +24,7 @@ type BlockStats struct {
 	// block's first packet to the one that completed it (Task.Started: ns
 	// in real time, cycles in virtual time): the time a block holds its
 	// buffers, Little's law's W.
-	LatencyNs atomic.Int64
+	LatencyNs Count
 }
 
 // String gives the counters that explain a stuck or refused block, on one
@@ -39,12 +39,12 @@ func (s *SparseStats) String() string {
 	return fmt.Sprintf("%s badindex=%d spilled=%d", s.BlockStats.String(), s.BadIndex.Load(), s.Spilled.Load())
 }
 
-// Count is a counter the cores add to a packet at a time, from several
-// CPUs at once: one count per workPool stack, each on a cache line of
-// its own, summed when read. A block's packets add to its record's stack,
-// so the readers of a group, whose blocks' records keep to stacks of
-// their own, each write their own line instead of one that every CPU
-// writes.
+// Count is a counter the cores add to a packet or a block at a time, from
+// several CPUs at once: one count per workPool stack, each on a cache line
+// of its own, summed when read. A block's packets and its completion add
+// to its record's stack, so the readers of a group, whose blocks' records
+// keep to stacks of their own, each write their own line instead of one
+// that every CPU writes.
 type Count struct {
 	shards [poolShards]struct {
 		n atomic.Int64

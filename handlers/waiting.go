@@ -19,7 +19,7 @@ const maxWaitingNamed = 8
 // at most one per core. (A sync.Pool would allocate whenever a core's
 // goroutine moved to another P, or the race detector dropped a pooled
 // buffer.)
-var waitingScratch workPool[[512]byte]
+var waitingScratch = func() (p workPool[[512]byte]) { p.reserve(0); return p }()
 
 // reportWaiting answers a retransmitted packet of a block the switch
 // already has from its sender, while the block still waits for other

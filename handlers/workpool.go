@@ -16,24 +16,41 @@ const poolShards = 8
 // that no packet allocates. Its size bounds the blocks open at once. A
 // stack that is empty takes from the others, so a take fails only when
 // every stack was found empty.
+//
+// The stacks are an allocation of their own (reserve), 512 bytes, which
+// the Go allocator places on a 512-byte boundary: each stack is exactly
+// one cache line. Held inside the handler's struct, as they were, they
+// began wherever the fields before them ended, and each stack's lock
+// shared a line with its neighbour's, which the other reader takes: with
+// the two vCPUs on separate dies, every block's take and put waited for
+// that line to come across (docs/PERFORMANCE.md).
 type workPool[T any] struct {
-	shards [poolShards]poolShard[T]
+	shards *[poolShards]poolShard[T]
 }
 
-// poolShard is one stack, on cache lines of its own.
+// poolShard is one stack, on a cache line of its own.
 type poolShard[T any] struct {
 	mu   sync.Mutex
 	free []*T
 	_    [32]byte
 }
 
-// reserve gives every stack room for n states, so that put never grows
-// one: a pool of n states holds at most n in any stack.
+// reserve makes the stacks and gives every one room for n states, so that
+// put never grows one: a pool of n states holds at most n in any stack.
 func (p *workPool[T]) reserve(n int) {
+	p.shards = new([poolShards]poolShard[T])
 	for i := range p.shards {
 		p.shards[i].free = make([]*T, 0, n)
 	}
 }
+
+// firstShard is the stack state i of n starts in: the states in order, in
+// runs of n/poolShards a stack. The states of a run lie side by side in
+// memory (one allocation for Dense's, allocated in turn for Sparse's), so
+// the states a reader's clusters use first do not share cache lines with
+// another reader's, as every other one did when they were dealt out in
+// turn.
+func firstShard(i, n int) uint8 { return uint8(i * poolShards / n) }
 
 // shardOf is the stack of cluster c: where the states it takes go back.
 func shardOf(c int) uint8 { return uint8(c % poolShards) }
