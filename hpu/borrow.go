@@ -78,9 +78,8 @@ func (h *HPU) lend() *borrowed {
 	return &borrowed{h: h}
 }
 
-// unlend gives b's cores back and returns b to the pool.
+// unlend returns b, its cores given back, to the pool.
 func (h *HPU) unlend(b *borrowed) {
-	h.giveBack(b)
 	h.lenders.Lock()
 	h.lenders.free = append(h.lenders.free, b)
 	h.lenders.Unlock()

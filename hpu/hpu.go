@@ -386,8 +386,37 @@ func (h *HPU) placeWait(ctx context.Context, p *Packet, a *arrivals) (*core, err
 // one per packet. Where no CPU is free for a parked core (Config.Submitters),
 // it runs that core's packets itself and gives the core back on return
 // (borrow.go). It returns how many packets were submitted: on an error
-// (ctx done, or the unit stopped) ps[n:] were not.
+// (ctx done, or the unit stopped) ps[n:] were not. A goroutine that
+// submits batch after batch does better with a Submitter of its own.
 func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
+	b := h.lend()
+	defer h.unlend(b)
+	return h.submitBatch(ctx, ps, b)
+}
+
+// Submitter is one submitting goroutine's way into the unit: SubmitBatch
+// with a borrowing state of its own, where HPU.SubmitBatch takes one from
+// the unit's pool for each batch. The pool is shared by every submitter:
+// its lock, and a state last written by another reader's CPU, cost each
+// batch a few cache lines brought across from that CPU (with the two vCPUs
+// on separate dies, ~200 ns each; docs/PERFORMANCE.md). A Submitter is
+// for one goroutine at a time.
+type Submitter struct {
+	h *HPU
+	b *borrowed
+}
+
+// NewSubmitter returns a Submitter of the unit.
+func (h *HPU) NewSubmitter() *Submitter { return &Submitter{h: h, b: &borrowed{h: h}} }
+
+// SubmitBatch is HPU.SubmitBatch through s's own borrowing state.
+func (s *Submitter) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
+	return s.h.submitBatch(ctx, ps, s.b)
+}
+
+// submitBatch is SubmitBatch with b as the batch's borrowing state; it
+// gives b's cores back before it returns.
+func (h *HPU) submitBatch(ctx context.Context, ps []*Packet, b *borrowed) (int, error) {
 	var pending [64]*core
 	np := 0
 	wakeAll := func() {
@@ -399,8 +428,7 @@ func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
 	defer wakeAll()
 	var a arrivals
 	defer a.flush()
-	b := h.lend()
-	defer h.unlend(b)
+	defer h.giveBack(b)
 	for i, p := range ps {
 		co, err := h.place(p, &a, b)
 		if err == ErrQueueFull {

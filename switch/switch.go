@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -187,6 +188,9 @@ func New(cfg Config) (*Switch, error) {
 		return nil, err
 	}
 	s.unit = unit
+	for rd := range s.readerIn {
+		s.readerIn[rd].sub = unit.NewSubmitter()
+	}
 	if cfg.Parent != "" {
 		s.parent = netip.MustParseAddrPort(cfg.Parent) // Validate parsed it
 		s.links.ref(linkParent, s.parent)
@@ -436,12 +440,16 @@ func (s *Switch) tick(j *job, now time.Time) {
 	}
 }
 
-// readerCache is a reader's end of the received packets' free list and
-// its tally of the batch it is handling, on lines of their own.
+// readerCache is a reader's end of the received packets' free list, its
+// tally of the batch it is handling and its way into the processing unit,
+// on lines of their own: its fields take at most 64 bytes and it is padded
+// to 128, so that in a slice of them, however it is aligned, no two
+// readers' fields share a cache line.
 type readerCache struct {
 	in    freeCache[inPacket]
 	tally jobTally
-	_     [32]byte
+	sub   *hpu.Submitter
+	_     [128 - unsafe.Sizeof(freeCache[inPacket]{}) - unsafe.Sizeof(jobTally{}) - unsafe.Sizeof((*hpu.Submitter)(nil))]byte
 }
 
 // reader rd receives batches on its socket and dispatches each datagram:
@@ -487,7 +495,7 @@ func (s *Switch) reader(ctx context.Context, rd int) error {
 			}
 		}
 		s.readerIn[rd].tally.flush()
-		batch = s.submit(ctx, batch)
+		batch = s.submit(ctx, rd, batch)
 		s.sendOwn(rd)
 	}
 }
@@ -539,7 +547,7 @@ func (s *Switch) readLent(ctx context.Context, rd int, g *regions) error {
 		}
 		r.refs.Add(lent) // before any of them can run and release
 		s.readerIn[rd].tally.flush()
-		batch = s.submit(ctx, batch)
+		batch = s.submit(ctx, rd, batch)
 		r.release()
 		s.sendOwn(rd)
 	}
@@ -566,10 +574,10 @@ func (s *Switch) received(rd int, msgs []conn.Datagram) {
 	}
 }
 
-// submit hands a reader's batch of data packets to the processing unit,
+// submit hands reader rd's batch of data packets to the processing unit,
 // gives back what a stopping unit refused, and returns the batch emptied.
-func (s *Switch) submit(ctx context.Context, batch []*hpu.Packet) []*hpu.Packet {
-	sent, err := s.unit.SubmitBatch(ctx, batch)
+func (s *Switch) submit(ctx context.Context, rd int, batch []*hpu.Packet) []*hpu.Packet {
+	sent, err := s.readerIn[rd].sub.SubmitBatch(ctx, batch)
 	if err != nil {
 		for _, p := range batch[sent:] {
 			s.drops.add(dropShutdown)
