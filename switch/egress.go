@@ -426,7 +426,7 @@ func (w *sender) flush() {
 	if s.cap != nil {
 		s.cap.record(msgs, false)
 	}
-	s.links.countTx(msgs)
+	s.links.countTx(w.rd, msgs)
 	s.sendAll(s.conns[w.rd], msgs)
 	s.perReader[w.rd].tx.Add(int64(len(msgs)))
 	clear(msgs) // keep no references to pooled buffers

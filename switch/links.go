@@ -30,12 +30,38 @@ const (
 )
 
 // link counts one peer's traffic.
+// Its counts are kept per reader (what reader rd received, what its
+// writer sent), each reader's on a cache line of its own, and summed when
+// read: a peer's datagrams reach every reader of a data-port group, and
+// counters they all added to were a line that each reader's CPU took from
+// the others' at every batch (docs/PERFORMANCE.md).
 type link struct {
-	role                                   string
-	refs                                   int // jobs naming the peer; under the job table's lock
+	role   string
+	refs   int          // jobs naming the peer; under the job table's lock
+	shards []linkCounts // per reader; 64 bytes each, a slice of them 64-byte aligned by its size class
+}
+
+// linkCounts is one reader's share of a link's counters.
+type linkCounts struct {
 	rxBytes, txBytes, rxPackets, txPackets atomic.Int64
 	// the part of the above that carried FlagRetransmit
 	rxRetxBytes, txRetxBytes, rxRetxPackets, txRetxPackets atomic.Int64
+}
+
+// traffic sums the link's counters over the readers.
+func (l *link) traffic() (all, retx RetransmitTraffic) {
+	for i := range l.shards {
+		c := &l.shards[i]
+		all.RxBytes += c.rxBytes.Load()
+		all.TxBytes += c.txBytes.Load()
+		all.RxPackets += c.rxPackets.Load()
+		all.TxPackets += c.txPackets.Load()
+		retx.RxBytes += c.rxRetxBytes.Load()
+		retx.TxBytes += c.txRetxBytes.Load()
+		retx.RxPackets += c.rxRetxPackets.Load()
+		retx.TxPackets += c.txRetxPackets.Load()
+	}
+	return all, retx
 }
 
 // retransmitted reports whether datagram b is a Flare packet marked
@@ -50,7 +76,8 @@ func retransmitted(b []byte) bool {
 // snapshot, one atomic load per batch on the packet path; changes take the
 // job table's lock.
 type linkTable struct {
-	snap atomic.Pointer[map[netip.AddrPort]*link]
+	snap    atomic.Pointer[map[netip.AddrPort]*link]
+	readers int // the counters' shards per link; set before the switch runs
 }
 
 func (t *linkTable) load() map[netip.AddrPort]*link {
@@ -74,7 +101,7 @@ func (t *linkTable) ref(role string, peers ...netip.AddrPort) {
 		}
 		l := m[p]
 		if l == nil {
-			l = &link{role: role}
+			l = &link{role: role, shards: make([]linkCounts, max(t.readers, 1))}
 			m[p] = l
 		}
 		l.refs++
@@ -100,17 +127,18 @@ func (t *linkTable) unref(peers ...netip.AddrPort) {
 	t.snap.Store(&m)
 }
 
-// countRx counts received datagrams against their senders.
-func (t *linkTable) countRx(msgs []conn.Datagram) { t.count(msgs, true) }
+// countRx counts datagrams reader rd received against their senders.
+func (t *linkTable) countRx(rd int, msgs []conn.Datagram) { t.count(rd, msgs, true) }
 
-// countTx counts sent datagrams against their destinations.
-func (t *linkTable) countTx(msgs []conn.Datagram) { t.count(msgs, false) }
+// countTx counts datagrams reader rd's writer sent against their
+// destinations.
+func (t *linkTable) countTx(rd int, msgs []conn.Datagram) { t.count(rd, msgs, false) }
 
 // count adds msgs to their peers' counters, one run of datagrams with the
 // same address at a time (the writer sends destination-major and a GRO
 // batch comes from one sender): a map lookup and two atomic adds (four with retransmissions) per run,
 // not per datagram.
-func (t *linkTable) count(msgs []conn.Datagram, rx bool) {
+func (t *linkTable) count(rd int, msgs []conn.Datagram, rx bool) {
 	links := t.load()
 	if len(links) == 0 {
 		return
@@ -122,7 +150,7 @@ func (t *linkTable) count(msgs []conn.Datagram, rx bool) {
 			run.add(&msgs[i])
 		}
 		if l := links[addr]; l != nil {
-			l.addRun(&run, rx)
+			l.shards[rd%len(l.shards)].addRun(&run, rx)
 		}
 	}
 }
@@ -140,7 +168,7 @@ func (r *linkRun) add(d *conn.Datagram) {
 	}
 }
 
-func (l *link) addRun(r *linkRun, rx bool) {
+func (l *linkCounts) addRun(r *linkRun, rx bool) {
 	bytes, packets, retxBytes, retxPackets := &l.txBytes, &l.txPackets, &l.txRetxBytes, &l.txRetxPackets
 	if rx {
 		bytes, packets, retxBytes, retxPackets = &l.rxBytes, &l.rxPackets, &l.rxRetxBytes, &l.rxRetxPackets

@@ -46,10 +46,9 @@ func (c LinkCounter) Role() string { return c.l.role }
 
 // Load reads the counters now.
 func (c LinkCounter) Load() LinkTraffic {
-	return LinkTraffic{Peer: c.peer, Role: c.l.role, RxBytes: c.l.rxBytes.Load(), TxBytes: c.l.txBytes.Load(),
-		RxPackets: c.l.rxPackets.Load(), TxPackets: c.l.txPackets.Load(),
-		Retransmit: RetransmitTraffic{RxBytes: c.l.rxRetxBytes.Load(), TxBytes: c.l.txRetxBytes.Load(),
-			RxPackets: c.l.rxRetxPackets.Load(), TxPackets: c.l.txRetxPackets.Load()}}
+	all, retx := c.l.traffic()
+	return LinkTraffic{Peer: c.peer, Role: c.l.role, RxBytes: all.RxBytes, TxBytes: all.TxBytes,
+		RxPackets: all.RxPackets, TxPackets: all.TxPackets, Retransmit: retx}
 }
 
 // LinkCounters lists the links the switch counts now (the parent, and the

@@ -11,10 +11,11 @@ import (
 // The link counters count every datagram of a known peer, and the ones
 // marked FlagRetransmit once more on their own; an unknown peer's and a
 // short datagram's flags are not read. A datagram's bytes are all of it,
-// a kept payload (Tail) included.
+// a kept payload (Tail) included. Two readers count a peer's datagrams
+// apart, and a link reads their sum.
 func TestLinkCountsRetransmitsApart(t *testing.T) {
 	peer := netip.MustParseAddrPort("127.0.0.1:5000")
-	var lt linkTable
+	lt := linkTable{readers: 2}
 	lt.ref(linkChild, peer)
 	h := wire.Header{Type: wire.TypeData, Job: 1, DType: wire.Int32, Op: wire.OpSum, Count: 2}
 	plain := wire.AppendPacket(nil, &h, make([]byte, 8))
@@ -25,11 +26,13 @@ func TestLinkCountsRetransmitsApart(t *testing.T) {
 	short := again[:wire.HeaderLen-1]
 	dg := func(b []byte, to netip.AddrPort) conn.Datagram { return conn.Datagram{Buf: b, N: len(b), Addr: to} }
 	other := netip.MustParseAddrPort("127.0.0.1:5001")
-	lt.countRx([]conn.Datagram{dg(plain, peer), dg(again, peer), dg(short, peer), dg(again, other)})
+	lt.countRx(0, []conn.Datagram{dg(plain, peer), dg(again, peer)})
+	lt.countRx(1, []conn.Datagram{dg(short, peer), dg(again, other)})
 	h.Type, h.Flags, h.Count = wire.TypeResult, 0, 2
 	kept := conn.Datagram{Buf: wire.AppendPacket(nil, &h, nil), Tail: make([]byte, 8), Addr: peer} // a result sent from the store
 	kept.N = len(kept.Buf)
-	lt.countTx([]conn.Datagram{dg(plain, peer), dg(waiting, peer), kept, dg(plain, other)})
+	lt.countTx(1, []conn.Datagram{dg(plain, peer), dg(waiting, peer)})
+	lt.countTx(0, []conn.Datagram{kept, dg(plain, other)})
 	got := LinkCounter{peer: peer, l: lt.load()[peer]}.Load()
 	want := LinkTraffic{Peer: peer, Role: linkChild,
 		RxBytes: int64(len(plain) + len(again) + len(short)), TxBytes: int64(len(plain) + len(waiting) + kept.Size()), RxPackets: 3, TxPackets: 3,
@@ -37,7 +40,7 @@ func TestLinkCountsRetransmitsApart(t *testing.T) {
 	if got != want {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
-	if n := testing.AllocsPerRun(100, func() { lt.countRx([]conn.Datagram{dg(again, peer)}) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { lt.countRx(1, []conn.Datagram{dg(again, peer)}) }); n != 0 {
 		t.Errorf("countRx allocates %v times per batch", n)
 	}
 }

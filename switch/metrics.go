@@ -106,10 +106,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bufSeconds, float64(s.unit.Memory().HeldNs())/1e9)
 	for peer, l := range s.links.load() {
 		p := peer.String()
-		counter(c.linkBytes, float64(l.rxBytes.Load()), p, l.role, "rx")
-		counter(c.linkBytes, float64(l.txBytes.Load()), p, l.role, "tx")
-		counter(c.linkPackets, float64(l.rxPackets.Load()), p, l.role, "rx")
-		counter(c.linkPackets, float64(l.txPackets.Load()), p, l.role, "tx")
+		all, _ := l.traffic()
+		counter(c.linkBytes, float64(all.RxBytes), p, l.role, "rx")
+		counter(c.linkBytes, float64(all.TxBytes), p, l.role, "tx")
+		counter(c.linkPackets, float64(all.RxPackets), p, l.role, "rx")
+		counter(c.linkPackets, float64(all.TxPackets), p, l.role, "tx")
 	}
 	gauge(c.memBudget, float64(s.budget.limit))
 	gauge(c.memReserved, float64(s.budget.reserved.Load()))

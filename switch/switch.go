@@ -174,6 +174,7 @@ func New(cfg Config) (*Switch, error) {
 		}
 	}
 	s.readerIn = make([]readerCache, cfg.Readers)
+	s.links.readers = cfg.Readers
 	for rd := range s.readerIn {
 		s.readerIn[rd].in = s.inFree[rd].cache()
 	}
@@ -568,7 +569,7 @@ func (s *Switch) receiveFailed(ctx context.Context, retry *readRetry, err error)
 // received counts a batch from reader rd and captures it.
 func (s *Switch) received(rd int, msgs []conn.Datagram) {
 	s.perReader[rd].rx.Add(int64(len(msgs)))
-	s.links.countRx(msgs)
+	s.links.countRx(rd, msgs)
 	if s.cap != nil {
 		s.cap.record(msgs, true)
 	}
