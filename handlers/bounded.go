@@ -20,8 +20,8 @@ func (d *Dense) Expire(t *hpu.Task) {
 		return
 	}
 	now := t.Pkt.Arrival
-	for i := range d.blocks {
-		b := &d.blocks[i]
+	for i := range uint32(d.nblocks) {
+		b := d.block(i)
 		if e := b.expires.Load(); e == 0 || now < e {
 			continue
 		}
@@ -36,7 +36,7 @@ func (d *Dense) Expire(t *hpu.Task) {
 		b.complete()
 		b.expires.Store(0)
 		t.Unlock(&b.lock)
-		d.release(t, w, gen, uint32(i), count)
+		d.release(t, w, gen, i, count)
 	}
 }
 

@@ -159,7 +159,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size()}
 	d.nblocks = (cfg.Elements + cfg.PacketElems - 1) / cfg.PacketElems
 	// Footprint counts every allocation below: change both together.
-	d.blocks = make([]block, d.nblocks)
+	d.blocks = make([]block, blockTableLen(int64(d.nblocks)))
 	nbufs := 1
 	switch cfg.Algo {
 	case wire.AlgoMulti:
@@ -392,7 +392,7 @@ func (d *Dense) settle(t *hpu.Task, b *block, w *work, hold *hpu.Buffer) (live, 
 // handlers contend for it.
 func (d *Dense) single(t *hpu.Task) {
 	p := t.Pkt
-	b := &d.blocks[p.Hdr.Block]
+	b := d.block(p.Hdr.Block)
 	t.Lock(&b.lock)
 	w, _ := d.admit(t, b)
 	if w == nil {
@@ -425,7 +425,7 @@ func (d *Dense) single(t *hpu.Task) {
 // the work meanwhile; the handler then settles into nothing.
 func (d *Dense) multi(t *hpu.Task) {
 	p := t.Pkt
-	b := &d.blocks[p.Hdr.Block]
+	b := d.block(p.Hdr.Block)
 	t.Lock(&b.lock)
 	w, opened := d.admit(t, b)
 	if w == nil {
@@ -500,7 +500,7 @@ func (d *Dense) multi(t *hpu.Task) {
 // buffer and settles into nothing.
 func (d *Dense) tree(t *hpu.Task) {
 	p := t.Pkt
-	b := &d.blocks[p.Hdr.Block]
+	b := d.block(p.Hdr.Block)
 	x := d.cfg.Quota.Alloc(t.Cluster)
 	if x == nil {
 		// Taken before admission so a refused packet leaves no trace: the
@@ -607,7 +607,7 @@ func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count ui
 		return
 	}
 	slot, blk := h.Generation&1, h.Block // not t.Pkt's: an Expire tick releases blocks too
-	b := &d.blocks[blk]
+	b := d.block(blk)
 	var stored []byte
 	t.Lock(&b.lock)
 	if d.storable(slot, blk, h.Generation) {
@@ -656,6 +656,9 @@ func (d *Dense) prefetchResult(h *wire.Header, n int) {
 	}
 	prefetch.Write(d.stored(h.Generation, h.Block, n))
 }
+
+// block is block blk's record (blockSlot).
+func (d *Dense) block(blk uint32) *block { return &d.blocks[blockSlot(blk)] }
 
 // stored is the first n bytes of block blk's slot in the store of
 // generation gen's parity.
@@ -731,7 +734,7 @@ func (d *Dense) resend(t *hpu.Task) {
 // some child lost it.
 func (d *Dense) down(t *hpu.Task) {
 	p := t.Pkt
-	b := &d.blocks[p.Hdr.Block]
+	b := d.block(p.Hdr.Block)
 	slot := p.Hdr.Generation & 1
 	if d.final[0] == nil {
 		d.Stats.Invalid.Add(1) // not built as a non-root switch that keeps results

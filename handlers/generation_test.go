@@ -764,11 +764,44 @@ func runGenRealTime(t *testing.T, gd genDesign, p, blocks int, gens uint32, seed
 
 // TestBlocksOwnCacheLines: a job's block table gives every block a cache
 // line of its own, so that two CPUs handling neighbouring blocks do not
-// contend for one line (cacheLine).
+// contend for one line (cacheLine); a Count's shards are a line pair apart
+// (linePair).
 func TestBlocksOwnCacheLines(t *testing.T) {
 	for name, size := range map[string]uintptr{"dense": unsafe.Sizeof(block{}), "sparse": unsafe.Sizeof(sparseBlock{})} {
 		if size != cacheLine {
 			t.Errorf("a %s block is %d bytes, want %d (a cache line)", name, size, cacheLine)
+		}
+	}
+	var c Count
+	if size := unsafe.Sizeof(c.shards[0]); size != linePair {
+		t.Errorf("a Count shard is %d bytes, want %d (a line pair)", size, linePair)
+	}
+}
+
+// TestBlockSlotPairsOneReader: the block table's layout is a permutation
+// of its records, and the two blocks whose records share a line pair have
+// the same remainder modulo 8, so the same reader and cluster for any
+// count of them that divides 8.
+func TestBlockSlotPairsOneReader(t *testing.T) {
+	for _, n := range []int64{1, 7, 15, 16, 17, 100, 1024} {
+		size := blockTableLen(n)
+		if size < n || size%16 != 0 || size-n >= 16 {
+			t.Fatalf("%d blocks: a table of %d records", n, size)
+		}
+		byPair := map[uint32][]uint32{}
+		seen := map[uint32]bool{}
+		for b := range uint32(size) {
+			s := blockSlot(b)
+			if int64(s) >= size || seen[s] {
+				t.Fatalf("%d blocks: block %d in record %d (table of %d, taken: %v)", n, b, s, size, seen[s])
+			}
+			seen[s] = true
+			byPair[s/2] = append(byPair[s/2], b)
+		}
+		for pair, bs := range byPair {
+			if len(bs) != 2 || bs[0]%8 != bs[1]%8 {
+				t.Errorf("%d blocks: line pair %d holds blocks %v", n, pair, bs)
+			}
 		}
 	}
 }

@@ -298,7 +298,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	}
 	s.occWords = (s.cells + 63) / 64
 	// Footprint counts every allocation below: change both together.
-	s.blocks = make([]sparseBlock, s.nblocks)
+	s.blocks = make([]sparseBlock, blockTableLen(int64(s.nblocks)))
 	if cfg.KeepResults {
 		s.records = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
 	}
@@ -396,7 +396,7 @@ func (s *Sparse) Payload(t *hpu.Task) {
 func (s *Sparse) single(t *hpu.Task) {
 	h := &t.Pkt.Hdr
 	blk, seq := wire.SplitSparseBlock(h.Block)
-	b := &s.blocks[blk]
+	b := &s.blocks[blockSlot(blk)]
 	t.Lock(&b.lock)
 	w := s.admit(t, b, seq)
 	if w == nil {
@@ -416,7 +416,7 @@ func (s *Sparse) single(t *hpu.Task) {
 func (s *Sparse) multi(t *hpu.Task) {
 	h := &t.Pkt.Hdr
 	blk, seq := wire.SplitSparseBlock(h.Block)
-	b := &s.blocks[blk]
+	b := &s.blocks[blockSlot(blk)]
 	t.Lock(&b.lock)
 	w := s.admit(t, b, seq)
 	t.Unlock(&b.lock)
