@@ -391,12 +391,15 @@ func (s *Sparse) Payload(t *hpu.Task) {
 	}
 }
 
+// block is block blk's record (blockSlot).
+func (s *Sparse) block(blk uint32) *sparseBlock { return &s.blocks[blockSlot(blk)] }
+
 // single: every packet of a block folds into one table inside the block's
 // critical section, spills included.
 func (s *Sparse) single(t *hpu.Task) {
 	h := &t.Pkt.Hdr
 	blk, seq := wire.SplitSparseBlock(h.Block)
-	b := &s.blocks[blockSlot(blk)]
+	b := s.block(blk)
 	t.Lock(&b.lock)
 	w := s.admit(t, b, seq)
 	if w == nil {
@@ -416,7 +419,7 @@ func (s *Sparse) single(t *hpu.Task) {
 func (s *Sparse) multi(t *hpu.Task) {
 	h := &t.Pkt.Hdr
 	blk, seq := wire.SplitSparseBlock(h.Block)
-	b := &s.blocks[blockSlot(blk)]
+	b := s.block(blk)
 	t.Lock(&b.lock)
 	w := s.admit(t, b, seq)
 	t.Unlock(&b.lock)

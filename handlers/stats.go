@@ -41,10 +41,10 @@ func (s *SparseStats) String() string {
 
 // Count is a counter the cores add to a packet or a block at a time, from
 // several CPUs at once: one count per workPool stack, each on a line pair
-// of its own (linePair), summed when read. A block's packets and its completion add
-// to its record's stack, so the readers of a group, whose blocks' records
-// keep to stacks of their own, each write their own line instead of one
-// that every CPU writes.
+// of its own (linePair), summed when read. A block's packets and its
+// completion add to its record's stack, so the readers of a group, whose
+// blocks' records keep to stacks of their own, each write their own line
+// instead of one that every CPU writes.
 type Count struct {
 	shards [poolShards]struct {
 		n atomic.Int64

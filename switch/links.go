@@ -48,7 +48,8 @@ type linkCounts struct {
 	rxRetxBytes, txRetxBytes, rxRetxPackets, txRetxPackets atomic.Int64
 }
 
-// traffic sums the link's counters over the readers.
+// traffic sums the link's counters over the readers: all its traffic, and
+// the retransmitted part of it, each as the four counts of a direction.
 func (l *link) traffic() (all, retx RetransmitTraffic) {
 	for i := range l.shards {
 		c := &l.shards[i]
