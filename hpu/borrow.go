@@ -63,28 +63,6 @@ type borrowed struct {
 
 var _ occupancy = (*borrowed)(nil)
 
-// lend gives a submitter its borrowing state, from the unit's pool: one
-// per goroutine that submits at once, made at its first batch, so that
-// the state the policy reads through an interface costs no allocation a
-// batch.
-func (h *HPU) lend() *borrowed {
-	h.lenders.Lock()
-	defer h.lenders.Unlock()
-	if n := len(h.lenders.free); n > 0 {
-		b := h.lenders.free[n-1]
-		h.lenders.free = h.lenders.free[:n-1]
-		return b
-	}
-	return &borrowed{h: h}
-}
-
-// unlend returns b, its cores given back, to the pool.
-func (h *HPU) unlend(b *borrowed) {
-	h.lenders.Lock()
-	h.lenders.free = append(h.lenders.free, b)
-	h.lenders.Unlock()
-}
-
 // borrows reports whether waking a parked core would run nothing sooner:
 // the submitters and the awake cores take every CPU.
 func (h *HPU) borrows() bool {

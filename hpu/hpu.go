@@ -44,12 +44,6 @@ type HPU struct {
 	// yield gives the CPU up where a core or a submitter lets others run
 	// (Config.LocalYield).
 	yield func()
-
-	// lenders are the submitters' borrowing states not in use (lend).
-	lenders struct {
-		sync.Mutex
-		free []*borrowed
-	}
 }
 
 type cluster struct {
@@ -386,21 +380,20 @@ func (h *HPU) placeWait(ctx context.Context, p *Packet, a *arrivals) (*core, err
 // one per packet. Where no CPU is free for a parked core (Config.Submitters),
 // it runs that core's packets itself and gives the core back on return
 // (borrow.go). It returns how many packets were submitted: on an error
-// (ctx done, or the unit stopped) ps[n:] were not. A goroutine that
-// submits batch after batch does better with a Submitter of its own.
+// (ctx done, or the unit stopped) ps[n:] were not. It makes a borrowing
+// state for the batch: a goroutine that submits batch after batch, as a
+// switch's reader does, keeps a Submitter instead.
 func (h *HPU) SubmitBatch(ctx context.Context, ps []*Packet) (int, error) {
-	b := h.lend()
-	defer h.unlend(b)
-	return h.submitBatch(ctx, ps, b)
+	return h.NewSubmitter().SubmitBatch(ctx, ps)
 }
 
 // Submitter is one submitting goroutine's way into the unit: SubmitBatch
-// with a borrowing state of its own, where HPU.SubmitBatch takes one from
-// the unit's pool for each batch. The pool is shared by every submitter:
-// its lock, and a state last written by another reader's CPU, cost each
-// batch a few cache lines brought across from that CPU (with the two vCPUs
-// on separate dies, ~200 ns each; docs/PERFORMANCE.md). A Submitter is
-// for one goroutine at a time.
+// with a borrowing state of its own, made once, so that a batch allocates
+// nothing. Its lines stay with its goroutine's CPU: a state shared by the
+// submitters (a pool, as before) cost each batch a lock and a few lines
+// last written by another reader's CPU (with the two vCPUs on separate
+// dies, ~200 ns each; docs/PERFORMANCE.md). A Submitter is for one
+// goroutine at a time.
 type Submitter struct {
 	h *HPU
 	b *borrowed

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -60,7 +61,7 @@ func barrierFromEnv() (*rankBarrier, error) {
 // reading of its own CPU (cpuSpan): the byte wait sends before a call.
 func (b *rankBarrier) finish() error {
 	var one [1]byte
-	if err := pipeWrite(b.ready, one[:]); err != nil {
+	if _, err := pipe(b.ready).Write(one[:]); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
 	return nil
@@ -76,7 +77,7 @@ func (b *rankBarrier) wait() error {
 		return err
 	}
 	var one [1]byte
-	if err := pipeRead(b.release, one[:]); err != nil {
+	if _, err := io.ReadFull(pipe(b.release), one[:]); err != nil {
 		return fmt.Errorf("barrier: the parent ended the run: %w", err)
 	}
 	return nil
@@ -161,7 +162,7 @@ func (b *parentBarrier) run(calls, first int, cpu *cpuSpan, prof *rowProfile) er
 func (b *parentBarrier) releaseAll() bool {
 	var one [1]byte
 	for _, f := range b.release {
-		if err := pipeWrite(f, one[:]); err != nil {
+		if _, err := pipe(f).Write(one[:]); err != nil {
 			return false
 		}
 	}
@@ -173,7 +174,7 @@ func (b *parentBarrier) releaseAll() bool {
 func (b *parentBarrier) allReady() bool {
 	var one [1]byte
 	for _, f := range b.ready {
-		if err := pipeRead(f, one[:]); err != nil {
+		if _, err := io.ReadFull(pipe(f), one[:]); err != nil {
 			return false
 		}
 	}

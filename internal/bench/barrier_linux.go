@@ -19,9 +19,9 @@ import (
 // P = 8, 1 MiB (docs/PERFORMANCE.md). That is the harness's cost, not the
 // path's, and the host-based peers' barriers do not pay it.
 
-// pipeFile opens inherited descriptor fd non-blocking, so that pipeRead
-// waits for it in the poller. (os/exec hands a child its extra files
-// blocking.)
+// pipeFile opens inherited descriptor fd non-blocking, so that a read
+// through pipe waits for it in the poller. (os/exec hands a child its
+// extra files blocking.)
 func pipeFile(fd int, name string) (*os.File, error) {
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		return nil, fmt.Errorf("%s (descriptor %d): %w", name, fd, err)
@@ -29,34 +29,34 @@ func pipeFile(fd int, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), name), nil
 }
 
-// pipeRead fills b from f, as io.ReadFull does: io.EOF when f ended
-// before any of it.
-func pipeRead(f *os.File, b []byte) error {
-	for got := 0; got < len(b); {
-		n, err := rawIO(f, syscall.SYS_READ, b[got:])
-		switch {
-		case err != nil:
-			return err
-		case n == 0 && got == 0:
-			return io.EOF
-		case n == 0:
-			return io.ErrUnexpectedEOF
-		}
-		got += n
+// pipe is f read and written with raw system calls.
+func pipe(f *os.File) io.ReadWriter { return rawPipe{f} }
+
+type rawPipe struct{ f *os.File }
+
+// Read is one read: io.EOF once the other end is closed.
+func (p rawPipe) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
 	}
-	return nil
+	n, err := rawIO(p.f, syscall.SYS_READ, b)
+	if err == nil && n == 0 {
+		return 0, io.EOF
+	}
+	return n, err
 }
 
-// pipeWrite writes b to f.
-func pipeWrite(f *os.File, b []byte) error {
-	for len(b) > 0 {
-		n, err := rawIO(f, syscall.SYS_WRITE, b)
+// Write writes the whole of b, or fails.
+func (p rawPipe) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := rawIO(p.f, syscall.SYS_WRITE, b[done:])
 		if err != nil {
-			return err
+			return done, err
 		}
-		b = b[n:]
+		done += n
 	}
-	return nil
+	return done, nil
 }
 
 // rawIO makes one read or write (trap) of b on f, waiting in the poller
