@@ -599,8 +599,10 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 // (Task.EmitKept): the slot is written once a generation and overwritten
 // only by the generation after next, which cannot finish before every
 // member has sent it, so not before every member still waiting for this
-// result has it. A non-root's partial is copied out, as the parent's
-// result replaces it in the store (down).
+// result has it. That holds for the first send alone: a repeat (resend)
+// may still wait in the writer when every member has the first and has
+// moved on, so it is copied. A non-root's partial is copied out, as the
+// parent's result replaces it in the store (down).
 func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count uint16) {
 	if d.results[0] == nil {
 		t.Emit(h, payload)
@@ -631,9 +633,10 @@ func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count ui
 	t.Emit(h, payload)
 }
 
-// emitStored sends a block's result from the store: in place at a root,
-// where the slot is written once a generation (emitResult), and copied at
-// a non-root, where a repeat of the parent's result may rewrite it (down).
+// emitStored sends a block's result from the store the first time:
+// in place at a root, where the slot is written once a generation
+// (emitResult), and copied at a non-root, where a repeat of the parent's
+// result may rewrite it (down).
 func (d *Dense) emitStored(t *hpu.Task, h *wire.Header, stored []byte) {
 	if d.cfg.Uplink == nil {
 		t.EmitKept(h, stored)
@@ -721,7 +724,10 @@ func (d *Dense) resend(t *hpu.Task) {
 	}
 	payload := d.stored(p.Hdr.Generation, p.Hdr.Block, int(p.Hdr.Count)*d.esize)
 	t.ChargeCopy(len(payload))
-	d.emitStored(t, &h, payload)
+	// Copied, not sent from the store: the members may all have had the
+	// first send and moved two generations on, rewriting the slot, before
+	// the writer reaches this repeat (emitResult).
+	t.Emit(&h, payload)
 	d.Stats.Resent.Add(1)
 }
 
