@@ -230,6 +230,9 @@ func (r *recvState) init(c *mmsgConn) {
 func (r *recvState) recvmmsg(fd uintptr) bool {
 	var ok bool
 	r.got, r.errno, ok = mmsg(unix.SYS_RECVMMSG, fd, unsafe.Pointer(&r.hs[0]), r.want)
+	if r.got > 0 {
+		raceAcquireIO()
+	}
 	return ok
 }
 
@@ -526,6 +529,7 @@ func (w *sendState) init(c *mmsgConn) {
 // socket buffer.
 func (w *sendState) sendmmsg(fd uintptr) bool {
 	var ok bool
+	raceReleaseIO()
 	w.sent, w.errno, ok = mmsg(unix.SYS_SENDMMSG, fd, unsafe.Pointer(&w.hs[w.start]), w.stop-w.start)
 	return ok
 }
