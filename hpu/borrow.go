@@ -48,9 +48,16 @@ const maxBorrowed = 64
 type borrowed struct {
 	h     *HPU
 	cores [maxBorrowed]*core
-	room  [maxBorrowed]int32 // finished packets of cores[i] still counted in its cluster's queue
 	idle  [maxBorrowed]int32 // finished packets of cores[i] still counted in its work
 	n     int
+	// room[ci] is how many finished packets of b's cores in cluster ci
+	// still count in its queue (cluster.occ): a cluster's count is one,
+	// whichever of its cores ran them. One entry a cluster, and a held
+	// core's place in cores kept on the core (core.slot), so that a
+	// packet's placing finds b's credits by index, not by walks over
+	// the cores b holds, about one a cluster: at 32 clusters those
+	// walks cost BenchmarkGenPath 14% of its time (docs/PERFORMANCE.md).
+	room []int32
 	// clock is the submitter's clock for the batch (valid once marked):
 	// a borrowed packet starts when the one before it ended (while timed),
 	// one clock read a packet, as on a core. Queueing a packet on a core
@@ -61,6 +68,9 @@ type borrowed struct {
 	marked, timed bool
 }
 
+// newBorrowed returns an empty borrowing state for a submitter of h.
+func newBorrowed(h *HPU) *borrowed { return &borrowed{h: h, room: make([]int32, len(h.clusters))} }
+
 var _ occupancy = (*borrowed)(nil)
 
 // borrows reports whether waking a parked core would run nothing sooner:
@@ -70,16 +80,13 @@ func (h *HPU) borrows() bool {
 }
 
 // holds reports whether b holds co.
-func (b *borrowed) holds(co *core) bool {
-	return co.borrowed.Load() && b.index(co) >= 0
-}
+func (b *borrowed) holds(co *core) bool { return co.holder.Load() == b }
 
-// index is co's place in b.cores, or -1.
+// index is co's place in b.cores, or -1: the slot co keeps while b holds
+// it (written by b, under co's mu, before b holds it).
 func (b *borrowed) index(co *core) int {
-	for i, c := range b.cores[:b.n] {
-		if c == co {
-			return i
-		}
+	if b.holds(co) {
+		return co.slot
 	}
 	return -1
 }
@@ -87,25 +94,15 @@ func (b *borrowed) index(co *core) int {
 // enter counts a request into cluster ci: in a slot a finished packet of
 // b's left there, or else as the unit does.
 func (b *borrowed) enter(ci int) bool {
-	for i, co := range b.cores[:b.n] {
-		if b.room[i] > 0 && co.cluster.id == ci {
-			b.room[i]--
-			return true
-		}
+	if b.room[ci] > 0 {
+		b.room[ci]--
+		return true
 	}
 	return b.h.enter(ci)
 }
 
 // held is how many requests cluster ci holds, less b's finished ones.
-func (b *borrowed) held(ci int) int64 {
-	n := b.h.held(ci)
-	for i, co := range b.cores[:b.n] {
-		if co.cluster.id == ci {
-			n -= int64(b.room[i])
-		}
-	}
-	return n
-}
+func (b *borrowed) held(ci int) int64 { return b.h.held(ci) - int64(b.room[ci]) }
 
 // work is core j of cluster ci's work, less b's finished packets on it.
 func (b *borrowed) work(ci, j int) int64 {
@@ -135,9 +132,8 @@ func (b *borrowed) leave(co *core) {
 		co.leave()
 		return
 	}
-	i := b.index(co)
-	b.room[i]++
-	b.idle[i]++
+	b.room[co.cluster.id]++
+	b.idle[co.slot]++
 }
 
 // settle gives back what b's finished packets still hold of the counts.
@@ -146,17 +142,18 @@ func (b *borrowed) settle() {
 		if n := b.idle[i]; n > 0 {
 			co.load.Add(-int64(n))
 		}
-		if n := b.room[i]; n > 0 {
+		if n := b.room[co.cluster.id]; n > 0 {
 			co.cluster.occ.Add(-int64(n))
 			co.cluster.signalRoom()
+			b.room[co.cluster.id] = 0
 		}
-		b.room[i], b.idle[i] = 0, 0
+		b.idle[i] = 0
 	}
 }
 
 // take borrows co if its goroutine is parked with nothing queued.
 func (b *borrowed) take(co *core) bool {
-	if b.n == len(b.cores) || co.borrowed.Load() {
+	if b.n == len(b.cores) || co.holder.Load() != nil {
 		return false
 	}
 	co.mu.Lock()
@@ -165,7 +162,8 @@ func (b *borrowed) take(co *core) bool {
 		return false
 	}
 	co.sleeping = false // a push now queues without a wake-up
-	co.borrowed.Store(true)
+	co.slot = b.n
+	co.holder.Store(b)
 	co.setAwake(true) // it runs: the unit counts it awake, as a woken core
 	co.mu.Unlock()
 	b.cores[b.n] = co
@@ -193,7 +191,7 @@ func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
 // may go straight to what that submitter sends.
 func (h *HPU) Borrowed(core int) bool {
 	k := h.cfg.CoresPerCluster
-	return h.clusters[core/k].cores[core%k].borrowed.Load()
+	return h.clusters[core/k].cores[core%k].holder.Load() != nil
 }
 
 // Yield gives the CPU up as the unit's cores and submitters do
@@ -212,7 +210,7 @@ func (h *HPU) giveBack(b *borrowed) {
 			ce.Flush(co.task.index)
 		}
 		co.mu.Lock()
-		co.borrowed.Store(false)
+		co.holder.Store(nil)
 		queued := len(co.q) > 0
 		if !queued {
 			co.sleeping = true
