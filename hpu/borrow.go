@@ -68,8 +68,20 @@ type borrowed struct {
 	marked, timed bool
 }
 
-// newBorrowed returns an empty borrowing state for a submitter of h.
-func newBorrowed(h *HPU) *borrowed { return &borrowed{h: h, room: make([]int32, len(h.clusters))} }
+// newBorrowed returns an empty borrowing state for a submitter of h. Its
+// room takes whole 128-byte line pairs (roomAlign entries), so that no
+// other submitter's state shares a line it writes a packet: allocated
+// side by side, two readers' rooms of four clusters shared one, and the
+// readers' packets cost 6% more with two readers on two CPUs
+// (BenchmarkGenPath readers-2, docs/PERFORMANCE.md).
+func newBorrowed(h *HPU) *borrowed {
+	n := len(h.clusters)
+	return &borrowed{h: h, room: make([]int32, n, (n+roomAlign-1)/roomAlign*roomAlign)}
+}
+
+// roomAlign is the int32s of a 128-byte line pair: the allocator puts an
+// object whose size is a multiple of 128 bytes on line pairs of its own.
+const roomAlign = 128 / 4
 
 var _ occupancy = (*borrowed)(nil)
 
@@ -80,13 +92,13 @@ func (h *HPU) borrows() bool {
 }
 
 // holds reports whether b holds co.
-func (b *borrowed) holds(co *core) bool { return co.holder.Load() == b }
+func (b *borrowed) holds(co *core) bool { return b.index(co) >= 0 }
 
-// index is co's place in b.cores, or -1: the slot co keeps while b holds
-// it (written by b, under co's mu, before b holds it).
+// index is co's place in b.cores, or -1: the slot co keeps, if b's own
+// list has co there (another submitter may hold co, at another slot).
 func (b *borrowed) index(co *core) int {
-	if b.holds(co) {
-		return co.slot
+	if i := int(co.slot.Load()); i < b.n && b.cores[i] == co {
+		return i
 	}
 	return -1
 }
@@ -133,7 +145,7 @@ func (b *borrowed) leave(co *core) {
 		return
 	}
 	b.room[co.cluster.id]++
-	b.idle[co.slot]++
+	b.idle[b.index(co)]++
 }
 
 // settle gives back what b's finished packets still hold of the counts.
@@ -153,7 +165,7 @@ func (b *borrowed) settle() {
 
 // take borrows co if its goroutine is parked with nothing queued.
 func (b *borrowed) take(co *core) bool {
-	if b.n == len(b.cores) || co.holder.Load() != nil {
+	if b.n == len(b.cores) || co.borrowed.Load() {
 		return false
 	}
 	co.mu.Lock()
@@ -162,8 +174,8 @@ func (b *borrowed) take(co *core) bool {
 		return false
 	}
 	co.sleeping = false // a push now queues without a wake-up
-	co.slot = b.n
-	co.holder.Store(b)
+	co.slot.Store(int32(b.n))
+	co.borrowed.Store(true)
 	co.setAwake(true) // it runs: the unit counts it awake, as a woken core
 	co.mu.Unlock()
 	b.cores[b.n] = co
@@ -191,7 +203,7 @@ func (h *HPU) runBorrowed(b *borrowed, co *core, p *Packet) {
 // may go straight to what that submitter sends.
 func (h *HPU) Borrowed(core int) bool {
 	k := h.cfg.CoresPerCluster
-	return h.clusters[core/k].cores[core%k].holder.Load() != nil
+	return h.clusters[core/k].cores[core%k].borrowed.Load()
 }
 
 // Yield gives the CPU up as the unit's cores and submitters do
@@ -210,7 +222,7 @@ func (h *HPU) giveBack(b *borrowed) {
 			ce.Flush(co.task.index)
 		}
 		co.mu.Lock()
-		co.holder.Store(nil)
+		co.borrowed.Store(false)
 		queued := len(co.q) > 0
 		if !queued {
 			co.sleeping = true

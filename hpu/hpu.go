@@ -72,20 +72,17 @@ type core struct {
 	id       int
 	cluster  *cluster
 	mu       sync.Mutex
-	q        []*Packet // assigned, not yet taken; at most the cluster's depth
-	sleeping bool      // under mu: the goroutine waits on wake, and whoever queues next sends it
-	exited   bool      // under mu: the goroutine has returned (the unit stopped); nothing may be queued
-	// holder is set under mu while a submitter runs as this core
-	// (borrow.go), and its goroutine waits; slot is the core's place in
-	// the holder's cores, read by the holder alone.
-	holder atomic.Pointer[borrowed]
-	slot   int
-	wake   chan struct{}
-	awake  *atomic.Int32 // the unit's count of awake cores
-	load   atomic.Int64  // assigned and not finished: 0 means idle
-	task   Task
-	stats  coreCounters
-	batch  batchCounters // the goroutine's own: its batch's counts, not yet in stats
+	q        []*Packet   // assigned, not yet taken; at most the cluster's depth
+	sleeping bool        // under mu: the goroutine waits on wake, and whoever queues next sends it
+	exited   bool        // under mu: the goroutine has returned (the unit stopped); nothing may be queued
+	borrowed atomic.Bool // set under mu: a submitter runs as this core (borrow.go), and its goroutine waits
+	wake     chan struct{}
+	awake    *atomic.Int32 // the unit's count of awake cores
+	load     atomic.Int64  // assigned and not finished: 0 means idle
+	slot     atomic.Int32  // its place in the borrowing submitter's cores (borrow.go), beside load: a placing reads both
+	task     Task
+	stats    coreCounters
+	batch    batchCounters // the goroutine's own: its batch's counts, not yet in stats
 }
 
 // New builds a processing unit. egress receives what handlers emit; done, if
@@ -182,7 +179,7 @@ func (h *HPU) loop(ctx context.Context, co *core) {
 	yields := 0
 	for {
 		co.mu.Lock()
-		if co.holder.Load() != nil && (len(co.q) > 0 || ctx.Err() == nil) {
+		if co.borrowed.Load() && (len(co.q) > 0 || ctx.Err() == nil) {
 			// Woken while a submitter runs as this core (by ctx, or
 			// mid-hand-over): the give-back wakes it for what is queued.
 			co.mu.Unlock()
