@@ -56,7 +56,8 @@ type borrowed struct {
 	// core's place in cores kept on the core (core.slot), so that a
 	// packet's placing finds b's credits by index, not by walks over
 	// the cores b holds, about one a cluster: at 32 clusters those
-	// walks cost BenchmarkGenPath 14% of its time (docs/PERFORMANCE.md).
+	// walks cost BenchmarkGenPath readers-1 10-14% of its time
+	// (docs/PERFORMANCE.md).
 	room []int32
 	// clock is the submitter's clock for the batch (valid once marked):
 	// a borrowed packet starts when the one before it ended (while timed),
