@@ -17,15 +17,50 @@ import (
 // datagram: a header in Buf and a payload where it already lies (a host's
 // vector) go out without being copied together first. The conn reads it
 // only during WriteBatch. Receive neither reads nor sets it.
+//
+// Seg, on send only, makes the entry a run: when it is above zero,
+// Buf[:N] holds datagrams of Seg bytes each back to back, the last
+// possibly shorter, all to Addr and with no Tail, as one GSO send carries
+// them. The conn sends them as such sends where it has GSO (several where
+// one would pass the kernel's limits) and one by one where it has not; a
+// caller that has its datagrams laid out so (the switch's results for one
+// member) hands them over as one entry instead of one each. Receive
+// neither reads nor sets it.
 type Datagram struct {
 	Buf  []byte
 	N    int
 	Addr netip.AddrPort
 	Tail []byte
+	Seg  int
 }
 
-// Size is the datagram's length on send: Buf[:N] and Tail.
+// Size is the entry's length on send: Buf[:N] and Tail (a run's datagrams
+// together).
 func (d *Datagram) Size() int { return d.N + len(d.Tail) }
+
+// Count is how many datagrams the entry sends: one, or a run's.
+func (d *Datagram) Count() int {
+	if d.Seg <= 0 {
+		return 1
+	}
+	return (d.N + d.Seg - 1) / d.Seg
+}
+
+// Segment is the run's datagram that starts at byte off of Buf, and
+// where the next starts (N after the last).
+func (d *Datagram) Segment(off int) (seg []byte, next int) {
+	next = min(off+d.Seg, d.N)
+	return d.Buf[off:next], next
+}
+
+// Count is how many datagrams msgs send (Datagram.Count).
+func Count(msgs []Datagram) int {
+	n := 0
+	for i := range msgs {
+		n += msgs[i].Count()
+	}
+	return n
+}
 
 // appendWhole appends the datagram's bytes, Buf[:N] and then Tail, to
 // dst: what the kernel gathers from the two, for the conns that send or
@@ -53,10 +88,13 @@ type Conn interface {
 	// WriteBatch sends msgs[i].Buf[:msgs[i].N] to msgs[i].Addr for every i,
 	// in system calls of at most BatchSize messages (a message is one
 	// datagram, or with GSO a run of them to one address). It returns how many
-	// datagrams were sent; on error, msgs[:n] went out and msgs[n] is where
-	// it stopped (a datagram too large or with a bad address fails with an
-	// error wrapping ErrDatagramTooLarge or ErrBadAddr before anything after
-	// it is sent).
+	// entries of msgs were sent (a run counts once, sent whole); on error,
+	// msgs[:n] went out and msgs[n] is where it stopped (a datagram too
+	// large or with a bad address fails with an error wrapping
+	// ErrDatagramTooLarge, ErrBadRun or ErrBadAddr before anything after it
+	// is sent). A run the error cut short may have sent some of its
+	// datagrams: sending it again repeats them, which the protocol's
+	// receivers take as they take a retransmission.
 	WriteBatch(msgs []Datagram) (n int, err error)
 
 	// LocalAddr is the address the conn is bound to (unspecified for a
@@ -287,6 +325,8 @@ var (
 	// ErrDatagramTooLarge means N exceeds the capacity of Buf (or is
 	// negative), or N and the Tail together exceed the conn's MaxDatagram.
 	ErrDatagramTooLarge = errors.New("datagram larger than the conn's MaxDatagram")
+	// ErrBadRun means a run (Seg above zero) has a Tail or no bytes.
+	ErrBadRun = errors.New("bad datagram run")
 	// ErrBadAddr means the destination is not a usable unicast address and
 	// port for this socket (zero value, port 0, or IPv6 on an IPv4 socket).
 	ErrBadAddr = errors.New("bad destination address")
@@ -296,8 +336,12 @@ var (
 // max, or nil. It allocates only when it fails.
 func checkSend(d *Datagram, max int) error {
 	switch {
-	case d.N < 0 || d.N > cap(d.Buf) || d.Size() > max:
+	case d.N < 0 || d.N > cap(d.Buf) || (d.Seg <= 0 && d.Size() > max):
 		return fmt.Errorf("%w: N = %d and a tail of %d (buffer %d bytes, limit %d)", ErrDatagramTooLarge, d.N, len(d.Tail), cap(d.Buf), max)
+	case d.Seg > max:
+		return fmt.Errorf("%w: a run's datagrams of %d bytes (limit %d)", ErrDatagramTooLarge, d.Seg, max)
+	case d.Seg > 0 && (len(d.Tail) > 0 || d.N == 0):
+		return fmt.Errorf("%w: a run of %d bytes with a tail of %d: must have bytes and no tail", ErrBadRun, d.N, len(d.Tail))
 	case !d.Addr.IsValid() || d.Addr.Port() == 0 || d.Addr.Addr().IsUnspecified():
 		return fmt.Errorf("%w: %v", ErrBadAddr, d.Addr)
 	}

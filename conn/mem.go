@@ -439,6 +439,14 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
 			continue
 		}
+		if d.Seg > 0 {
+			for off := 0; off < d.N; {
+				var seg []byte
+				seg, off = d.Segment(off)
+				r.queue(n, c.addr, g.pick(seg, c.addr), seg, faults)
+			}
+			continue
+		}
 		b := d.Buf[:d.N]
 		if len(d.Tail) > 0 {
 			// The queue copies it, as the kernel gathers the iovecs.
@@ -446,17 +454,7 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 			c.joined = d.appendWhole(c.joined)
 			b = c.joined[start:len(c.joined):len(c.joined)]
 		}
-		dst := g.pick(b, c.addr)
-		if faults {
-			n.send(dst, c.addr, b)
-			continue
-		}
-		if dst != r.to || r.k == len(r.bs) {
-			r.flush(n, c.addr)
-			r.to = dst
-		}
-		r.bs[r.k] = b
-		r.k++
+		r.queue(n, c.addr, g.pick(b, c.addr), b, faults)
 	}
 	r.flush(n, c.addr)
 	return len(msgs), nil
@@ -477,6 +475,21 @@ type memRun struct {
 	to *memConn
 	bs [64][]byte
 	k  int
+}
+
+// queue sends b from `from` to dst: at once where the network has
+// faults to decide, else as part of the run to dst.
+func (r *memRun) queue(n *MemNetwork, from netip.AddrPort, dst *memConn, b []byte, faults bool) {
+	if faults {
+		n.send(dst, from, b)
+		return
+	}
+	if dst != r.to || r.k == len(r.bs) {
+		r.flush(n, from)
+		r.to = dst
+	}
+	r.bs[r.k] = b
+	r.k++
 }
 
 func (r *memRun) flush(n *MemNetwork, from netip.AddrPort) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -146,6 +147,31 @@ func TestMemTail(t *testing.T) {
 				seen[seq] = true
 			}
 			got += k
+		}
+	}
+}
+
+// Runs (Datagram.Seg) arrive as their datagrams, each whole and on its
+// own, the last of a run shorter, with and without faults.
+func TestMemRuns(t *testing.T) {
+	for _, faults := range []Faults{{}, {Reorder: 0.5, Seed: 2}} {
+		n := NewMemNetwork()
+		n.Faults, n.QueueLen = faults, 4096 // every datagram is queued before the first is read
+		a, b := memPair(t, n)
+		sizes := mixedSizes(2000, 3)
+		stage := make([]byte, DefaultBatchSize*DefaultMaxDatagram)
+		out := make([]Datagram, DefaultBatchSize)
+		for sent := 0; sent < len(sizes); {
+			k := min(len(out), len(sizes)-sent)
+			entries := stageRuns(out, stage, sizes[sent:sent+k], sent, b.LocalAddr())
+			if w, err := a.WriteBatch(out[:entries]); w != entries || err != nil {
+				t.Fatalf("WriteBatch = %d, %v; want %d", w, err, entries)
+			}
+			sent += k
+		}
+		var got atomic.Int64
+		if err := receiveAll(b, sizes, a.LocalAddr(), &got, false); err != nil {
+			t.Fatalf("faults %+v: %v", faults, err)
 		}
 	}
 }

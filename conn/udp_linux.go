@@ -105,7 +105,8 @@ type sendState struct {
 	iovs  []unix.Iovec // one or two per datagram (Buf, Tail): GSO gathers a run without copying
 	names []sockaddr
 	oob   []byte // oobLen per message, holds the UDP_SEGMENT cmsg
-	segs  []int  // datagrams in each message
+	ends  []int  // entries of msgs each message completes (a run's last message: 1, the others 0)
+	offs  []int  // where in the run it cut the next message starts (0: none cut)
 
 	fn          func(fd uintptr) bool
 	start, stop int // messages [start, stop) to send
@@ -518,7 +519,8 @@ func (w *sendState) init(c *mmsgConn) {
 	w.iovs = make([]unix.Iovec, 2*n)
 	w.names = make([]sockaddr, n)
 	w.oob = make([]byte, n*oobLen)
-	w.segs = make([]int, n)
+	w.ends = make([]int, n)
+	w.offs = make([]int, n)
 	for i := range w.hs {
 		w.hs[i].Hdr.Name = &w.names[i][0]
 	}
@@ -537,11 +539,12 @@ func (w *sendState) sendmmsg(fd uintptr) bool {
 func (c *mmsgConn) WriteBatch(msgs []Datagram) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	sent := 0
+	sent, off := 0, 0 // entries sent, and bytes of msgs[sent] sent (a run's)
 	for sent < len(msgs) {
-		nmsg, bad := c.pack(msgs[sent:])
+		nmsg, bad := c.pack(msgs[sent:], off)
 		n, err := c.flush(nmsg)
 		sent += n
+		off = c.w.resume(off)
 		if err == errGSORefused {
 			continue // pack the rest again, without GSO
 		}
@@ -556,13 +559,15 @@ func (c *mmsgConn) WriteBatch(msgs []Datagram) (int, error) {
 }
 
 // pack builds sendmmsg headers for up to BatchSize messages from the front
-// of msgs and returns their number. With GSO, a run of datagrams to one
-// address of one size (the last may be shorter) becomes one message whose
-// iovecs gather the caller's buffers; the messages of one call gather from
-// at most 2×BatchSize iovecs, so a run laid out back to back in memory
-// (one iovec) lets a call carry up to 64 times as many datagrams as runs in
-// pieces. It stops before a datagram that cannot be sent and returns why.
-func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
+// of msgs, the first from byte off of msgs[0] (a run's, part sent), and
+// returns their number. With GSO, a run of datagrams to one address of one
+// size (the last may be shorter) becomes one message whose iovecs gather
+// the caller's buffers; the messages of one call gather from at most
+// 2×BatchSize iovecs, so a run laid out back to back in memory (one
+// iovec) lets a call carry up to 64 times as many datagrams as runs in
+// pieces. An entry that is a run (Datagram.Seg) goes as such messages of
+// its own. It stops before a datagram that cannot be sent and returns why.
+func (c *mmsgConn) pack(msgs []Datagram, off int) (nmsg int, bad error) {
 	w := &c.w
 	gso := c.gso.Load()
 	v := 0 // the next free iovec
@@ -575,13 +580,20 @@ func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 		if err != nil {
 			return nmsg, err
 		}
+		if d.Seg > 0 {
+			nmsg, v, off = w.packRun(d, off, nmsg, c.batch, v, nameLen, gso)
+			if off == 0 {
+				i++
+			}
+			continue
+		}
 		first, size := v, d.Size()
 		v = w.gather(first, v, d)
 		segs, total := 1, size
 		for gso && size > 0 && i+segs < len(msgs) && segs < gsoMaxSegments && w.fits(v, &msgs[i+segs]) {
 			e := &msgs[i+segs]
 			es := e.Size()
-			if e.Addr != d.Addr || es <= 0 || es > size || total+es > gsoMaxBytes || checkSend(e, c.maxDgram) != nil {
+			if e.Seg > 0 || e.Addr != d.Addr || es <= 0 || es > size || total+es > gsoMaxBytes || checkSend(e, c.maxDgram) != nil {
 				break
 			}
 			v = w.gather(first, v, e)
@@ -591,25 +603,73 @@ func (c *mmsgConn) pack(msgs []Datagram) (nmsg int, bad error) {
 				break // a shorter datagram ends the run
 			}
 		}
-		h := &w.hs[nmsg]
-		h.Len = 0
-		h.Hdr.Namelen = uint32(nameLen)
-		h.Hdr.Iov = &w.iovs[first]
-		h.Hdr.SetIovlen(v - first)
-		if segs > 1 {
-			oob := w.oob[nmsg*oobLen:][:unix.CmsgSpace(2)]
-			putSegmentCmsg(oob, size)
-			h.Hdr.Control = &oob[0]
-			h.Hdr.SetControllen(len(oob))
-		} else {
-			h.Hdr.Control = nil
-			h.Hdr.SetControllen(0)
-		}
-		w.segs[nmsg] = segs
+		w.message(nmsg, nameLen, first, v, segs, size)
+		w.ends[nmsg], w.offs[nmsg] = segs, 0
 		nmsg++
 		i += segs
 	}
 	return nmsg, nil
+}
+
+// packRun packs the run d from byte off on into messages from nmsg on, up
+// to batch of them, each with one iovec from v on and to the address
+// already in w.names[nmsg] (nameLen bytes): with GSO as few segmented
+// sends as the kernel's limits allow, without one datagram each. It
+// returns the next free message and iovec, and where in d the next
+// message would start: 0 once all of d is packed.
+func (w *sendState) packRun(d *Datagram, off, nmsg, batch, v, nameLen int, gso bool) (int, int, int) {
+	per := 1
+	if gso {
+		per = gsoRun(d.Seg)
+	}
+	for k := nmsg; off < d.N && nmsg < batch && v < len(w.iovs); nmsg, v = nmsg+1, v+1 {
+		if nmsg > k {
+			w.names[nmsg] = w.names[k]
+		}
+		end := min(off+per*d.Seg, d.N)
+		setIov(&w.iovs[v], d.Buf[off:end])
+		w.message(nmsg, nameLen, v, v+1, (end-off+d.Seg-1)/d.Seg, d.Seg)
+		if off = end; off == d.N {
+			off = 0
+		}
+		w.ends[nmsg], w.offs[nmsg] = 0, off
+		if off == 0 {
+			w.ends[nmsg] = 1 // the run's last message
+			return nmsg + 1, v + 1, 0
+		}
+	}
+	return nmsg, v, off
+}
+
+// message fills header k: to the address in w.names[k] (nameLen bytes),
+// gathering iovecs [first, v), segs datagrams of size bytes (a UDP_SEGMENT
+// send when more than one).
+func (w *sendState) message(k, nameLen, first, v, segs, size int) {
+	h := &w.hs[k]
+	h.Len = 0
+	h.Hdr.Namelen = uint32(nameLen)
+	h.Hdr.Iov = &w.iovs[first]
+	h.Hdr.SetIovlen(v - first)
+	if segs > 1 {
+		oob := w.oob[k*oobLen:][:unix.CmsgSpace(2)]
+		putSegmentCmsg(oob, size)
+		h.Hdr.Control = &oob[0]
+		h.Hdr.SetControllen(len(oob))
+	} else {
+		h.Hdr.Control = nil
+		h.Hdr.SetControllen(0)
+	}
+}
+
+// resume is where in the first entry not wholly sent the next pack
+// starts: the byte after the last message sent, when that message cut a
+// run, else 0; off is where the last pack started, for when nothing was
+// sent.
+func (w *sendState) resume(off int) int {
+	if w.start == 0 {
+		return off
+	}
+	return w.offs[w.start-1]
 }
 
 // gather points iovecs from v on at d's bytes, Buf[:N] and then Tail if
@@ -653,7 +713,7 @@ func (w *sendState) add(first, v int, b []byte) int {
 var errGSORefused = errors.New("udp gso refused")
 
 // flush sends the packed messages [0, nmsg), resuming after partial sends,
-// and returns the number of datagrams sent.
+// and returns the number of entries of msgs they completed.
 func (c *mmsgConn) flush(nmsg int) (int, error) {
 	w := &c.w
 	sent := 0
@@ -661,7 +721,7 @@ func (c *mmsgConn) flush(nmsg int) (int, error) {
 		if err := c.rc.Write(w.fn); err != nil {
 			return sent, err // closed: wraps net.ErrClosed
 		}
-		for _, s := range w.segs[w.start : w.start+w.sent] {
+		for _, s := range w.ends[w.start : w.start+w.sent] {
 			sent += s
 		}
 		w.start += w.sent
@@ -671,7 +731,7 @@ func (c *mmsgConn) flush(nmsg int) (int, error) {
 		// EIO: the device cannot checksum segments; EINVAL: the kernel
 		// refuses this segmentation (segment over the path MTU, or
 		// checksums off). Either way plain sends still work.
-		if w.segs[w.start] > 1 && (w.errno == unix.EIO || w.errno == unix.EINVAL) {
+		if w.hs[w.start].Hdr.Controllen > 0 && (w.errno == unix.EIO || w.errno == unix.EINVAL) {
 			c.gso.Store(false)
 			return sent, errGSORefused
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // listenMmsg opens a Linux conn and returns its concrete type.
-func listenMmsg(t *testing.T, addr string, cfg Config) *mmsgConn {
+func listenMmsg(t testing.TB, addr string, cfg Config) *mmsgConn {
 	t.Helper()
 	return listenLoopback(t, addr, cfg).(*mmsgConn)
 }
@@ -80,11 +80,11 @@ func TestPackRuns(t *testing.T) {
 			for i, d := range tt.in {
 				msgs[i].N, msgs[i].Addr = d.n, d.addr
 			}
-			nmsg, err := c.pack(msgs)
+			nmsg, err := c.pack(msgs, 0)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("pack error %v, want %v", err, tt.wantErr)
 			}
-			if got := fmt.Sprint(c.w.segs[:nmsg]); got != fmt.Sprint(tt.segs) {
+			if got := fmt.Sprint(c.w.ends[:nmsg]); got != fmt.Sprint(tt.segs) {
 				t.Fatalf("segments per message %v, want %v", got, tt.segs)
 			}
 			first := 0
@@ -117,9 +117,9 @@ func TestWholeRuns(t *testing.T) {
 		for i := range msgs {
 			msgs[i].N, msgs[i].Addr = tt.size, a
 		}
-		nmsg, err := c.pack(msgs)
-		if want := fmt.Sprint([]int{tt.run, 1}); err != nil || fmt.Sprint(c.w.segs[:nmsg]) != want {
-			t.Errorf("pack of %d datagrams of %d bytes: %v segments a message, %v; want %s", len(msgs), tt.size, c.w.segs[:nmsg], err, want)
+		nmsg, err := c.pack(msgs, 0)
+		if want := fmt.Sprint([]int{tt.run, 1}); err != nil || fmt.Sprint(c.w.ends[:nmsg]) != want {
+			t.Errorf("pack of %d datagrams of %d bytes: %v segments a message, %v; want %s", len(msgs), tt.size, c.w.ends[:nmsg], err, want)
 		}
 	}
 	for _, tt := range []struct {
@@ -152,9 +152,9 @@ func TestPackTails(t *testing.T) {
 			msgs[i].N, msgs[i].Tail = 32, tail[:968]
 		}
 	}
-	nmsg, err := c.pack(msgs)
-	if err != nil || fmt.Sprint(c.w.segs[:nmsg]) != "[64 6]" {
-		t.Fatalf("pack = %d messages of %v segments, %v; want [64 6]", nmsg, c.w.segs[:nmsg], err)
+	nmsg, err := c.pack(msgs, 0)
+	if err != nil || fmt.Sprint(c.w.ends[:nmsg]) != "[64 6]" {
+		t.Fatalf("pack = %d messages of %v segments, %v; want [64 6]", nmsg, c.w.ends[:nmsg], err)
 	}
 	for m, want := range []struct{ iovs, first, seg int }{{127, 0, 1000}, {12, 127, 1000}} {
 		h := &c.w.hs[m].Hdr
@@ -169,8 +169,61 @@ func TestPackTails(t *testing.T) {
 		t.Errorf("datagram 0's tail iovec %p+%d, want %p+968", iov.Base, iov.Len, &tail[0])
 	}
 	msgs[5].Tail = tail[:9000] // 32 + 9000 is over the limit
-	if _, err := c.pack(msgs); !errors.Is(err, ErrDatagramTooLarge) {
+	if _, err := c.pack(msgs, 0); !errors.Is(err, ErrDatagramTooLarge) {
 		t.Errorf("pack of a datagram whose tail passes MaxDatagram: %v, want ErrDatagramTooLarge", err)
+	}
+}
+
+// An entry that is a run (Datagram.Seg) goes as messages of its own, one
+// iovec each: as few GSO sends as the limits allow, or one datagram each
+// without GSO; a pack that fills its messages mid-run says where the next
+// starts (offs), and the run counts as sent with its last message (ends).
+func TestPackRunEntries(t *testing.T) {
+	a := netip.MustParseAddrPort("127.0.0.1:1000")
+	stage := make([]byte, 70*1000)
+	msgs := newMsgs(4, 100)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = 100, a
+	}
+	msgs[2] = Datagram{Buf: stage, N: len(stage), Seg: 1000, Addr: a}
+	c := listenMmsg(t, "127.0.0.1:0", Config{BatchSize: 64, DisableOffload: true})
+	c.gso.Store(true) // pack makes no system call: no kernel support needed
+	nmsg, err := c.pack(msgs[1:], 0)
+	if got := fmt.Sprint(c.w.ends[:nmsg], c.w.offs[:nmsg]); err != nil || got != "[1 0 1 1] [0 64000 0 0]" {
+		t.Fatalf("pack = %s, %v; want [1 0 1 1] [0 64000 0 0]", got, err)
+	}
+	for m, want := range []struct {
+		base     *byte
+		len, seg int
+	}{{&msgs[1].Buf[0], 100, 0}, {&stage[0], 64000, 1000}, {&stage[64000], 6000, 1000}, {&msgs[3].Buf[0], 100, 0}} {
+		h := &c.w.hs[m].Hdr
+		if iov := unsafe.Slice(h.Iov, h.Iovlen); len(iov) != 1 || iov[0].Base != want.base || int(iov[0].Len) != want.len {
+			t.Errorf("message %d: iovecs %v, want one of %d bytes", m, iov, want.len)
+		}
+		if got := segmentCmsg(t, c.w.oob[m*oobLen:][:h.Controllen]); got != want.seg {
+			t.Errorf("message %d: UDP_SEGMENT %d, want %d", m, got, want.seg)
+		}
+	}
+	if nmsg, err = c.pack(msgs, 0); err != nil || fmt.Sprint(c.w.ends[:nmsg]) != "[2 0 1 1]" {
+		t.Errorf("pack from a plain run of two = %v, %v; want [2 0 1 1]: a run entry ends a plain run", c.w.ends[:nmsg], err)
+	}
+
+	c = listenMmsg(t, "127.0.0.1:0", Config{BatchSize: 4, DisableOffload: true})
+	run := []Datagram{{Buf: stage, N: 450, Seg: 100, Addr: a}}
+	nmsg, err = c.pack(run, 0)
+	if got := fmt.Sprint(c.w.ends[:nmsg], c.w.offs[:nmsg]); err != nil || got != "[0 0 0 0] [100 200 300 400]" {
+		t.Fatalf("pack without GSO = %s, %v; want [0 0 0 0] [100 200 300 400]", got, err)
+	}
+	c.w.start = 3 // as if flush had sent three messages
+	if off := c.w.resume(0); off != 300 {
+		t.Fatalf("resume after three messages = %d, want 300", off)
+	}
+	nmsg, err = c.pack(run, 300)
+	if got := fmt.Sprint(c.w.ends[:nmsg], c.w.offs[:nmsg]); err != nil || got != "[0 1] [400 0]" {
+		t.Fatalf("pack from byte 300 = %s, %v; want [0 1] [400 0]", got, err)
+	}
+	if iov := c.w.iovs[1]; iov.Base != &stage[400] || iov.Len != 50 || c.w.hs[1].Hdr.Controllen != 0 {
+		t.Errorf("the run's last datagram: %p+%d (control %d), want %p+50 and no UDP_SEGMENT", iov.Base, iov.Len, c.w.hs[1].Hdr.Controllen, &stage[400])
 	}
 }
 
@@ -202,9 +255,9 @@ func TestPackContiguous(t *testing.T) {
 	for i := 30; i < 40; i++ {
 		msgs[i].Addr = b
 	}
-	nmsg, err := c.pack(msgs)
-	if err != nil || fmt.Sprint(c.w.segs[:nmsg]) != "[30 10]" {
-		t.Fatalf("pack = %d messages of %v segments, %v; want [30 10]", nmsg, c.w.segs[:nmsg], err)
+	nmsg, err := c.pack(msgs, 0)
+	if err != nil || fmt.Sprint(c.w.ends[:nmsg]) != "[30 10]" {
+		t.Fatalf("pack = %d messages of %v segments, %v; want [30 10]", nmsg, c.w.ends[:nmsg], err)
 	}
 	for m, want := range []struct {
 		iovs  int
@@ -477,6 +530,40 @@ func BenchmarkReceiveCoalesced(b *testing.B) {
 					got += n
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkPack is what packing a writer's batch costs before the system
+// call: 62 results of 1,056 bytes to 8 members, back to back in memory
+// as the switch stages them, handed over as a datagram each ("each") or
+// as a run each member (Datagram.Seg, "runs"). Both pack into 8 GSO
+// messages of one iovec. ns/datagram is a member's result.
+func BenchmarkPack(b *testing.B) {
+	const results, members, size = 62, 8, 1056
+	stage := make([]byte, results*size)
+	c := listenMmsg(b, "127.0.0.1:0", Config{DisableOffload: true})
+	c.gso.Store(true) // pack makes no system call: no kernel support needed
+	each := make([]Datagram, 0, results*members)
+	runs := make([]Datagram, 0, members)
+	for m := range members {
+		to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 4, byte(m)}), 9000)
+		for r := range results {
+			each = append(each, Datagram{Buf: stage[r*size : (r+1)*size], N: size, Addr: to})
+		}
+		runs = append(runs, Datagram{Buf: stage, N: len(stage), Seg: size, Addr: to})
+	}
+	for _, tc := range []struct {
+		name string
+		msgs []Datagram
+	}{{"each", each}, {"runs", runs}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if n, err := c.pack(tc.msgs, 0); n != members || err != nil {
+					b.Fatalf("pack = %d messages, %v; want %d", n, err, members)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*results*members), "ns/datagram")
 		})
 	}
 }

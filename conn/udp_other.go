@@ -85,6 +85,16 @@ func (c *stdConn) WriteBatch(msgs []Datagram) (int, error) {
 		if err := checkSend(d, c.maxDgram); err != nil {
 			return i, err
 		}
+		if d.Seg > 0 {
+			for off := 0; off < d.N; {
+				var seg []byte
+				seg, off = d.Segment(off)
+				if _, err := c.pc.WriteToUDPAddrPort(seg, d.Addr); err != nil {
+					return i, err
+				}
+			}
+			continue
+		}
 		b := d.Buf[:d.N]
 		if len(d.Tail) > 0 {
 			c.joined = d.appendWhole(c.joined[:0])

@@ -112,13 +112,21 @@ func moveToTail(m *Datagram, seq uint64, tail []byte) {
 // bytes in flight within what a socket buffer holds, so nothing is lost.
 func transfer(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int) {
 	t.Helper()
-	transferWith(t, tx, rx, dst, sizes, false, false)
+	transferWith(t, tx, rx, dst, sizes, whole, false)
 }
 
-// transferWith is transfer, with part of each datagram sent from its
-// Tail when tails is set (moveToTail), and received with ReadInto when
-// into is set and rx has it.
-func transferWith(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, tails, into bool) {
+// sendMode is how transferWith hands its datagrams to WriteBatch.
+type sendMode int
+
+const (
+	whole sendMode = iota // each in its Buf
+	tails                 // part of each from its Tail (moveToTail)
+	runs                  // back to back, as run entries (Datagram.Seg) where their sizes allow
+)
+
+// transferWith is transfer, with the datagrams sent as mode says, and
+// received with ReadInto when into is set and rx has it.
+func transferWith(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, mode sendMode, into bool) {
 	t.Helper()
 	const budget = 256 << 10 // bytes in flight, counting 1 KiB of kernel overhead per datagram
 	cost := make([]int, len(sizes)+1)
@@ -138,6 +146,7 @@ func transferWith(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, ta
 
 	msgs := newMsgs(tx.BatchSize(), DefaultMaxDatagram)
 	tailBufs := newMsgs(tx.BatchSize(), DefaultMaxDatagram)
+	stage := make([]byte, tx.BatchSize()*DefaultMaxDatagram)
 	for sent := 0; sent < len(sizes); {
 		k := 1
 		for k < len(msgs) && sent+k < len(sizes) && cost[sent+k+1]-cost[sent] <= budget {
@@ -151,17 +160,22 @@ func transferWith(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, ta
 			}
 			pause(spin)
 		}
-		for i := range k {
-			m := &msgs[i]
-			m.N, m.Addr, m.Tail = sizes[sent+i], dst, nil
-			stamp(m.Buf[:m.N], uint64(sent+i))
-			if tails && m.N > 0 {
-				moveToTail(m, uint64(sent+i), tailBufs[i].Buf)
+		entries := k
+		if mode == runs {
+			entries = stageRuns(msgs, stage, sizes[sent:sent+k], sent, dst)
+		} else {
+			for i := range k {
+				m := &msgs[i]
+				m.N, m.Addr, m.Tail = sizes[sent+i], dst, nil
+				stamp(m.Buf[:m.N], uint64(sent+i))
+				if mode == tails && m.N > 0 {
+					moveToTail(m, uint64(sent+i), tailBufs[i].Buf)
+				}
 			}
 		}
-		n, err := tx.WriteBatch(msgs[:k])
-		if err != nil || n != k {
-			t.Fatalf("WriteBatch = %d, %v; want %d", n, err, k)
+		n, err := tx.WriteBatch(msgs[:entries])
+		if err != nil || n != entries {
+			t.Fatalf("WriteBatch = %d, %v; want %d", n, err, entries)
 		}
 		sent += k
 	}
@@ -173,6 +187,29 @@ func transferWith(t *testing.T, tx, rx Conn, dst netip.AddrPort, sizes []int, ta
 	case <-time.After(20 * time.Second):
 		t.Fatalf("timed out: received %d of %d", got.Load(), len(sizes))
 	}
+}
+
+// stageRuns lays out datagrams first, first+1, ... of sizes stamped and
+// back to back in stage, and makes msgs' entries of them, to dst: runs
+// (Datagram.Seg) of equal sizes, each ended by a shorter datagram, and
+// empty datagrams on their own. It returns the number of entries.
+func stageRuns(msgs []Datagram, stage []byte, sizes []int, first int, dst netip.AddrPort) int {
+	e, at := -1, 0
+	for i, size := range sizes {
+		b := stage[at : at+size]
+		stamp(b, uint64(first+i))
+		if r := &msgs[max(e, 0)]; e >= 0 && r.Seg > 0 && size > 0 && size <= r.Seg && r.N%r.Seg == 0 {
+			r.Buf, r.N = stage[at-r.N:at+size], r.N+size
+		} else {
+			e++
+			msgs[e] = Datagram{Buf: b, N: size, Addr: dst, Seg: size}
+			if size == 0 {
+				msgs[e].Seg = 0 // a run has bytes: an empty datagram goes alone
+			}
+		}
+		at += size
+	}
+	return e + 1
 }
 
 // receiveAll reads len(sizes) datagrams from rx and checks them; got counts
@@ -245,25 +282,30 @@ func TestLoopbackTransfer(t *testing.T) {
 		addr  string
 		cfg   Config
 		sizes []int
-		tails bool
+		mode  sendMode
 		into  bool
 	}{
-		{"flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), false, false},
-		{"flare/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, sameSizes(n, flarePacket), false, false},
-		{"flare/batch1", "127.0.0.1:0", Config{BatchSize: 1}, sameSizes(n, flarePacket), false, false},
-		{"mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 1), false, false},
-		{"mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 2), false, false},
-		{"ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 3), false, false},
-		{"tails/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), true, false},
-		{"tails/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 4), true, false},
-		{"tails/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 5), true, false},
-		{"into/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), false, true},
-		{"into/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 6), false, true},
-		{"into/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 7), false, true},
-		{"into/ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 8), true, true},
-		{"busy-poll/offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll}, mixedSizes(n, 9), true, false},
-		{"busy-poll/no-offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll, DisableOffload: true}, mixedSizes(n, 10), false, false},
-		{"busy-poll/into/offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll}, sameSizes(n, flarePacket), false, true},
+		{"flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), whole, false},
+		{"flare/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, sameSizes(n, flarePacket), whole, false},
+		{"flare/batch1", "127.0.0.1:0", Config{BatchSize: 1}, sameSizes(n, flarePacket), whole, false},
+		{"mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 1), whole, false},
+		{"mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 2), whole, false},
+		{"ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 3), whole, false},
+		{"tails/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), tails, false},
+		{"tails/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 4), tails, false},
+		{"tails/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 5), tails, false},
+		{"into/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), whole, true},
+		{"into/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 6), whole, true},
+		{"into/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 7), whole, true},
+		{"into/ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 8), tails, true},
+		{"busy-poll/offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll}, mixedSizes(n, 9), tails, false},
+		{"busy-poll/no-offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll, DisableOffload: true}, mixedSizes(n, 10), whole, false},
+		{"runs/flare/offload", "127.0.0.1:0", Config{}, sameSizes(n, flarePacket), runs, false},
+		{"runs/mixed/offload", "127.0.0.1:0", Config{}, mixedSizes(n, 11), runs, false},
+		{"runs/mixed/no-offload", "127.0.0.1:0", Config{DisableOffload: true}, mixedSizes(n, 12), runs, false},
+		{"runs/mixed/batch3", "127.0.0.1:0", Config{BatchSize: 3}, mixedSizes(n, 13), runs, true},
+		{"runs/ipv6/offload", "[::1]:0", Config{}, mixedSizes(n, 14), runs, true},
+		{"busy-poll/into/offload", "127.0.0.1:0", Config{BusyPoll: DefaultBusyPoll}, sameSizes(n, flarePacket), whole, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,7 +319,7 @@ func TestLoopbackTransfer(t *testing.T) {
 			defer rx.Close()
 			tx := listenLoopback(t, tt.addr, tt.cfg)
 			t.Logf("offload: tx %+v, rx %+v", tx.Offload(), rx.Offload())
-			transferWith(t, tx, rx, rx.LocalAddr(), tt.sizes, tt.tails, tt.into)
+			transferWith(t, tx, rx, rx.LocalAddr(), tt.sizes, tt.mode, tt.into)
 		})
 	}
 }
@@ -409,6 +451,9 @@ func TestWriteBatchRejects(t *testing.T) {
 		{"N past buffer", Datagram{Buf: make([]byte, 10), N: 11, Addr: rx.LocalAddr()}, ErrDatagramTooLarge},
 		{"no address", Datagram{Buf: make([]byte, 10), N: 10}, ErrBadAddr},
 		{"port 0", Datagram{Buf: make([]byte, 10), N: 10, Addr: netip.MustParseAddrPort("127.0.0.1:0")}, ErrBadAddr},
+		{"run with a tail", Datagram{Buf: make([]byte, 10), N: 10, Seg: 5, Tail: make([]byte, 3), Addr: rx.LocalAddr()}, ErrBadRun},
+		{"run of nothing", Datagram{Buf: make([]byte, 10), Seg: 5, Addr: rx.LocalAddr()}, ErrBadRun},
+		{"run of datagrams too large", Datagram{Buf: make([]byte, 4000), N: 3002, Seg: 1501, Addr: rx.LocalAddr()}, ErrDatagramTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
