@@ -67,6 +67,14 @@ func (c *capture) record(msgs []conn.Datagram, received bool) {
 		if !received {
 			src, dst = c.local, d.Addr
 		}
+		if d.Seg > 0 {
+			for off := 0; off < d.N; {
+				var seg []byte
+				seg, off = d.Segment(off)
+				c.write(now, src, dst, seg, received)
+			}
+			continue
+		}
 		pkt := d.Buf[:d.N]
 		if len(d.Tail) > 0 {
 			c.whole = append(append(c.whole[:0], pkt...), d.Tail...)

@@ -333,7 +333,8 @@ type sender struct {
 	rest  *outPacket // what take left past a full batch, the next batch's first
 	full  int        // a full batch once known (limit)
 	msgs  []conn.Datagram
-	stage []byte // the batch's results for every member, back to back (stageFanOut)
+	stage []byte    // the batch's results for every member, back to back (stageFanOut)
+	spans []fanSpan // the stage's runs (stageFanOut)
 }
 
 func (s *Switch) newSender(rd int) *sender {
@@ -403,7 +404,7 @@ func (w *sender) flush() {
 		switch {
 		case op.fansOut():
 			fan = max(fan, len(op.job.addrs))
-			fanned += len(op.buf) + len(op.tail)
+			fanned += op.size()
 		case op.job != nil && !op.to.IsValid(): // once, to every member (multicast.go)
 			msgs = append(msgs, op.datagram(op.job.group))
 		default:
@@ -411,28 +412,20 @@ func (w *sender) flush() {
 		}
 	}
 	if fan > 1 && s.conns[w.rd].Offload().GSO {
-		w.stageFanOut(fanned)
-	}
-	for m := 0; m < fan; m++ {
-		for _, op := range w.held {
-			if !op.fansOut() || m >= len(op.job.addrs) {
-				continue
-			}
-			if to := op.job.addrs[m]; to.IsValid() {
-				msgs = append(msgs, op.datagram(to))
-			}
-		}
+		msgs = w.fanOutRuns(msgs, fan, fanned)
+	} else {
+		msgs = w.fanOut(msgs, fan)
 	}
 	if s.cap != nil {
 		s.cap.record(msgs, false)
 	}
 	s.links.countTx(w.rd, msgs)
 	s.sendAll(s.conns[w.rd], msgs)
-	s.perReader[w.rd].tx.Add(int64(len(msgs)))
+	s.perReader[w.rd].tx.Add(int64(conn.Count(msgs)))
 	clear(msgs) // keep no references to pooled buffers
 	w.msgs = msgs[:0]
 	for _, op := range w.held {
-		op.job, op.tail, op.staged = nil, nil, nil
+		op.job, op.tail = nil, nil
 	}
 	s.outFree[w.rd].putAll(w.held)
 	clear(w.held)
@@ -443,31 +436,84 @@ func (w *sender) flush() {
 	}
 }
 
-// stageFanOut copies the batch's results for every member, header and
-// payload, back to back into the sender's stage, once: each member's run
-// of them is then one span of memory, which the kernel copies as one
-// piece for each of the P sends (conn's gather), where the same run in
-// pieces costs it ~50 ns more a datagram (docs/PERFORMANCE.md). Only a
-// conn with GSO sends a run in one message; without it the copy buys
-// nothing. The results take n bytes; the stage grows to the largest
-// batch and is kept.
-func (w *sender) stageFanOut(n int) {
-	w.stage = slices.Grow(w.stage[:0], n) // room for all: the slices taken below stay in one array
-	st := w.stage
-	for _, op := range w.held {
-		if op.fansOut() {
-			at := len(st)
-			st = append(append(st, op.buf...), op.tail...)
-			op.staged = st[at:len(st):len(st)]
+// fanOut appends the held results that fan out to msgs, a datagram for
+// each member (of at most fan) and result, from where each lies.
+func (w *sender) fanOut(msgs []conn.Datagram, fan int) []conn.Datagram {
+	for m := 0; m < fan; m++ {
+		for _, op := range w.held {
+			if !op.fansOut() || m >= len(op.job.addrs) {
+				continue
+			}
+			if to := op.job.addrs[m]; to.IsValid() {
+				msgs = append(msgs, op.datagram(to))
+			}
 		}
+	}
+	return msgs
+}
+
+// fanOutRuns is fanOut for a conn with GSO: it copies the held results
+// that fan out (fanned bytes), header and payload, back to back into the
+// sender's stage, once for all members (stageFanOut), and appends for
+// each member one entry for each span of them (conn.Datagram.Seg) rather
+// than one a result. The kernel copies a span as one piece for each of
+// the P sends, where the same run in pieces costs it ~50 ns more a
+// datagram (docs/PERFORMANCE.md), and the writer's work a member is a
+// span's, not a result's. Without GSO the copy would buy nothing.
+func (w *sender) fanOutRuns(msgs []conn.Datagram, fan, fanned int) []conn.Datagram {
+	w.stageFanOut(fanned)
+	for m := 0; m < fan; m++ {
+		for i := range w.spans {
+			sp := &w.spans[i]
+			if m >= len(sp.job.addrs) {
+				continue
+			}
+			if to := sp.job.addrs[m]; to.IsValid() {
+				msgs = append(msgs, conn.Datagram{Buf: w.stage[sp.at : sp.at+sp.n], N: sp.n, Seg: sp.seg, Addr: to})
+			}
+		}
+	}
+	clear(w.spans) // keep no references to jobs
+	w.spans = w.spans[:0]
+	return msgs
+}
+
+// stageFanOut copies the held results that fan out into the stage, n
+// bytes in all, and makes their spans: results of one job one after the
+// other, of one size but for a shorter last, as a GSO send takes them.
+// The stage grows to the largest batch and is kept.
+func (w *sender) stageFanOut(n int) {
+	w.stage = slices.Grow(w.stage[:0], n)
+	for _, op := range w.held {
+		if !op.fansOut() {
+			continue
+		}
+		at, size := len(w.stage), op.size()
+		w.stage = append(append(w.stage, op.buf...), op.tail...)
+		if k := len(w.spans) - 1; k >= 0 {
+			if sp := &w.spans[k]; sp.job == op.job && sp.at+sp.n == at && size <= sp.seg && sp.n%sp.seg == 0 {
+				sp.n += size
+				continue
+			}
+		}
+		w.spans = append(w.spans, fanSpan{job: op.job, at: at, n: size, seg: size})
 	}
 }
 
-// datagram is op sent to addr: from the stage where the sender put it.
+// fanSpan is a span of a sender's stage, [at, at+n), holding results of
+// one job back to back, each of seg bytes but for a shorter last: a run
+// for each of the job's members.
+type fanSpan struct {
+	job        *liveJob
+	at, n, seg int
+}
+
+// size is op's datagram's length.
+func (op *outPacket) size() int { return len(op.buf) + len(op.tail) }
+
+// datagram is op sent to addr, as it lies: its header and payload in
+// buf, or the header there and the payload kept in tail.
 func (op *outPacket) datagram(addr netip.AddrPort) conn.Datagram {
-	if op.staged != nil {
-		return conn.Datagram{Buf: op.staged, N: len(op.staged), Addr: addr}
-	}
 	return conn.Datagram{Buf: op.buf, N: len(op.buf), Tail: op.tail, Addr: addr}
 }
 
@@ -497,15 +543,15 @@ func (s *Switch) sendAll(c conn.Conn, msgs []conn.Datagram) {
 		s.ioErrors.add(dirTx, err)
 		switch {
 		case errors.Is(err, net.ErrClosed):
-			s.drops.addN(dropSendError, int64(len(msgs)-sent))
+			s.drops.addN(dropSendError, int64(conn.Count(msgs[sent:])))
 			return
 		case transient(err) && !retried:
 			retried = true
 			continue
 		}
 		s.logIOError("send", err, 1)
-		s.drops.add(dropSendError)
-		sent++ // skip the datagram that failed
+		s.drops.addN(dropSendError, int64(msgs[sent].Count()))
+		sent++ // skip the datagram (or run) that failed
 		retried = false
 	}
 }

@@ -160,10 +160,23 @@ func (t *linkTable) count(rd int, msgs []conn.Datagram, rx bool) {
 type linkRun struct{ bytes, packets, retxBytes, retxPackets int64 }
 
 func (r *linkRun) add(d *conn.Datagram) {
-	n := int64(d.Size())
+	if d.Seg <= 0 {
+		r.addOne(d.Buf[:d.N], d.Size())
+		return
+	}
+	for off := 0; off < d.N; {
+		var seg []byte
+		seg, off = d.Segment(off)
+		r.addOne(seg, len(seg))
+	}
+}
+
+// addOne adds a datagram of size bytes that begins with b.
+func (r *linkRun) addOne(b []byte, size int) {
+	n := int64(size)
 	r.bytes += n
 	r.packets++
-	if retransmitted(d.Buf[:d.N]) {
+	if retransmitted(b) {
 		r.retxBytes += n
 		r.retxPackets++
 	}

@@ -22,14 +22,15 @@ type sentDatagram struct {
 }
 
 // recordConn keeps every datagram offered to WriteBatch (unless
-// discard), and how many each call offered, and sends none; it says it
-// has GSO when gso is set.
+// discard), and how many each call offered (datagrams, and entries: a
+// run is one), and sends none; it says it has GSO when gso is set.
 type recordConn struct {
 	conn.Conn
 	gso     bool
 	discard bool
 	sent    []sentDatagram
 	calls   []int
+	entries []int
 }
 
 func (c *recordConn) Offload() conn.Offload { return conn.Offload{GSO: c.gso} }
@@ -38,8 +39,17 @@ func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 	if c.discard {
 		return len(msgs), nil
 	}
-	c.calls = append(c.calls, len(msgs))
+	c.calls = append(c.calls, conn.Count(msgs))
+	c.entries = append(c.entries, len(msgs))
 	for _, d := range msgs {
+		if d.Seg > 0 { // a run: its datagrams, one by one
+			for off := 0; off < d.N; {
+				var seg []byte
+				seg, off = d.Segment(off)
+				c.sent = append(c.sent, sentDatagram{d.Addr, append([]byte(nil), seg...), uintptr(unsafe.Pointer(unsafe.SliceData(seg))), false})
+			}
+			continue
+		}
 		whole := append(append([]byte(nil), d.Buf[:d.N]...), d.Tail...)
 		c.sent = append(c.sent, sentDatagram{d.Addr, whole, uintptr(unsafe.Pointer(unsafe.SliceData(d.Buf))), len(d.Tail) > 0})
 	}
@@ -49,9 +59,10 @@ func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 // TestStageFanOut checks how a sender sends a batch of results for every
 // member: each member's run holds the batch's results in order, whole
 // (header and payload, whether the payload was kept in place or copied
-// with its header), back to back in memory, so that the kernel copies the
-// run as one piece (conn's pack); a packet for one address is sent from
-// its own buffer; nothing staged is left on the packets afterwards.
+// with its header), back to back in memory, and goes to the conn as one
+// entry (conn.Datagram.Seg), which the kernel copies as one piece; a
+// packet for one address is sent from its own buffer; nothing is left on
+// the packets afterwards.
 // Without GSO, where each datagram is a message of its own, every packet
 // is sent from where it is.
 func TestStageFanOut(t *testing.T) {
@@ -111,6 +122,13 @@ func testStageFanOut(t *testing.T, gso bool) {
 	if len(rec.sent) != 1+len(want)*len(members) {
 		t.Fatalf("%d datagrams sent, want %d", len(rec.sent), 1+len(want)*len(members))
 	}
+	entries := 1 + len(want)*len(members)
+	if gso {
+		entries = 1 + len(members) // a run for each member
+	}
+	if fmt.Sprint(rec.entries) != fmt.Sprint([]int{entries}) {
+		t.Errorf("WriteBatch calls of %v entries, want one of %d", rec.entries, entries)
+	}
 	if d := rec.sent[0]; d.to != one || !bytes.Equal(d.bytes, appendLeave(nil)) || d.at != bufs[5] {
 		t.Errorf("the packet for one address: to %v from %#x, want to %v from its own buffer %#x", d.to, d.at, one, bufs[5])
 	}
@@ -138,8 +156,8 @@ func testStageFanOut(t *testing.T, gso bool) {
 		}
 	}
 	for i, op := range ops {
-		if op.staged != nil || op.tail != nil || op.job != nil {
-			t.Errorf("packet %d after the send: staged %v, tail %v, job %v; want all cleared", i, op.staged != nil, op.tail != nil, op.job != nil)
+		if op.tail != nil || op.job != nil {
+			t.Errorf("packet %d after the send: tail %v, job %v; want both cleared", i, op.tail != nil, op.job != nil)
 		}
 	}
 	if len(w.held) != 0 || len(w.msgs) != 0 {
@@ -150,5 +168,54 @@ func testStageFanOut(t *testing.T, gso bool) {
 	rec.discard = true
 	if n := testing.AllocsPerRun(20, func() { fill(); w.flush() }); n != 0 {
 		t.Errorf("a batch's send allocated %.1f times, want 0", n)
+	}
+}
+
+// Results of jobs of different sizes and members, one of them shorter,
+// staged in one batch: every member gets each of its jobs' results in
+// order, whole, and a run (one entry) never holds another address's, a
+// result not right after it in the stage, or anything after a shorter
+// one, as a GSO send could not.
+func TestStageFanOutRuns(t *testing.T) {
+	s := newJobFixture(t, nil).s
+	rec := &recordConn{gso: true}
+	s.conns = []conn.Conn{rec}
+	addrs := func(host byte, n int) []netip.AddrPort {
+		var out []netip.AddrPort
+		for i := range n {
+			out = append(out, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, host, byte(i)}), 9000))
+		}
+		return out
+	}
+	a, b := &liveJob{addrs: addrs(1, 3)}, &liveJob{addrs: addrs(2, 2)}
+	type result struct {
+		job  *liveJob
+		size int
+	}
+	batch := []result{{a, 64}, {a, 64}, {b, 64}, {b, 64}, {a, 64}, {a, 32}, {a, 64}, {b, 16}}
+	w := s.newSender(0)
+	want := map[netip.AddrPort][][]byte{}
+	for i, r := range batch {
+		h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 7, Block: uint32(i), Count: uint32(r.size / 4)}
+		pkt := wire.AppendPacket(nil, &h, bytes.Repeat([]byte{byte(i)}, r.size))
+		op := s.outFree[0].get()
+		op.buf, op.job, op.to = append(op.buf[:0], pkt...), r.job, netip.AddrPort{}
+		w.held = append(w.held, op)
+		for _, m := range r.job.addrs {
+			want[m] = append(want[m], pkt)
+		}
+	}
+	w.flush()
+	got := map[netip.AddrPort][][]byte{}
+	for _, d := range rec.sent {
+		got[d.to] = append(got[d.to], d.bytes)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sent, by member:\n%v\nwant\n%v", got, want)
+	}
+	// Member 0 of a: blocks 0-1 (one run), 4-5 (the shorter 5 ends it), 6;
+	// of b: blocks 2-3, 7. Three members of a, two of b.
+	if fmt.Sprint(rec.entries) != "[13]" {
+		t.Errorf("WriteBatch calls of %v entries, want one of 13", rec.entries)
 	}
 }

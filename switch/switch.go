@@ -114,12 +114,11 @@ func (s *Switch) packets() (rx, tx int64) {
 // Packets handed to a writer together are chained by next: a writer's
 // channel carries the first of each run.
 type outPacket struct {
-	buf    []byte
-	tail   []byte         // a kept payload, sent after buf (EmitKeptFrom); nil once sent
-	staged []byte         // buf and tail copied together for a fan-out (sender.stageFanOut); nil once sent
-	job    *liveJob       // multicast to the job's members when to is invalid
-	to     netip.AddrPort // unicast destination
-	next   *outPacket
+	buf  []byte
+	tail []byte         // a kept payload, sent after buf (EmitKeptFrom); nil once sent
+	job  *liveJob       // multicast to the job's members when to is invalid
+	to   netip.AddrPort // unicast destination
+	next *outPacket
 }
 
 // outRun is a chain of outPackets for one writer, collected on a core.
