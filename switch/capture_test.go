@@ -72,3 +72,45 @@ func TestCaptureKeptPayload(t *testing.T) {
 		t.Errorf("read %+v (%s), want %+v out", p.Header, p.Dir, h)
 	}
 }
+
+// A run of datagrams (conn.Datagram.Seg), as the writer sends a member's
+// results, is captured as its datagrams, each read back on its own.
+func TestCaptureRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.pcap")
+	c, err := openCapture(path, 1<<20, netip.MustParseAddrPort("127.0.0.1:7470"), func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run []byte
+	var want []wire.Header
+	for b, count := range []uint32{4, 4, 2} { // the last shorter
+		h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 3, Token: 9, Generation: 1, Block: uint32(b), DType: wire.Float32, Op: wire.OpSum, Count: count}
+		run = wire.AppendPacket(run, &h, make([]byte, 4*count))
+		want = append(want, h)
+	}
+	c.record([]conn.Datagram{{Buf: run, N: len(run), Seg: wire.HeaderLen + 16, Addr: netip.MustParseAddrPort("127.0.0.1:9000")}}, false)
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := NewCaptureReader(f, 7470)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range want {
+		p, err := r.Next()
+		if err != nil {
+			t.Fatalf("datagram %d of the run not read back (%d skipped): %v", i, r.Skipped(), err)
+		}
+		if p.Header != h || p.Dir != "out" {
+			t.Errorf("datagram %d: read %+v (%s), want %+v out", i, p.Header, p.Dir, h)
+		}
+	}
+	if p, err := r.Next(); err == nil {
+		t.Errorf("a fourth packet read back: %+v", p.Header)
+	}
+}

@@ -11,7 +11,7 @@ import (
 // The link counters count every datagram of a known peer, and the ones
 // marked FlagRetransmit once more on their own; an unknown peer's and a
 // short datagram's flags are not read. A datagram's bytes are all of it,
-// a kept payload (Tail) included. Two readers count a peer's datagrams
+// a kept payload (Tail) included; a run's datagrams count one by one. Two readers count a peer's datagrams
 // apart, and a link reads their sum.
 func TestLinkCountsRetransmitsApart(t *testing.T) {
 	peer := netip.MustParseAddrPort("127.0.0.1:5000")
@@ -33,10 +33,13 @@ func TestLinkCountsRetransmitsApart(t *testing.T) {
 	kept.N = len(kept.Buf)
 	lt.countTx(1, []conn.Datagram{dg(plain, peer), dg(waiting, peer)})
 	lt.countTx(0, []conn.Datagram{kept, dg(plain, other)})
+	// A run (conn.Datagram.Seg) counts as its datagrams, each by its own flags.
+	run := append(append(append([]byte(nil), plain...), again...), plain[:wire.HeaderLen]...)
+	lt.countTx(0, []conn.Datagram{{Buf: run, N: len(run), Seg: len(plain), Addr: peer}})
 	got := LinkCounter{peer: peer, l: lt.load()[peer]}.Load()
 	want := LinkTraffic{Peer: peer, Role: linkChild,
-		RxBytes: int64(len(plain) + len(again) + len(short)), TxBytes: int64(len(plain) + len(waiting) + kept.Size()), RxPackets: 3, TxPackets: 3,
-		Retransmit: RetransmitTraffic{RxBytes: int64(len(again)), TxBytes: int64(len(waiting)), RxPackets: 1, TxPackets: 1}}
+		RxBytes: int64(len(plain) + len(again) + len(short)), TxBytes: int64(len(plain) + len(waiting) + kept.Size() + len(run)), RxPackets: 3, TxPackets: 6,
+		Retransmit: RetransmitTraffic{RxBytes: int64(len(again)), TxBytes: int64(len(waiting) + len(again)), RxPackets: 1, TxPackets: 2}}
 	if got != want {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
