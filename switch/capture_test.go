@@ -43,27 +43,10 @@ func TestCaptureBound(t *testing.T) {
 // captured whole: a reader decodes it, which it would not with the header
 // alone (the header's count names the payload's length).
 func TestCaptureKeptPayload(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.pcap")
-	c, err := openCapture(path, 1<<20, netip.MustParseAddrPort("127.0.0.1:7470"), func(string, ...any) {})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 3, Token: 9, Generation: 1, DType: wire.Float32, Op: wire.OpSum, Count: 4}
 	d := conn.Datagram{Buf: wire.AppendPacket(nil, &h, nil), Tail: make([]byte, 16), Addr: netip.MustParseAddrPort("127.0.0.1:9000")}
 	d.N = len(d.Buf)
-	c.record([]conn.Datagram{d}, false)
-	if err := c.close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := NewCaptureReader(f, 7470)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := captureSent(t, []conn.Datagram{d})
 	p, err := r.Next()
 	if err != nil {
 		t.Fatalf("the kept result was not read back (%d skipped): %v", r.Skipped(), err)
@@ -76,11 +59,6 @@ func TestCaptureKeptPayload(t *testing.T) {
 // A run of datagrams (conn.Datagram.Seg), as the writer sends a member's
 // results, is captured as its datagrams, each read back on its own.
 func TestCaptureRun(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.pcap")
-	c, err := openCapture(path, 1<<20, netip.MustParseAddrPort("127.0.0.1:7470"), func(string, ...any) {})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var run []byte
 	var want []wire.Header
 	for b, count := range []uint32{4, 4, 2} { // the last shorter
@@ -88,19 +66,7 @@ func TestCaptureRun(t *testing.T) {
 		run = wire.AppendPacket(run, &h, make([]byte, 4*count))
 		want = append(want, h)
 	}
-	c.record([]conn.Datagram{{Buf: run, N: len(run), Seg: wire.HeaderLen + 16, Addr: netip.MustParseAddrPort("127.0.0.1:9000")}}, false)
-	if err := c.close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := NewCaptureReader(f, 7470)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := captureSent(t, []conn.Datagram{{Buf: run, N: len(run), Seg: wire.HeaderLen + 16, Addr: netip.MustParseAddrPort("127.0.0.1:9000")}})
 	for i, h := range want {
 		p, err := r.Next()
 		if err != nil {
@@ -113,4 +79,29 @@ func TestCaptureRun(t *testing.T) {
 	if p, err := r.Next(); err == nil {
 		t.Errorf("a fourth packet read back: %+v", p.Header)
 	}
+}
+
+// captureSent captures msgs as sent by a switch on 127.0.0.1:7470 and
+// returns a reader of the capture.
+func captureSent(t *testing.T, msgs []conn.Datagram) *CaptureReader {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.pcap")
+	c, err := openCapture(path, 1<<20, netip.MustParseAddrPort("127.0.0.1:7470"), func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.record(msgs, false)
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	r, err := NewCaptureReader(f, 7470)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
