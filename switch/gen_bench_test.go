@@ -37,19 +37,24 @@ import (
 // two switches of one reader each, side by side in the process, each with
 // its own hosts and an allreduce of its own per op: nothing of the
 // switch is shared between them, so what they lose at two CPUs against
-// two processes is the Go runtime's, not the switch's.
+// two processes is the Go runtime's, not the switch's. readers-1-gso is
+// readers-1 with conns that say they have GSO, as a Linux socket does:
+// the writer then stages each batch's results and hands each member's to
+// the conn as runs (conn.Datagram.Seg), as the daemon does.
 func BenchmarkGenPath(b *testing.B) {
-	b.Run("readers-1", func(b *testing.B) { benchGenPath(b, 1, 1) })
-	b.Run("readers-2", func(b *testing.B) { benchGenPath(b, 1, 2) })
-	b.Run("twins", func(b *testing.B) { benchGenPath(b, 2, 1) })
+	b.Run("readers-1", func(b *testing.B) { benchGenPath(b, 1, 1, false) })
+	b.Run("readers-2", func(b *testing.B) { benchGenPath(b, 1, 2, false) })
+	b.Run("twins", func(b *testing.B) { benchGenPath(b, 2, 1, false) })
+	b.Run("readers-1-gso", func(b *testing.B) { benchGenPath(b, 1, 1, true) })
 }
 
 // benchGenPath runs `switches` switches of `readers` readers each, every
-// one with hosts of its own.
-func benchGenPath(b *testing.B, switches, readers int) {
+// one with hosts of its own, whose conns say they have GSO when gso is
+// set.
+func benchGenPath(b *testing.B, switches, readers int, gso bool) {
 	var hs []*genHosts
 	for range switches {
-		h := newGenHosts(readers)
+		h := newGenHosts(readers, gso)
 		cfg := swtch.Config{Conns: h.conns(), Readers: readers, Admin: "off", Window: pathWindow,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		_, stop := runSwitch(b, cfg)
@@ -98,10 +103,11 @@ type genHosts struct {
 	bad     atomic.Pointer[string]
 	blocks  int
 	payload []byte // a data packet's payload: every element 1
+	gso     bool   // the conns say they have GSO
 }
 
-func newGenHosts(readers int) *genHosts {
-	h := &genHosts{sw: netip.MustParseAddrPort("127.0.0.1:7470"), ready: make(chan struct{})}
+func newGenHosts(readers int, gso bool) *genHosts {
+	h := &genHosts{sw: netip.MustParseAddrPort("127.0.0.1:7470"), ready: make(chan struct{}), gso: gso}
 	for r := range pathRanks {
 		h.addrs = append(h.addrs, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(1 + r)}), 7471))
 	}
@@ -226,7 +232,7 @@ func (c *genConn) schedule(orders [][]uint32, window, readers int) {
 
 func (c *genConn) LocalAddr() netip.AddrPort { return c.h.sw }
 func (c *genConn) BatchSize() int            { return conn.DefaultBatchSize }
-func (c *genConn) Offload() conn.Offload     { return conn.Offload{} }
+func (c *genConn) Offload() conn.Offload     { return conn.Offload{GSO: c.h.gso} }
 
 func (c *genConn) Close() error {
 	c.once.Do(func() { close(c.closed) })
@@ -336,23 +342,15 @@ func (c *genConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 	}
 	results := 0
 	for i := range msgs {
-		pkt := msgs[i].Buf[:msgs[i].N]
-		if len(pkt) < wire.HeaderLen {
-			c.h.fail("a datagram of %d bytes", len(pkt))
+		d := &msgs[i]
+		if d.Seg <= 0 {
+			results += c.take(d.Buf[:d.N], firstElem(d))
 			continue
 		}
-		switch wire.Type(pkt[wire.OffType]) {
-		case wire.TypeJoinAck:
-			c.h.joined(pkt)
-		case wire.TypeResult:
-			if g := binary.BigEndian.Uint32(pkt[wire.OffGeneration:]); g != c.gen {
-				c.h.fail("a result of generation %d during %d", g, c.gen)
-			} else if v := math.Float32frombits(binary.LittleEndian.Uint32(firstElem(&msgs[i]))); v != pathRanks {
-				c.h.fail("block %d: first element %v, want %d", binary.BigEndian.Uint32(pkt[wire.OffBlock:]), v, pathRanks)
-			}
-			results++
-		default:
-			c.h.fail("the switch sent a %v", wire.Type(pkt[wire.OffType]))
+		for off := 0; off < d.N; { // a run: its datagrams
+			var seg []byte
+			seg, off = d.Segment(off)
+			results += c.take(seg, seg[min(wire.HeaderLen, len(seg)):])
 		}
 	}
 	if results > 0 {
@@ -363,6 +361,29 @@ func (c *genConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 		}
 	}
 	return len(msgs), nil
+}
+
+// take checks one datagram the switch sent, pkt, whose payload begins
+// with payload, and says whether it was a result.
+func (c *genConn) take(pkt, payload []byte) int {
+	if len(pkt) < wire.HeaderLen {
+		c.h.fail("a datagram of %d bytes", len(pkt))
+		return 0
+	}
+	switch wire.Type(pkt[wire.OffType]) {
+	case wire.TypeJoinAck:
+		c.h.joined(pkt)
+	case wire.TypeResult:
+		if g := binary.BigEndian.Uint32(pkt[wire.OffGeneration:]); g != c.gen {
+			c.h.fail("a result of generation %d during %d", g, c.gen)
+		} else if len(payload) < 4 || math.Float32frombits(binary.LittleEndian.Uint32(payload)) != pathRanks {
+			c.h.fail("block %d: first element not %d", binary.BigEndian.Uint32(pkt[wire.OffBlock:]), pathRanks)
+		}
+		return 1
+	default:
+		c.h.fail("the switch sent a %v", wire.Type(pkt[wire.OffType]))
+	}
+	return 0
 }
 
 // firstElem is the first 4 bytes of d's payload: after the header in Buf,
