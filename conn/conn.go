@@ -3,6 +3,7 @@ package conn
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"net/netip"
 	"time"
 )
@@ -46,11 +47,15 @@ func (d *Datagram) Count() int {
 	return (d.N + d.Seg - 1) / d.Seg
 }
 
-// Segment is the run's datagram that starts at byte off of Buf, and
-// where the next starts (N after the last).
-func (d *Datagram) Segment(off int) (seg []byte, next int) {
-	next = min(off+d.Seg, d.N)
-	return d.Buf[off:next], next
+// Segments yields a run's datagrams in order, each a slice of Buf.
+func (d *Datagram) Segments() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for off := 0; off < d.N; off += d.Seg {
+			if !yield(d.Buf[off:min(off+d.Seg, d.N)]) {
+				return
+			}
+		}
+	}
 }
 
 // Count is how many datagrams msgs send (Datagram.Count).

@@ -440,9 +440,7 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 			continue
 		}
 		if d.Seg > 0 {
-			for off := 0; off < d.N; {
-				var seg []byte
-				seg, off = d.Segment(off)
+			for seg := range d.Segments() {
 				r.queue(n, c.addr, g.pick(seg, c.addr), seg, faults)
 			}
 			continue

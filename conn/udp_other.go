@@ -86,9 +86,7 @@ func (c *stdConn) WriteBatch(msgs []Datagram) (int, error) {
 			return i, err
 		}
 		if d.Seg > 0 {
-			for off := 0; off < d.N; {
-				var seg []byte
-				seg, off = d.Segment(off)
+			for seg := range d.Segments() {
 				if _, err := c.pc.WriteToUDPAddrPort(seg, d.Addr); err != nil {
 					return i, err
 				}

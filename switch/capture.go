@@ -68,9 +68,7 @@ func (c *capture) record(msgs []conn.Datagram, received bool) {
 			src, dst = c.local, d.Addr
 		}
 		if d.Seg > 0 {
-			for off := 0; off < d.N; {
-				var seg []byte
-				seg, off = d.Segment(off)
+			for seg := range d.Segments() {
 				c.write(now, src, dst, seg, received)
 			}
 			continue

@@ -491,7 +491,7 @@ func (w *sender) stageFanOut(n int) {
 		at, size := len(w.stage), op.size()
 		w.stage = append(append(w.stage, op.buf...), op.tail...)
 		if k := len(w.spans) - 1; k >= 0 {
-			if sp := &w.spans[k]; sp.job == op.job && sp.at+sp.n == at && size <= sp.seg && sp.n%sp.seg == 0 {
+			if sp := &w.spans[k]; sp.job == op.job && size <= sp.seg && sp.n%sp.seg == 0 { // the stage is back to back: op follows sp
 				sp.n += size
 				continue
 			}

@@ -347,9 +347,7 @@ func (c *genConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 			results += c.take(d.Buf[:d.N], firstElem(d))
 			continue
 		}
-		for off := 0; off < d.N; { // a run: its datagrams
-			var seg []byte
-			seg, off = d.Segment(off)
+		for seg := range d.Segments() { // a run: its datagrams
 			results += c.take(seg, seg[min(wire.HeaderLen, len(seg)):])
 		}
 	}

@@ -164,9 +164,7 @@ func (r *linkRun) add(d *conn.Datagram) {
 		r.addOne(d.Buf[:d.N], d.Size())
 		return
 	}
-	for off := 0; off < d.N; {
-		var seg []byte
-		seg, off = d.Segment(off)
+	for seg := range d.Segments() {
 		r.addOne(seg, len(seg))
 	}
 }

@@ -43,9 +43,7 @@ func (c *recordConn) WriteBatch(msgs []conn.Datagram) (int, error) {
 	c.entries = append(c.entries, len(msgs))
 	for _, d := range msgs {
 		if d.Seg > 0 { // a run: its datagrams, one by one
-			for off := 0; off < d.N; {
-				var seg []byte
-				seg, off = d.Segment(off)
+			for seg := range d.Segments() {
 				c.sent = append(c.sent, sentDatagram{d.Addr, append([]byte(nil), seg...), uintptr(unsafe.Pointer(unsafe.SliceData(seg))), false})
 			}
 			continue
