@@ -82,7 +82,8 @@ func allOps() []wire.Op { return append(append([]wire.Op(nil), wire.Ops...), tes
 // TestKernelMatchesReference folds random vectors with every supported
 // (dtype, op) and compares, bit for bit, with a scalar reference written
 // independently over encoding/binary: the native kernel on aligned and on
-// misaligned payloads (the latter take the portable path), the portable
+// misaligned payloads (the latter take the portable path, but for the
+// vector sums' whole iterations, sum_amd64.go), the portable
 // kernel that big-endian machines run, and dst and src being one slice.
 func TestKernelMatchesReference(t *testing.T) {
 	withTestOp(t)

@@ -2,18 +2,17 @@
 
 #include "textflag.h"
 
-// Each function is d[i] += s[i] for i < len(d), 128 bytes (four 32-byte
-// registers) an iteration; len(d) is a multiple of that many elements
-// and len(s) >= len(d). Y = d + s keeps d the first operand, as the
+// Each function is d[i] += s[i] over the elements of d and s's bytes, 128
+// bytes (four 32-byte registers) an iteration; len(d) is a multiple of
+// 128 bytes and len(s) >= len(d). Y = d + s keeps d the first operand, as the
 // scalar instruction the compiler emits for d[i] += s[i] does, so a
 // float NaN result carries the same payload. SUM128 is the loop: MOVU
-// the unaligned move, ADD the lane-wise addition, SHIFT log2 of the
-// elements an iteration.
-#define SUM128(MOVU, ADD, SHIFT) \
+// the unaligned move, ADD the lane-wise addition.
+#define SUM128(MOVU, ADD) \
 	MOVQ d_base+0(FP), DI \
 	MOVQ d_len+8(FP), CX \
 	MOVQ s_base+24(FP), SI \
-	SHRQ $SHIFT, CX \
+	SHRQ $7, CX \
 	JZ   done \
 loop: \
 	MOVU 0(DI), Y0 \
@@ -36,18 +35,18 @@ loop: \
 done: \
 	RET
 
-// func addFloat32sAVX(d, s []float32): 32 elements an iteration.
+// func addFloat32sAVX(d, s []byte): 32 elements an iteration.
 TEXT ·addFloat32sAVX(SB), NOSPLIT, $0-48
-	SUM128(VMOVUPS, VADDPS, 5)
+	SUM128(VMOVUPS, VADDPS)
 
-// func addFloat64sAVX(d, s []float64): 16 elements an iteration.
+// func addFloat64sAVX(d, s []byte): 16 elements an iteration.
 TEXT ·addFloat64sAVX(SB), NOSPLIT, $0-48
-	SUM128(VMOVUPD, VADDPD, 4)
+	SUM128(VMOVUPD, VADDPD)
 
-// func addInt32sAVX2(d, s []int32): wrapping, 32 elements an iteration.
+// func addInt32sAVX2(d, s []byte): wrapping, 32 elements an iteration.
 TEXT ·addInt32sAVX2(SB), NOSPLIT, $0-48
-	SUM128(VMOVDQU, VPADDD, 5)
+	SUM128(VMOVDQU, VPADDD)
 
-// func addInt64sAVX2(d, s []int64): wrapping, 16 elements an iteration.
+// func addInt64sAVX2(d, s []byte): wrapping, 16 elements an iteration.
 TEXT ·addInt64sAVX2(SB), NOSPLIT, $0-48
-	SUM128(VMOVDQU, VPADDQ, 4)
+	SUM128(VMOVDQU, VPADDQ)
