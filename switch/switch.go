@@ -441,15 +441,16 @@ func (s *Switch) tick(j *job, now time.Time) {
 }
 
 // readerCache is a reader's end of the received packets' free list, its
-// tally of the batch it is handling and its way into the processing unit,
-// on lines of their own: its fields take at most 64 bytes and it is padded
-// to 128, so that in a slice of them, however it is aligned, no two
-// readers' fields share a cache line.
+// tally of the batch it is handling, its last job look-up and its way into
+// the processing unit, on lines of their own: its fields take at most 128
+// bytes and it is padded to 192, so that in a slice of them, however it
+// is aligned, no two readers' fields share a cache line.
 type readerCache struct {
 	in    freeCache[inPacket]
 	tally jobTally
+	jobs  jobLookup
 	sub   *hpu.Submitter
-	_     [128 - unsafe.Sizeof(freeCache[inPacket]{}) - unsafe.Sizeof(jobTally{}) - unsafe.Sizeof((*hpu.Submitter)(nil))]byte
+	_     [192 - unsafe.Sizeof(freeCache[inPacket]{}) - unsafe.Sizeof(jobTally{}) - unsafe.Sizeof(jobLookup{}) - unsafe.Sizeof((*hpu.Submitter)(nil))]byte
 }
 
 // reader rd receives batches on its socket and dispatches each datagram:
@@ -628,7 +629,7 @@ func (s *Switch) handle(d *conn.Datagram, ip *inPacket, now int64) bool {
 		s.drops.add(dropUnexpected)
 		return false
 	}
-	j := s.jobs.get(p.Hdr.Job)
+	j := s.readerIn[ip.rd].jobs.get(s.jobs, p.Hdr.Job)
 	if j == nil {
 		s.drops.add(dropUnknownJob)
 		if !s.answerAborted(d.Addr, &p.Hdr) {
