@@ -72,6 +72,7 @@ type Dense struct {
 	cfg     DenseConfig
 	kernel  elem.Kernel
 	esize   int
+	narrow  bool // up to 64 children: a work's bits are its own word (Dense.bitmap)
 	nblocks int
 	pow2    int // tree: leaves padded to a power of two
 	blocks  []block
@@ -117,18 +118,39 @@ type block struct {
 // packet allocates. A work abandoned by its block stays with the handlers
 // still folding into it until the last of them settles (generation.go).
 type work struct {
-	gs     genState // contributions admitted (one per child) and settled
-	shard  uint8    // the workPool stack it goes back to
-	bitmap []uint64
-	bufs   []*hpu.Buffer // single: [0]; multi: [0..B); tree: heap-indexed nodes
-	// bitmap and bufs of the common case, up to 64 children and one
-	// buffer (single), held here: a packet's admission and sum then read
-	// the work's own cache lines, not a bitmap and a buffer list
-	// elsewhere, each a miss of its own once other work has evicted them.
-	bitmap1 [1]uint64
-	buf1    [1]*hpu.Buffer
-	filled  []bool     // multi: buffer j holds data
-	locks   []hpu.Lock // multi: one lock per buffer
+	workFields
+	_ [workBytes - unsafe.Sizeof(workFields{})]byte
+}
+
+// workBytes is a work's size: three cache lines, so that in the works'
+// one allocation (page-aligned where it passes 32 KiB, 170 works) each
+// work's first line is a line of its own (TestWorkLayout).
+const workBytes = 3 * cacheLine
+
+type workFields struct {
+	// What a packet of the common case (up to 64 children, the single
+	// design) reads and writes, on the work's first line: once other
+	// blocks' packets have evicted it, a packet's admission and sum miss
+	// on one line of the work, where a bitmap and a buffer list elsewhere,
+	// and the buffer's own record, were a miss each (docs/PERFORMANCE.md).
+	gs      genState       // contributions admitted (one per child) and settled
+	bitmap1 [1]uint64      // the children's bits, up to 64 (Dense.narrow)
+	acc     []byte         // single: its buffer's data while it holds one
+	shard   uint8          // the workPool stack it goes back to
+	wide    []uint64       // the children's bits, more than 64
+	bufs    []*hpu.Buffer  // single: [0]; multi: [0..B); tree: heap-indexed nodes
+	buf1    [1]*hpu.Buffer // bufs of the single design
+	filled  []bool         // multi: buffer j holds data
+	locks   []hpu.Lock     // multi: one lock per buffer
+}
+
+// bitmap is w's children's bits: its own word where the job has up to 64
+// children, read without loading a slice from another line.
+func (d *Dense) bitmap(w *work) []uint64 {
+	if d.narrow {
+		return w.bitmap1[:]
+	}
+	return w.wide
 }
 
 func (w *work) gstate() *genState { return &w.gs }
@@ -156,7 +178,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size()}
+	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size(), narrow: cfg.Children <= 64}
 	d.nblocks = (cfg.Elements + cfg.PacketElems - 1) / cfg.PacketElems
 	// Footprint counts every allocation below: change both together.
 	d.blocks = make([]block, blockTableLen(int64(d.nblocks)))
@@ -191,8 +213,8 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	d.works.reserve(nwork)
 	for i := range works {
 		w := &works[i]
-		if w.bitmap = w.bitmap1[:]; words > 1 {
-			w.bitmap = bitmaps[i*words : (i+1)*words : (i+1)*words]
+		if words > 1 {
+			w.wide = bitmaps[i*words : (i+1)*words : (i+1)*words]
 		}
 		if w.bufs = w.buf1[:]; nbufs > 1 {
 			w.bufs = make([]*hpu.Buffer, nbufs)
@@ -311,14 +333,14 @@ func (d *Dense) admit(t *hpu.Task, b *block) (w *work, opened bool) {
 		b.expires.Store(t.Pkt.Arrival + d.cfg.Deadline)
 	}
 	word, bit := h.Child/64, uint64(1)<<(h.Child%64)
-	if w.bitmap[word]&bit != 0 {
+	bm := d.bitmap(w)
+	if bm[word]&bit != 0 {
 		d.Stats.Duplicate.Add(1)
-		bm := w.bitmap
 		reportWaiting(t, d.cfg.Job, d.cfg.Token, d.cfg.DType, d.cfg.Op, h.Block, d.cfg.Children,
 			func(c int) bool { return bm[c/64]&(1<<(c%64)) == 0 })
 		return nil, false
 	}
-	w.bitmap[word] |= bit
+	bm[word] |= bit
 	w.gs.admit()
 	d.Stats.Packets.Add(w.shard, 1)
 	return w, opened
@@ -343,7 +365,7 @@ func (d *Dense) counters() *BlockStats { return &d.Stats.BlockStats }
 // b.lock, before the handler left it: a work that holds no other packet
 // goes back to the pool.
 func (d *Dense) unadmit(b *block, w *work, child uint16) {
-	w.bitmap[child/64] &^= uint64(1) << (child % 64)
+	d.bitmap(w)[child/64] &^= uint64(1) << (child % 64)
 	w.gs.unadmit()
 	d.Stats.Packets.Add(w.shard, -1)
 	d.Stats.NoBuffer.Add(1)
@@ -399,18 +421,18 @@ func (d *Dense) single(t *hpu.Task) {
 		t.Unlock(&b.lock)
 		return
 	}
-	if w.bufs[0] == nil {
+	if w.acc == nil {
 		buf := d.cfg.Quota.Alloc(t.Cluster)
 		if buf == nil {
 			d.unadmit(b, w, p.Hdr.Child)
 			t.Unlock(&b.lock)
 			return
 		}
-		w.bufs[0] = buf
+		w.bufs[0], w.acc = buf, buf.Data
 		copy(buf.Data, p.Payload)
 		t.ChargeCopy(len(p.Payload))
 	} else {
-		d.kernel(w.bufs[0].Data[:len(p.Payload)], p.Payload)
+		d.kernel(w.acc[:len(p.Payload)], p.Payload)
 		t.ChargeAggregate(d.cfg.DType, int(p.Hdr.Count))
 	}
 	if _, last := d.settle(t, b, w, nil); last {
@@ -770,11 +792,12 @@ func (d *Dense) freeBufs(w *work) {
 			w.bufs[j] = nil
 		}
 	}
+	w.acc = nil
 }
 
 func (d *Dense) releaseWork(w *work) {
 	d.freeBufs(w)
-	clear(w.bitmap)
+	clear(d.bitmap(w))
 	d.works.put(w, w.shard)
 }
 

@@ -778,6 +778,19 @@ func TestBlocksOwnCacheLines(t *testing.T) {
 	}
 }
 
+// TestWorkLayout: what a dense packet of the common case touches of its
+// block's work (the fields before wide) fits the work's first cache line,
+// and a work is a whole number of lines, so that in a line-aligned
+// allocation each work's first line is its own.
+func TestWorkLayout(t *testing.T) {
+	if size := unsafe.Sizeof(work{}); size != workBytes || size%cacheLine != 0 {
+		t.Errorf("a work is %d bytes, want %d, a multiple of %d", size, workBytes, cacheLine)
+	}
+	if hot := unsafe.Offsetof(work{}.wide); hot > cacheLine {
+		t.Errorf("a packet's fields of a work take %d bytes, more than a cache line (%d)", hot, cacheLine)
+	}
+}
+
 // TestBlockSlotPairsOneReader: the block table's layout is a permutation
 // of its records, and the two blocks whose records share a line pair have
 // the same remainder modulo 8, so the same reader and cluster for any
