@@ -82,45 +82,24 @@ func vectorKernels(t *[dtypeSlots][opSlots]kernelPair) {
 // their tails.
 var vectorTails [dtypeSlots]Kernel
 
-// The vector sums' kernels: the vector loop over the whole iterations,
-// the tail kernel over the rest. The loop's moves are unaligned, so any
-// payload may take it. Each is written out, so that its loop is a direct
-// call (a helper taking the loop as an argument does not inline).
+// The vector sums' kernels: the loop over the whole iterations, a
+// direct call from each (a helper taking the loop as a func value called
+// it through its ABI wrapper, and does not inline); vectorParts the rest.
+// The loop's moves are unaligned, so any payload may take it.
 
-func sumFloat32Bytes(dst, src []byte) {
-	checkLengths(dst, src, 4)
-	addFloat32sAVX(dst, src)
-	if len(dst)&127 != 0 {
-		sumTail(dst, src, wire.Float32)
+func sumFloat32Bytes(dst, src []byte) { addFloat32sAVX(vectorParts(dst, src, 4, wire.Float32)) }
+func sumFloat64Bytes(dst, src []byte) { addFloat64sAVX(vectorParts(dst, src, 8, wire.Float64)) }
+func sumInt32Bytes(dst, src []byte)   { addInt32sAVX2(vectorParts(dst, src, 4, wire.Int32)) }
+func sumInt64Bytes(dst, src []byte)   { addInt64sAVX2(vectorParts(dst, src, 8, wire.Int64)) }
+
+// vectorParts checks a vector sum's lengths (of size-byte elements), runs
+// dt's tail kernel over what follows the whole iterations, and returns
+// dst and src for the loop, which does those: each element is summed on
+// its own, so the order does not matter.
+func vectorParts(dst, src []byte, size int, dt wire.DType) ([]byte, []byte) {
+	checkLengths(dst, src, size)
+	if n := len(dst) &^ 127; n < len(dst) {
+		vectorTails[dt](dst[n:], src[n:])
 	}
-}
-
-func sumFloat64Bytes(dst, src []byte) {
-	checkLengths(dst, src, 8)
-	addFloat64sAVX(dst, src)
-	if len(dst)&127 != 0 {
-		sumTail(dst, src, wire.Float64)
-	}
-}
-
-func sumInt32Bytes(dst, src []byte) {
-	checkLengths(dst, src, 4)
-	addInt32sAVX2(dst, src)
-	if len(dst)&127 != 0 {
-		sumTail(dst, src, wire.Int32)
-	}
-}
-
-func sumInt64Bytes(dst, src []byte) {
-	checkLengths(dst, src, 8)
-	addInt64sAVX2(dst, src)
-	if len(dst)&127 != 0 {
-		sumTail(dst, src, wire.Int64)
-	}
-}
-
-// sumTail runs dt's tail kernel over what follows dst's whole iterations.
-func sumTail(dst, src []byte, dt wire.DType) {
-	n := len(dst) &^ 127
-	vectorTails[dt](dst[n:], src[n:])
+	return dst, src
 }
