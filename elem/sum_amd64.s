@@ -4,9 +4,9 @@
 
 // Each function is d[i] += s[i] over the elements of d and s's bytes, 128
 // bytes (four 32-byte registers) an iteration, for the whole iterations of
-// len(d), leaving the rest; len(s) >= len(d). Y = d + s keeps d the first operand, as the
-// scalar instruction the compiler emits for d[i] += s[i] does, so a
-// float NaN result carries the same payload. SUM128 is the loop: MOVU
+// len(d), leaving the rest; len(s) >= len(d). Y = d + s keeps d the first
+// operand, as the scalar instruction the compiler emits for d[i] += s[i]
+// does, so a float NaN result carries the same payload. SUM128 is the loop: MOVU
 // the unaligned move, ADD the lane-wise addition.
 #define SUM128(MOVU, ADD) \
 	MOVQ d_base+0(FP), DI \

@@ -127,6 +127,7 @@ type work struct {
 // work's first line is a line of its own (TestWorkLayout).
 const workBytes = 3 * cacheLine
 
+// workFields are a work's own fields, ahead of its padding.
 type workFields struct {
 	// What a packet of the common case (up to 64 children, the single
 	// design) reads and writes, on the work's first line: once other

@@ -295,8 +295,9 @@ func (t *jobTable) get(id uint32) *job { return (*t.snap.Load())[id] }
 // comes or goes, so a packet of the job before it in the same snapshot
 // takes it from here instead of hashing the id into the map (2% of
 // BenchmarkGenPath's time). Holding the snapshot keeps its map from being
-// freed, so no later snapshot can have its address. The reader alone
-// uses its lookup.
+// freed, so no later snapshot can have its address; it also keeps the
+// job it found, gone from the table or not, until the reader's next
+// packet: one job a reader at most. The reader alone uses its lookup.
 type jobLookup struct {
 	snap *map[uint32]*job
 	id   uint32
