@@ -58,6 +58,31 @@ func (d *Datagram) Segments() iter.Seq[[]byte] {
 	}
 }
 
+// Datagrams yields the datagrams the entry sends, each in one piece: a
+// run's in order (as Segments), or Buf[:N] and its Tail gathered after
+// what *scratch holds where there is a tail. The bytes *scratch held
+// before stay as they were, so that a caller may keep what it was
+// yielded before; one that does not resets it first.
+func (d *Datagram) Datagrams(scratch *[]byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		if d.Seg > 0 {
+			for seg := range d.Segments() {
+				if !yield(seg) {
+					return
+				}
+			}
+			return
+		}
+		b := d.Buf[:d.N]
+		if len(d.Tail) > 0 {
+			start := len(*scratch)
+			*scratch = d.appendWhole(*scratch)
+			b = (*scratch)[start:len(*scratch):len(*scratch)]
+		}
+		yield(b)
+	}
+}
+
 // Count is how many datagrams msgs send (Datagram.Count).
 func Count(msgs []Datagram) int {
 	n := 0

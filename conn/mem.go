@@ -439,20 +439,11 @@ func (c *memConn) WriteBatch(msgs []Datagram) (int, error) {
 			n.noRoute.Add(1) // like UDP: sending to nobody succeeds
 			continue
 		}
-		if d.Seg > 0 {
-			for seg := range d.Segments() {
-				r.queue(n, c.addr, g.pick(seg, c.addr), seg, faults)
-			}
-			continue
+		// A datagram with a tail is gathered into joined, as the kernel
+		// gathers the iovecs; the run keeps each until it flushes.
+		for b := range d.Datagrams(&c.joined) {
+			r.queue(n, c.addr, g.pick(b, c.addr), b, faults)
 		}
-		b := d.Buf[:d.N]
-		if len(d.Tail) > 0 {
-			// The queue copies it, as the kernel gathers the iovecs.
-			start := len(c.joined)
-			c.joined = d.appendWhole(c.joined)
-			b = c.joined[start:len(c.joined):len(c.joined)]
-		}
-		r.queue(n, c.addr, g.pick(b, c.addr), b, faults)
 	}
 	r.flush(n, c.addr)
 	return len(msgs), nil

@@ -85,21 +85,11 @@ func (c *stdConn) WriteBatch(msgs []Datagram) (int, error) {
 		if err := checkSend(d, c.maxDgram); err != nil {
 			return i, err
 		}
-		if d.Seg > 0 {
-			for seg := range d.Segments() {
-				if _, err := c.pc.WriteToUDPAddrPort(seg, d.Addr); err != nil {
-					return i, err
-				}
+		c.joined = c.joined[:0]
+		for b := range d.Datagrams(&c.joined) {
+			if _, err := c.pc.WriteToUDPAddrPort(b, d.Addr); err != nil {
+				return i, err
 			}
-			continue
-		}
-		b := d.Buf[:d.N]
-		if len(d.Tail) > 0 {
-			c.joined = d.appendWhole(c.joined[:0])
-			b = c.joined
-		}
-		if _, err := c.pc.WriteToUDPAddrPort(b, d.Addr); err != nil {
-			return i, err
 		}
 	}
 	return len(msgs), nil

@@ -67,18 +67,10 @@ func (c *capture) record(msgs []conn.Datagram, received bool) {
 		if !received {
 			src, dst = c.local, d.Addr
 		}
-		if d.Seg > 0 {
-			for seg := range d.Segments() {
-				c.write(now, src, dst, seg, received)
-			}
-			continue
+		c.whole = c.whole[:0]
+		for pkt := range d.Datagrams(&c.whole) {
+			c.write(now, src, dst, pkt, received)
 		}
-		pkt := d.Buf[:d.N]
-		if len(d.Tail) > 0 {
-			c.whole = append(append(c.whole[:0], pkt...), d.Tail...)
-			pkt = c.whole
-		}
-		c.write(now, src, dst, pkt, received)
 	}
 }
 
