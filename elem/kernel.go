@@ -144,12 +144,10 @@ func buildBuiltins() (t [dtypeSlots][opSlots]kernelPair) {
 	// lanes do; benchmarks show 3-4x (int8) and 2x (int16) over one by one.
 	setIntegers(&t, wire.Int8, sumLanes8)
 	setIntegers(&t, wire.Int16, sumLanes16)
-	setIntegers(&t, wire.Int32, sumInt32s) // vector lanes where the CPU has them (sum_amd64.go)
-	setIntegers(&t, wire.Int64, sumInt64s)
+	setIntegers(&t, wire.Int32, sumInto[int32])
+	setIntegers(&t, wire.Int64, sumInto[int64])
 	setFloats(&t, wire.Float32, float32(0))
 	setFloats(&t, wire.Float64, float64(0))
-	t[wire.Float32][wire.OpSum] = pair(sumOf[float32], sumFloat32s)
-	t[wire.Float64][wire.OpSum] = pair(sumOf[float64], sumFloat64s)
 
 	bf := &t[wire.BFloat16]
 	bf[wire.OpSum] = pair(bf16Sum, bf16SumInto)
@@ -163,7 +161,7 @@ func buildBuiltins() (t [dtypeSlots][opSlots]kernelPair) {
 	hf[wire.OpMin] = pair(f16Min, f16MinInto)
 	hf[wire.OpMax] = pair(f16Max, f16MaxInto)
 
-	vectorKernels(&t) // the vector sums' own, where the CPU has them
+	vectorKernels(&t) // the int32, int64, float32 and float64 sums' vector lanes, where the CPU has them (sum_amd64.go)
 	return t
 }
 

@@ -38,33 +38,14 @@ func addInt32sAVX2(d, s []byte)
 //go:noescape
 func addInt64sAVX2(d, s []byte)
 
-// vectorSum runs the vector loop vec, when on, over the largest prefix of
-// d that is a whole number of iterations, and the Go loop over the rest.
-func vectorSum[T number](d, s []T, on bool, vec func(d, s []byte)) {
-	s = s[:len(d)]
-	n := 0
-	if on {
-		db, sb := reinterpret[byte](d), reinterpret[byte](s)
-		if nb := len(db) &^ 127; nb > 0 {
-			vec(db[:nb], sb[:nb])
-			n = nb / sizeOf[T]()
-		}
-	}
-	sumInto(d[n:], s[n:])
-}
-
-func sumFloat32s(d, s []float32) { vectorSum(d, s, useAVX, addFloat32sAVX) }
-func sumFloat64s(d, s []float64) { vectorSum(d, s, useAVX, addFloat64sAVX) }
-func sumInt32s(d, s []int32)     { vectorSum(d, s, useAVX2, addInt32sAVX2) }
-func sumInt64s(d, s []int64)     { vectorSum(d, s, useAVX2, addInt64sAVX2) }
-
 // vectorKernels gives the four sums, where the CPU has their vector loops,
 // native kernels that call the loop on the payload's bytes themselves. The
 // kernel built from the typed loop (nativeKernel) reached the loop through
 // two more calls of func values, a generic view of the bytes as elements
 // and the loop's own: a third of a 1 KiB float32 sum's time
 // (BenchmarkKernel, docs/PERFORMANCE.md). That kernel still takes a tail
-// shorter than an iteration, which a packet's payload rarely has.
+// shorter than an iteration, which a packet's payload rarely has, with
+// the Go loop.
 func vectorKernels(t *[dtypeSlots][opSlots]kernelPair) {
 	set := func(dt wire.DType, on bool, k Kernel) {
 		if on {

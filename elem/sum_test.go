@@ -4,13 +4,16 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/flare-net/flare/wire"
 )
 
-// The sums' vector loops (sum_amd64.s) give the Go loop's results to the
-// bit, for every length around the vector widths and unaligned starts:
-// integers wrapping, and floats drawn from every class (normals,
-// subnormals, zeros of both signs, infinities, NaNs with payloads: NaN +
-// NaN keeps the first operand's, as the scalar instruction does).
+// The sums' kernels, with their vector loops (sum_amd64.s), give the Go
+// loop's results to the bit, for every length around the vector widths
+// and unaligned starts: integers wrapping, and floats drawn from every
+// class (normals, subnormals, zeros of both signs, infinities, NaNs with
+// payloads: NaN + NaN keeps the first operand's, as the scalar
+// instruction does).
 func TestSumsMatchLoop(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 14))
 	f32 := func() float32 {
@@ -37,15 +40,22 @@ func TestSumsMatchLoop(t *testing.T) {
 			return math.Float64frombits(r.Uint64())
 		}
 	}
-	checkSum(t, "float32", sumFloat32s, f32, func(v float32) uint64 { return uint64(math.Float32bits(v)) })
-	checkSum(t, "float64", sumFloat64s, f64, math.Float64bits)
-	checkSum(t, "int32", sumInt32s, func() int32 { return int32(r.Uint32()) }, func(v int32) uint64 { return uint64(uint32(v)) })
-	checkSum(t, "int64", sumInt64s, func() int64 { return int64(r.Uint64()) }, func(v int64) uint64 { return uint64(v) })
+	checkSum(t, wire.Float32, f32, func(v float32) uint64 { return uint64(math.Float32bits(v)) })
+	checkSum(t, wire.Float64, f64, math.Float64bits)
+	checkSum(t, wire.Int32, func() int32 { return int32(r.Uint32()) }, func(v int32) uint64 { return uint64(uint32(v)) })
+	checkSum(t, wire.Int64, func() int64 { return int64(r.Uint64()) }, func(v int64) uint64 { return uint64(v) })
 }
 
-// checkSum compares sum with sumInto on vectors of draw's values.
-func checkSum[T number](t *testing.T, name string, sum func(d, s []T), draw func() T, bits func(T) uint64) {
+// checkSum compares the sum kernel of dt (elements T) with sumInto on
+// vectors of draw's values.
+func checkSum[T number](t *testing.T, dt wire.DType, draw func() T, bits func(T) uint64) {
 	t.Helper()
+	k, err := KernelFor(dt, wire.OpSum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := dt.String()
+	sum := func(d, s []T) { k(reinterpret[byte](d), reinterpret[byte](s)) }
 	for n := 0; n <= 200; n++ {
 		for _, off := range []int{0, 1, 3} {
 			d, s := make([]T, n+off), make([]T, n+off)
