@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,11 @@ type DenseConfig struct {
 	// costs one round trip. The store is the switch's packet memory (DRAM
 	// in a real switch, like SwitchML's shadow copies), not L1.
 	KeepResults bool
+	// SteerRun is how many consecutive blocks one of the switch's readers
+	// takes in turn (its data port group's run, a power of two up to
+	// MaxSteerRun; 0 is 1): the block table keeps each reader's records
+	// together (blockLayout).
+	SteerRun int
 	// Deadline, when positive, is bounded-time mode (single design only):
 	// a block whose contributions are not all in Deadline after its first
 	// packet arrived is released as it is, a partial aggregate marked
@@ -76,6 +82,7 @@ type Dense struct {
 	nblocks int
 	pow2    int // tree: leaves padded to a power of two
 	blocks  []block
+	layout  blockLayout // where a block's record lies in blocks
 
 	works workPool[work]
 
@@ -182,7 +189,8 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size(), narrow: cfg.Children <= 64}
 	d.nblocks = (cfg.Elements + cfg.PacketElems - 1) / cfg.PacketElems
 	// Footprint counts every allocation below: change both together.
-	d.blocks = make([]block, blockTableLen(int64(d.nblocks)))
+	d.layout = newBlockLayout(uint32(d.nblocks), cfg.SteerRun)
+	d.blocks = make([]block, d.nblocks)
 	nbufs := 1
 	switch cfg.Algo {
 	case wire.AlgoMulti:
@@ -242,8 +250,12 @@ func (c *DenseConfig) validate() error {
 		return fmt.Errorf("dense: elements = %d: must be >= 1", c.Elements)
 	case c.PacketElems < 1:
 		return fmt.Errorf("dense: elements per packet = %d: must be >= 1", c.PacketElems)
+	case uint64(c.Elements-1)/uint64(c.PacketElems)+1 > math.MaxUint32:
+		return fmt.Errorf("dense: %d elements in packets of %d = %d blocks: block ids address at most %d", c.Elements, c.PacketElems, uint64(c.Elements-1)/uint64(c.PacketElems)+1, uint32(math.MaxUint32))
 	case c.Quota == nil:
 		return errors.New("dense: no memory quota")
+	case c.SteerRun < 0 || c.SteerRun > MaxSteerRun || c.SteerRun&(c.SteerRun-1) != 0:
+		return fmt.Errorf("dense: steer run = %d blocks: must be 0 or a power of two up to %d", c.SteerRun, MaxSteerRun)
 	case c.Deadline < 0 || (c.Deadline > 0 && c.Algo != wire.AlgoSingle):
 		return fmt.Errorf("dense: deadline %d: bounded time needs the single design, whose buffer is the partial aggregate", c.Deadline)
 	case c.PacketElems*c.DType.Size() > c.Quota.BufferBytes():
@@ -683,8 +695,8 @@ func (d *Dense) prefetchResult(h *wire.Header, n int) {
 	prefetch.Write(d.stored(h.Generation, h.Block, n))
 }
 
-// block is block blk's record (blockSlot).
-func (d *Dense) block(blk uint32) *block { return &d.blocks[blockSlot(blk)] }
+// block is block blk's record (blockLayout).
+func (d *Dense) block(blk uint32) *block { return &d.blocks[d.layout.slot(blk)] }
 
 // stored is the first n bytes of block blk's slot in the store of
 // generation gen's parity.

@@ -322,6 +322,47 @@ func TestSingleBufferContentionVirtual(t *testing.T) {
 	}
 }
 
+// TestDenseConfigValidate: NewDense refuses a config with a field out of
+// range, before it allocates anything, and takes the steer runs a switch
+// may have.
+func TestDenseConfigValidate(t *testing.T) {
+	unit, _ := hpu.New(hpu.Config{Clusters: 1, L1Bytes: 64 << 10, BufferBytes: 1024}, nopEgress{}, nil)
+	q, _ := unit.Memory().Reserve(8)
+	ok := DenseConfig{Algo: wire.AlgoSingle, Children: 4, DType: wire.Float32, Op: wire.OpSum, Elements: 1000, PacketElems: 100, Quota: q}
+	for _, run := range []int{0, 1, 64, MaxSteerRun} {
+		c := ok
+		c.SteerRun = run
+		if _, err := NewDense(c); err != nil {
+			t.Fatalf("steer run %d refused: %v", run, err)
+		}
+	}
+	cases := []struct {
+		name   string
+		mutate func(c *DenseConfig)
+	}{
+		{"no children", func(c *DenseConfig) { c.Children = 0 }},
+		{"no elements", func(c *DenseConfig) { c.Elements = 0 }},
+		{"no packet", func(c *DenseConfig) { c.PacketElems = 0 }},
+		{"no quota", func(c *DenseConfig) { c.Quota = nil }},
+		{"steer run not a power of two", func(c *DenseConfig) { c.SteerRun = 3 }},
+		{"steer run too long", func(c *DenseConfig) { c.SteerRun = 2 * MaxSteerRun }},
+		{"negative steer run", func(c *DenseConfig) { c.SteerRun = -1 }},
+	}
+	if ids := uint64(math.MaxUint32) + 1; uint64(math.MaxInt) >= ids { // a 64-bit int
+		cases = append(cases, struct {
+			name   string
+			mutate func(c *DenseConfig)
+		}{"more blocks than block ids", func(c *DenseConfig) { c.Elements, c.PacketElems = int(ids), 1 }})
+	}
+	for _, tc := range cases {
+		c := ok
+		tc.mutate(&c)
+		if _, err := NewDense(c); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
+
 // Packets that do not fit the job, stale generations and duplicates are
 // rejected and counted, never aggregated.
 func TestDenseRejects(t *testing.T) {

@@ -76,7 +76,7 @@ func (c *DenseConfig) Footprint(quotaBuffers int) Footprint {
 	elements := int64(max(c.Elements, 0))
 	nblocks := (elements + pe - 1) / pe
 	var f Footprint
-	f.Blocks = heapObject(int64(unsafe.Sizeof(Dense{})), hasPointers) + heapObject(blockTableLen(nblocks)*int64(unsafe.Sizeof(block{})), hasPointers)
+	f.Blocks = heapObject(int64(unsafe.Sizeof(Dense{})), hasPointers) + heapObject(nblocks*int64(unsafe.Sizeof(block{})), hasPointers)
 	if c.KeepResults {
 		f.Results = 2 * heapObject(elements*int64(c.DType.Size()), noPointers)
 		f.Blocks += 2 * heapObject(nblocks*int64(unsafe.Sizeof(uint32(0))), noPointers) // resultGen
@@ -119,7 +119,7 @@ func (c *SparseConfig) Footprint(quotaBuffers, bufferBytes int) Footprint {
 	be := int64(max(c.BlockElems, 1))
 	nblocks := (int64(max(c.Elements, 0)) + be - 1) / be
 	var f Footprint
-	f.Blocks = heapObject(int64(unsafe.Sizeof(Sparse{})), hasPointers) + heapObject(blockTableLen(nblocks)*int64(unsafe.Sizeof(sparseBlock{})), hasPointers)
+	f.Blocks = heapObject(int64(unsafe.Sizeof(Sparse{})), hasPointers) + heapObject(nblocks*int64(unsafe.Sizeof(sparseBlock{})), hasPointers)
 	records := heapObject(nblocks*int64(unsafe.Sizeof(sparseRecord{})), hasPointers)
 	if c.KeepResults {
 		f.Blocks += 2 * records

@@ -1,10 +1,6 @@
 package handlers
 
-import (
-	"math"
-
-	"github.com/flare-net/flare/hpu"
-)
+import "github.com/flare-net/flare/hpu"
 
 // The generation rule, one state machine for every design, dense and
 // sparse.
@@ -74,26 +70,6 @@ const cacheLine = 64
 // (docs/PERFORMANCE.md).
 const linePair = 2 * cacheLine
 
-// blockSlot is where block b's record lies in a job's block table (one
-// cache line a record): each run of 16 blocks keeps to its 16 records,
-// and the records of blocks b and b+8 share a line pair (linePair). A
-// switch's readers take blocks by b mod readers and its clusters by b mod
-// clusters, so with up to 8 of either, and any number that divides 8, the
-// two lines of a pair belong to one reader and one cluster: neighbouring
-// blocks in turn would put each pair with two readers. It costs no memory
-// but the table's rounding to 16 records (blockTableLen).
-func blockSlot(b uint32) uint32 { return b&^15 | (b&7)<<1 | (b>>3)&1 }
-
-// blockTableLen is the records of a table of n blocks: n rounded up to a
-// whole run of 16, which blockSlot maps onto itself (n itself where that
-// would overflow: no such table is ever made).
-func blockTableLen(n int64) int64 {
-	if n > math.MaxInt64-15 {
-		return n
-	}
-	return (n + 15) &^ 15
-}
-
 // genBlock is the generation part of one block: its lock, its generation
 // and state, and its record while it aggregates.
 //
@@ -102,7 +78,7 @@ func blockTableLen(n int64) int64 {
 // group steers block b to reader b mod readers), so neighbouring blocks are
 // handled on different CPUs at once, and two on one line sent it back and
 // forth between them on every packet's lock (docs/PERFORMANCE.md). The
-// entries are laid out so that a line pair holds one reader's (blockSlot).
+// entries are laid out so that each reader's lie together (blockLayout).
 type genBlock[W genRecord] struct {
 	lock  hpu.Lock // the single-buffer critical section; the state lock otherwise
 	gen   uint32

@@ -791,29 +791,40 @@ func TestWorkLayout(t *testing.T) {
 	}
 }
 
-// TestBlockSlotPairsOneReader: the block table's layout is a permutation
-// of its records, and the two blocks whose records share a line pair have
-// the same remainder modulo 8, so the same reader and cluster for any
-// count of them that divides 8.
-func TestBlockSlotPairsOneReader(t *testing.T) {
-	for _, n := range []int64{1, 7, 15, 16, 17, 100, 1024} {
-		size := blockTableLen(n)
-		if size < n || size%16 != 0 || size-n >= 16 {
-			t.Fatalf("%d blocks: a table of %d records", n, size)
-		}
-		byPair := map[uint32][]uint32{}
-		seen := map[uint32]bool{}
-		for b := range uint32(size) {
-			s := blockSlot(b)
-			if int64(s) >= size || seen[s] {
-				t.Fatalf("%d blocks: block %d in record %d (table of %d, taken: %v)", n, b, s, size, seen[s])
+// TestBlockLayout: a block table's layout is a permutation of its
+// records, one a block, and each of its regions holds the blocks of one
+// owner key, (b / run) mod blockRegions, in block order: the blocks one
+// reader takes (a key that divides blockRegions) lie together, and two
+// keys' records meet only at the regions' ends.
+func TestBlockLayout(t *testing.T) {
+	for _, run := range []int{0, 1, 2, 64, MaxSteerRun} {
+		for _, n := range []uint32{1, 2, 7, 15, 16, 17, 100, 1000, 1024, 16385, 70001} {
+			l := newBlockLayout(n, run)
+			r := uint32(max(run, 1))
+			owner := make([]uint32, n) // the key of the block in each record
+			seen := make([]bool, n)
+			last := map[uint32]uint32{} // per key, the last record, in block order
+			for b := range n {
+				s := l.slot(b)
+				if s >= n || seen[s] {
+					t.Fatalf("run %d, %d blocks: block %d in record %d (taken: %v)", run, n, b, s, s < n && seen[s])
+				}
+				seen[s] = true
+				key := b / r % blockRegions
+				owner[s] = key
+				if prev, ok := last[key]; ok && s != prev+1 {
+					t.Fatalf("run %d, %d blocks: block %d (key %d) in record %d, after its key's record %d", run, n, b, key, s, prev)
+				}
+				last[key] = s
 			}
-			seen[s] = true
-			byPair[s/2] = append(byPair[s/2], b)
-		}
-		for pair, bs := range byPair {
-			if len(bs) != 2 || bs[0]%8 != bs[1]%8 {
-				t.Errorf("%d blocks: line pair %d holds blocks %v", n, pair, bs)
+			changes := 0
+			for s := uint32(1); s < n; s++ {
+				if owner[s] != owner[s-1] {
+					changes++
+				}
+			}
+			if changes >= blockRegions {
+				t.Errorf("run %d, %d blocks: the owner key changes %d times along the table; want fewer than %d (one region a key)", run, n, changes, blockRegions)
 			}
 		}
 	}

@@ -61,6 +61,9 @@ type SparseConfig struct {
 	// follow the host rules above.
 	SwitchChildren int
 	ChildStream    int
+	// SteerRun is how many consecutive blocks one of the switch's readers
+	// takes in turn (DenseConfig.SteerRun).
+	SteerRun int
 	// Reserve, when not nil, is asked before the stored streams
 	// (KeepResults, and a non-root switch's copies of its parent's
 	// streams) grow by n bytes. When it refuses, that block's stream of
@@ -88,6 +91,8 @@ func (c *SparseConfig) validate() error {
 		return fmt.Errorf("sparse: elements = %d: must be >= 1", c.Elements)
 	case c.BlockElems < 1 || int64(c.BlockElems) > math.MaxUint32:
 		return fmt.Errorf("sparse: elements per block = %d: must be in 1..%d", c.BlockElems, uint32(math.MaxUint32))
+	case c.SteerRun < 0 || c.SteerRun > MaxSteerRun || c.SteerRun&(c.SteerRun-1) != 0:
+		return fmt.Errorf("sparse: steer run = %d blocks: must be 0 or a power of two up to %d", c.SteerRun, MaxSteerRun)
 	case c.Blocks() > wire.MaxSparseBlocks:
 		return fmt.Errorf("sparse: %d elements in blocks of %d = %d blocks: at most %d; use larger blocks",
 			c.Elements, c.BlockElems, c.Blocks(), wire.MaxSparseBlocks)
@@ -211,6 +216,7 @@ type Sparse struct {
 	occWords  int // words of one table's occupancy bitmap
 	probe     int // hash: slots a pair looks at
 	blocks    []sparseBlock
+	layout    blockLayout // where a block's record lies in blocks
 
 	works workPool[sparseWork]
 
@@ -298,7 +304,8 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	}
 	s.occWords = (s.cells + 63) / 64
 	// Footprint counts every allocation below: change both together.
-	s.blocks = make([]sparseBlock, blockTableLen(int64(s.nblocks)))
+	s.layout = newBlockLayout(uint32(s.nblocks), cfg.SteerRun)
+	s.blocks = make([]sparseBlock, s.nblocks)
 	if cfg.KeepResults {
 		s.records = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}
 	}
@@ -391,8 +398,8 @@ func (s *Sparse) Payload(t *hpu.Task) {
 	}
 }
 
-// block is block blk's record (blockSlot).
-func (s *Sparse) block(blk uint32) *sparseBlock { return &s.blocks[blockSlot(blk)] }
+// block is block blk's record (blockLayout).
+func (s *Sparse) block(blk uint32) *sparseBlock { return &s.blocks[s.layout.slot(blk)] }
 
 // single: every packet of a block folds into one table inside the block's
 // critical section, spills included.

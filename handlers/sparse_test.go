@@ -658,6 +658,9 @@ func TestSparseConfigValidate(t *testing.T) {
 		{"quota below a block", func(c *SparseConfig) { c.Storage, c.BlockElems = wire.StorageArray, 4096 }},
 		{"no quota", func(c *SparseConfig) { c.Quota = nil }},
 		{"unknown dtype", func(c *SparseConfig) { c.DType = 0 }},
+		{"steer run not a power of two", func(c *SparseConfig) { c.SteerRun = 3 }},
+		{"steer run too long", func(c *SparseConfig) { c.SteerRun = 2 * MaxSteerRun }},
+		{"negative steer run", func(c *SparseConfig) { c.SteerRun = -1 }},
 	}
 	for _, tc := range cases {
 		c := ok

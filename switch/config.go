@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/handlers"
 	"github.com/flare-net/flare/hpu"
 	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
@@ -83,10 +84,10 @@ func DefaultWindowFor(world, blockBytes int) int {
 // The largest values Validate allows for the daemon's counted limits
 // (each at least 1; a zero field takes its default first).
 const (
-	MaxJobsLimit = 1 << 16   // Config.MaxJobs
-	MaxWindow    = 1 << 16   // Config.Window
-	MaxJoinRate  = 1_000_000 // Config.JoinRate, per second
-	MaxSteerRun  = 1 << 10   // Config.SteerRun, blocks
+	MaxJobsLimit = 1 << 16              // Config.MaxJobs
+	MaxWindow    = 1 << 16              // Config.Window
+	MaxJoinRate  = 1_000_000            // Config.JoinRate, per second
+	MaxSteerRun  = handlers.MaxSteerRun // Config.SteerRun, blocks
 )
 
 // Config is the daemon's configuration. Zero fields take defaults.
