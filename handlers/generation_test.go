@@ -789,6 +789,9 @@ func TestWorkLayout(t *testing.T) {
 	if hot := unsafe.Offsetof(work{}.wide); hot > cacheLine {
 		t.Errorf("a packet's fields of a work take %d bytes, more than a cache line (%d)", hot, cacheLine)
 	}
+	if size := unsafe.Sizeof(poolShard[work]{}); unsafe.Sizeof(uintptr(0)) == 8 && size != linePair {
+		t.Errorf("a work stack is %d bytes, want a line pair (%d)", size, linePair)
+	}
 }
 
 // TestBlockLayout: a block table's layout is a permutation of its

@@ -17,22 +17,23 @@ const poolShards = 8
 // stack that is empty takes from the others, so a take fails only when
 // every stack was found empty.
 //
-// The stacks are an allocation of their own (reserve), 512 bytes, which
-// the Go allocator places on a 512-byte boundary: each stack is exactly
-// one cache line. Held inside the handler's struct, as they were, they
-// began wherever the fields before them ended, and each stack's lock
-// shared a line with its neighbour's, which the other reader takes: with
-// the two vCPUs on separate dies, every block's take and put waited for
-// that line to come across (docs/PERFORMANCE.md).
+// The stacks are an allocation of their own (reserve), 1024 bytes, which
+// the Go allocator places on a 1024-byte boundary: each stack is exactly
+// one line pair (linePair). Held inside the handler's struct, as they
+// were, they began wherever the fields before them ended, and each
+// stack's lock shared a line with its neighbour's, which the other reader
+// takes: with the two vCPUs on separate dies, every block's take and put
+// waited for that line to come across; a line each, they still came
+// across with their pair (docs/PERFORMANCE.md).
 type workPool[T any] struct {
 	shards *[poolShards]poolShard[T]
 }
 
-// poolShard is one stack, on a cache line of its own.
+// poolShard is one stack, on a line pair of its own.
 type poolShard[T any] struct {
 	mu   sync.Mutex
 	free []*T
-	_    [32]byte
+	_    [linePair - 32]byte // the lock and the slice take 32
 }
 
 // reserve makes the stacks and gives every one room for n states, so that

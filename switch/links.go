@@ -31,14 +31,15 @@ const (
 
 // link counts one peer's traffic.
 // Its counts are kept per reader (what reader rd received, what its
-// writer sent), each reader's on a cache line of its own, and summed when
+// writer sent), each reader's on a line pair of its own, and summed when
 // read: a peer's datagrams reach every reader of a data-port group, and
 // counters they all added to were a line that each reader's CPU took from
-// the others' at every batch (docs/PERFORMANCE.md).
+// the others' at every batch; on lines of their own, the next reader's
+// line was still fetched with its pair (docs/PERFORMANCE.md).
 type link struct {
 	role   string
 	refs   int          // jobs naming the peer; under the job table's lock
-	shards []linkCounts // per reader; 64 bytes each, a slice of them 64-byte aligned by its size class
+	shards []linkCounts // per reader; 128 bytes each, a slice of them on line pairs by its size class
 }
 
 // linkCounts is one reader's share of a link's counters.
@@ -46,6 +47,7 @@ type linkCounts struct {
 	rxBytes, txBytes, rxPackets, txPackets atomic.Int64
 	// the part of the above that carried FlagRetransmit
 	rxRetxBytes, txRetxBytes, rxRetxPackets, txRetxPackets atomic.Int64
+	_                                                      [64]byte // to 128 bytes: a line pair (x86's adjacent-line prefetch)
 }
 
 // traffic sums the link's counters over the readers: all its traffic, and

@@ -3,6 +3,7 @@ package swtch
 import (
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/wire"
@@ -45,5 +46,14 @@ func TestLinkCountsRetransmitsApart(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { lt.countRx(1, []conn.Datagram{dg(again, peer)}) }); n != 0 {
 		t.Errorf("countRx allocates %v times per batch", n)
+	}
+}
+
+// TestLinkCountsOnLinePairs: each reader's share of a link's counters
+// takes a 128-byte line pair, so that in a slice of them no reader's
+// counters share a pair with another's (x86's adjacent-line prefetch).
+func TestLinkCountsOnLinePairs(t *testing.T) {
+	if size := unsafe.Sizeof(linkCounts{}); size != 128 {
+		t.Errorf("a reader's link counters take %d bytes, want 128", size)
 	}
 }
