@@ -38,11 +38,12 @@ type DenseConfig struct {
 	// costs one round trip. The store is the switch's packet memory (DRAM
 	// in a real switch, like SwitchML's shadow copies), not L1.
 	KeepResults bool
-	// SteerRun is how many consecutive blocks one of the switch's readers
-	// takes in turn (its data port group's run, a power of two up to
-	// MaxSteerRun; 0 is 1): the block table keeps each reader's records
+	// Readers and SteerRun are how the switch's readers take the job's
+	// blocks: block b goes to reader (b / SteerRun) mod Readers (its data
+	// port group; SteerRun a power of two up to MaxSteerRun, 0 is 1;
+	// Readers 0 is 1). The block table keeps each reader's records
 	// together (blockLayout).
-	SteerRun int
+	Readers, SteerRun int
 	// Deadline, when positive, is bounded-time mode (single design only):
 	// a block whose contributions are not all in Deadline after its first
 	// packet arrived is released as it is, a partial aggregate marked
@@ -189,7 +190,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size(), narrow: cfg.Children <= 64}
 	d.nblocks = (cfg.Elements + cfg.PacketElems - 1) / cfg.PacketElems
 	// Footprint counts every allocation below: change both together.
-	d.layout = newBlockLayout(uint32(d.nblocks), cfg.SteerRun)
+	d.layout = newBlockLayout(uint32(d.nblocks), cfg.Readers, cfg.SteerRun)
 	d.blocks = make([]block, d.nblocks)
 	nbufs := 1
 	switch cfg.Algo {
@@ -254,6 +255,8 @@ func (c *DenseConfig) validate() error {
 		return fmt.Errorf("dense: %d elements in packets of %d = %d blocks: block ids address at most %d", c.Elements, c.PacketElems, uint64(c.Elements-1)/uint64(c.PacketElems)+1, uint32(math.MaxUint32))
 	case c.Quota == nil:
 		return errors.New("dense: no memory quota")
+	case c.Readers < 0:
+		return fmt.Errorf("dense: readers = %d: must be >= 0", c.Readers)
 	case c.SteerRun < 0 || c.SteerRun > MaxSteerRun || c.SteerRun&(c.SteerRun-1) != 0:
 		return fmt.Errorf("dense: steer run = %d blocks: must be 0 or a power of two up to %d", c.SteerRun, MaxSteerRun)
 	case c.Deadline < 0 || (c.Deadline > 0 && c.Algo != wire.AlgoSingle):

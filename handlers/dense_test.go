@@ -331,7 +331,7 @@ func TestDenseConfigValidate(t *testing.T) {
 	ok := DenseConfig{Algo: wire.AlgoSingle, Children: 4, DType: wire.Float32, Op: wire.OpSum, Elements: 1000, PacketElems: 100, Quota: q}
 	for _, run := range []int{0, 1, 64, MaxSteerRun} {
 		c := ok
-		c.SteerRun = run
+		c.Readers, c.SteerRun = 2, run
 		if _, err := NewDense(c); err != nil {
 			t.Fatalf("steer run %d refused: %v", run, err)
 		}
@@ -347,6 +347,7 @@ func TestDenseConfigValidate(t *testing.T) {
 		{"steer run not a power of two", func(c *DenseConfig) { c.SteerRun = 3 }},
 		{"steer run too long", func(c *DenseConfig) { c.SteerRun = 2 * MaxSteerRun }},
 		{"negative steer run", func(c *DenseConfig) { c.SteerRun = -1 }},
+		{"negative readers", func(c *DenseConfig) { c.Readers = -1 }},
 	}
 	if ids := uint64(math.MaxUint32) + 1; uint64(math.MaxInt) >= ids { // a 64-bit int
 		cases = append(cases, struct {

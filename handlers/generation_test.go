@@ -796,38 +796,48 @@ func TestWorkLayout(t *testing.T) {
 
 // TestBlockLayout: a block table's layout is a permutation of its
 // records, one a block, and each of its regions holds the blocks of one
-// owner key, (b / run) mod blockRegions, in block order: the blocks one
-// reader takes (a key that divides blockRegions) lie together, and two
-// keys' records meet only at the regions' ends.
+// owner key, (b / run) mod regions, in block order, back to back: with
+// readers a power of two up to 16, each region is one reader's blocks,
+// and two readers' records meet only where regions do; with one reader
+// the table is in block order.
 func TestBlockLayout(t *testing.T) {
-	for _, run := range []int{0, 1, 2, 64, MaxSteerRun} {
-		for _, n := range []uint32{1, 2, 7, 15, 16, 17, 100, 1000, 1024, 16385, 70001} {
-			l := newBlockLayout(n, run)
-			r := uint32(max(run, 1))
-			owner := make([]uint32, n) // the key of the block in each record
-			seen := make([]bool, n)
-			last := map[uint32]uint32{} // per key, the last record, in block order
-			for b := range n {
-				s := l.slot(b)
-				if s >= n || seen[s] {
-					t.Fatalf("run %d, %d blocks: block %d in record %d (taken: %v)", run, n, b, s, s < n && seen[s])
+	for _, readers := range []int{0, 1, 2, 3, 4, 16, 256} {
+		regions := uint32(1)
+		for int(regions) < readers && regions < 1<<maxRegionBits {
+			regions *= 2
+		}
+		for _, run := range []int{0, 1, 2, 64, MaxSteerRun} {
+			for _, n := range []uint32{1, 2, 7, 15, 16, 17, 100, 1000, 1024, 16385, 70001} {
+				l := newBlockLayout(n, readers, run)
+				r := uint32(max(run, 1))
+				key := make([]uint32, n) // the owner key of the block in each record
+				seen := make([]bool, n)
+				last := map[uint32]uint32{} // per key, its last record so far
+				for b := range n {
+					s := l.slot(b)
+					if s >= n || seen[s] {
+						t.Fatalf("%d readers, run %d, %d blocks: block %d in record %d (taken: %v)", readers, run, n, b, s, s < n && seen[s])
+					}
+					seen[s] = true
+					k := b / r % regions
+					key[s] = k
+					if prev, ok := last[k]; ok && s != prev+1 {
+						t.Fatalf("%d readers, run %d, %d blocks: block %d (key %d) in record %d, after its key's record %d", readers, run, n, b, k, s, prev)
+					}
+					last[k] = s
+					if readers <= 1 && s != b {
+						t.Fatalf("one reader, run %d, %d blocks: block %d in record %d", run, n, b, s)
+					}
 				}
-				seen[s] = true
-				key := b / r % blockRegions
-				owner[s] = key
-				if prev, ok := last[key]; ok && s != prev+1 {
-					t.Fatalf("run %d, %d blocks: block %d (key %d) in record %d, after its key's record %d", run, n, b, key, s, prev)
+				changes := uint32(0)
+				for s := uint32(1); s < n; s++ {
+					if key[s] != key[s-1] {
+						changes++
+					}
 				}
-				last[key] = s
-			}
-			changes := 0
-			for s := uint32(1); s < n; s++ {
-				if owner[s] != owner[s-1] {
-					changes++
+				if changes >= regions {
+					t.Errorf("%d readers, run %d, %d blocks: the owner key changes %d times along the table; want fewer than %d (one region a key)", readers, run, n, changes, regions)
 				}
-			}
-			if changes >= blockRegions {
-				t.Errorf("run %d, %d blocks: the owner key changes %d times along the table; want fewer than %d (one region a key)", run, n, changes, blockRegions)
 			}
 		}
 	}

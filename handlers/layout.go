@@ -8,23 +8,21 @@ import "math/bits"
 // one reader (DenseConfig.SteerRun, SparseConfig.SteerRun).
 const MaxSteerRun = 1 << 10
 
-// blockRegionBits is log2 of a block table's regions (blockLayout).
-const blockRegionBits = 4
-
-// blockRegions is how many regions a block table is cut into: one for
-// each owner key, (b / run) mod blockRegions (blockLayout).
-const blockRegions = 1 << blockRegionBits
+// maxRegionBits is log2 of the most regions a block table is cut into
+// (blockLayout).
+const maxRegionBits = 4
 
 // blockLayout is where block b's record lies in a job's block table of
-// one cache line a record. The table is cut into blockRegions regions,
-// one for each owner key (b / run) mod blockRegions, each holding the
-// records of its blocks in block order, back to back. A switch's readers
-// take blocks by (b / SteerRun) mod readers (its data port group) and its
-// clusters by b mod clusters, so with run = SteerRun, and readers and
-// clusters that divide blockRegions (run 1 for clusters), every record a
-// reader (or a cluster) writes lies in its own regions: two CPUs write
-// neighbouring records only at a region's two ends, not all over the
-// table.
+// one cache line a record. The switch's readers take the job's blocks in
+// turn, run blocks at a time (block b goes to reader (b / run) mod
+// readers, the data port group's steering), and the table is cut into
+// as many regions as there are readers (a power of two, rounded up, at
+// most 1<<maxRegionBits), one for each owner key (b / run) mod regions,
+// each holding the records of its blocks in block order, back to back.
+// Where the readers are a power of two, up to 16, every record a reader
+// writes lies in its own region: two CPUs write neighbouring records
+// only where two regions meet. With one reader the table is in block
+// order.
 //
 // Neighbouring records of two readers cost a reader's CPU a trip for its
 // own line now and then: a CPU's prefetchers fetch the lines next to the
@@ -39,19 +37,25 @@ const blockRegions = 1 << blockRegionBits
 // A region starts where the one before it ends; the table has exactly
 // one record a block.
 type blockLayout struct {
-	shift uint8                // log2 of the run
-	start [blockRegions]uint32 // region k's first record
+	shift   uint8  // log2 of the run
+	keyBits uint8  // log2 of the regions
+	low     uint32 // the run's low bits: run - 1
+	keys    uint32 // the key's bits: regions - 1
+	start   [1 << maxRegionBits]uint32
 }
 
-// newBlockLayout lays out a table of n blocks for owners that take runs
-// of run blocks (a power of two, at most MaxSteerRun; 0 is 1).
-func newBlockLayout(n uint32, run int) blockLayout {
-	l := blockLayout{shift: uint8(bits.TrailingZeros(uint(max(run, 1))))}
+// newBlockLayout lays out a table of n blocks for readers (at least 1)
+// that take runs of run blocks (a power of two up to MaxSteerRun; 0 is 1).
+func newBlockLayout(n uint32, readers, run int) blockLayout {
+	l := blockLayout{shift: uint8(bits.TrailingZeros(uint(max(run, 1)))),
+		keyBits: uint8(min(bits.Len(uint(max(readers, 1)-1)), maxRegionBits))}
 	r := uint32(1) << l.shift
-	period := r * blockRegions // every key's run once
+	regions := uint32(1) << l.keyBits
+	l.low, l.keys = r-1, regions-1
+	period := r * regions // every key's run once
 	whole, rest := n/period, n%period
 	at := uint32(0)
-	for k := range uint32(blockRegions) {
+	for k := range regions {
 		l.start[k] = at
 		at += whole*r + min(r, rest-min(rest, k*r)) // key k's blocks: its run in every whole period, and what the last one has of it
 	}
@@ -61,7 +65,7 @@ func newBlockLayout(n uint32, run int) blockLayout {
 // slot is block b's record, for b below the table's blocks: in the region
 // of b's key, after the blocks of that key below b.
 func (l *blockLayout) slot(b uint32) uint32 {
-	key := b >> l.shift & (blockRegions - 1)
-	rank := b>>(l.shift+blockRegionBits)<<l.shift | b&(1<<l.shift-1)
-	return l.start[key] + rank
+	s, kb := uint(l.shift)&31, uint(l.keyBits)&31 // below 32: the shifts need no check
+	run := b >> s
+	return l.start[run&l.keys] + (run>>kb<<s | b&l.low)
 }

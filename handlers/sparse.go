@@ -61,9 +61,9 @@ type SparseConfig struct {
 	// follow the host rules above.
 	SwitchChildren int
 	ChildStream    int
-	// SteerRun is how many consecutive blocks one of the switch's readers
-	// takes in turn (DenseConfig.SteerRun).
-	SteerRun int
+	// Readers and SteerRun are how the switch's readers take the job's
+	// blocks (DenseConfig.Readers).
+	Readers, SteerRun int
 	// Reserve, when not nil, is asked before the stored streams
 	// (KeepResults, and a non-root switch's copies of its parent's
 	// streams) grow by n bytes. When it refuses, that block's stream of
@@ -91,6 +91,8 @@ func (c *SparseConfig) validate() error {
 		return fmt.Errorf("sparse: elements = %d: must be >= 1", c.Elements)
 	case c.BlockElems < 1 || int64(c.BlockElems) > math.MaxUint32:
 		return fmt.Errorf("sparse: elements per block = %d: must be in 1..%d", c.BlockElems, uint32(math.MaxUint32))
+	case c.Readers < 0:
+		return fmt.Errorf("sparse: readers = %d: must be >= 0", c.Readers)
 	case c.SteerRun < 0 || c.SteerRun > MaxSteerRun || c.SteerRun&(c.SteerRun-1) != 0:
 		return fmt.Errorf("sparse: steer run = %d blocks: must be 0 or a power of two up to %d", c.SteerRun, MaxSteerRun)
 	case c.Blocks() > wire.MaxSparseBlocks:
@@ -304,7 +306,7 @@ func NewSparse(cfg SparseConfig) (*Sparse, error) {
 	}
 	s.occWords = (s.cells + 63) / 64
 	// Footprint counts every allocation below: change both together.
-	s.layout = newBlockLayout(uint32(s.nblocks), cfg.SteerRun)
+	s.layout = newBlockLayout(uint32(s.nblocks), cfg.Readers, cfg.SteerRun)
 	s.blocks = make([]sparseBlock, s.nblocks)
 	if cfg.KeepResults {
 		s.records = [2][]sparseRecord{make([]sparseRecord, s.nblocks), make([]sparseRecord, s.nblocks)}

@@ -661,6 +661,7 @@ func TestSparseConfigValidate(t *testing.T) {
 		{"steer run not a power of two", func(c *SparseConfig) { c.SteerRun = 3 }},
 		{"steer run too long", func(c *SparseConfig) { c.SteerRun = 2 * MaxSteerRun }},
 		{"negative steer run", func(c *SparseConfig) { c.SteerRun = -1 }},
+		{"negative readers", func(c *SparseConfig) { c.Readers = -1 }},
 	}
 	for _, tc := range cases {
 		c := ok

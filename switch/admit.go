@@ -100,7 +100,7 @@ func (s *Switch) planDense(j *job) (*plan, *joinError) {
 		algo, b = wire.AlgoSingle, 0 // its buffer is the partial aggregate at any moment
 	}
 	cfg := &handlers.DenseConfig{Job: j.id, Token: j.token, Algo: algo, Buffers: b, Children: j.world(),
-		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true, SteerRun: s.cfg.SteerRun,
+		DType: j.dtype, Op: j.op, Elements: elements, PacketElems: pe, KeepResults: true, Readers: s.cfg.Readers, SteerRun: s.cfg.SteerRun,
 		Deadline: int64(j.spec.DeadlineMillis) * int64(time.Millisecond)}
 	if s.hasParent() {
 		cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}

@@ -54,7 +54,7 @@ func (s *Switch) planSparse(j *job) (*plan, *joinError) {
 	pairs := s.cfg.PacketBytes / wire.PairSize(j.dtype)
 	cfg := &handlers.SparseConfig{Job: j.id, Token: j.token, Children: j.world(), DType: j.dtype, Op: j.op,
 		Storage: j.spec.Storage, Buffers: b, Elements: elements, BlockElems: be, HashSlots: sparseHashPackets * pairs, PacketPairs: pairs, KeepResults: true,
-		SteerRun: s.cfg.SteerRun}
+		Readers: s.cfg.Readers, SteerRun: s.cfg.SteerRun}
 	cfg.Reserve = func(n int64) bool {
 		if !s.budget.reserve(n) {
 			return false
