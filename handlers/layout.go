@@ -44,7 +44,7 @@ type blockLayout struct {
 	start   [1 << maxRegionBits]uint32
 }
 
-// newBlockLayout lays out a table of n blocks for readers (at least 1)
+// newBlockLayout lays out a table of n blocks for readers (0 is 1)
 // that take runs of run blocks (a power of two up to MaxSteerRun; 0 is 1).
 func newBlockLayout(n uint32, readers, run int) blockLayout {
 	l := blockLayout{shift: uint8(bits.TrailingZeros(uint(max(run, 1)))),
