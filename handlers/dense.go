@@ -640,7 +640,13 @@ func (d *Dense) finish(t *hpu.Task, w *work, res *hpu.Buffer, count int) {
 // result has it. That holds for the first send alone: a repeat (resend)
 // may still wait in the writer when every member has the first and has
 // moved on, so it is copied. A non-root's partial is copied out, as the
-// parent's result replaces it in the store (down).
+// parent's result replaces it in the store (down). Whatever copies the
+// result as it is emitted (a non-root's emit, an egress that cannot keep
+// it) copies it from payload, the handler's own buffer, not from the
+// store: the slot is read outside the block's lock, and members out of
+// step (hosts that send generation after next before this one's result
+// is out, as TestGenerationsRealTime's do) could have it rewritten
+// meanwhile.
 func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count uint16) {
 	if d.results[0] == nil {
 		t.Emit(h, payload)
@@ -664,23 +670,11 @@ func (d *Dense) emitResult(t *hpu.Task, h *wire.Header, payload []byte, count ui
 	}
 	t.Unlock(&b.lock)
 	t.ChargeCopy(len(payload))
-	if stored != nil {
-		d.emitStored(t, h, stored)
+	if stored != nil && d.cfg.Uplink == nil {
+		t.EmitKept(h, stored, payload)
 		return
 	}
 	t.Emit(h, payload)
-}
-
-// emitStored sends a block's result from the store the first time:
-// in place at a root, where the slot is written once a generation
-// (emitResult), and copied at a non-root, where a repeat of the parent's
-// result may rewrite it (down).
-func (d *Dense) emitStored(t *hpu.Task, h *wire.Header, stored []byte) {
-	if d.cfg.Uplink == nil {
-		t.EmitKept(h, stored)
-		return
-	}
-	t.Emit(h, stored)
 }
 
 // prefetchResult hints the store's slot for the result of h's block into

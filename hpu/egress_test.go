@@ -15,7 +15,7 @@ type emitter struct{ cores int }
 func (e emitter) Payload(t *Task) {
 	h := &wire.Header{Type: wire.TypeResult, Block: uint32(t.Cluster*e.cores + t.Core)}
 	if t.Pkt.Hdr.Block%2 == 1 {
-		t.EmitKept(h, nil)
+		t.EmitKept(h, nil, nil)
 		return
 	}
 	t.Emit(h, nil)

@@ -145,19 +145,21 @@ func (t *Task) Emit(h *wire.Header, payload []byte) {
 	t.egress.Emit(&t.out, payload)
 }
 
-// EmitKept is Emit for a payload the handler keeps unchanged until every
-// receiver has the packet (a dense job's stored result, which only the
-// generation after next overwrites, and only once every member has moved
-// past this one): an egress that can (KeptEgress) sends it from where it
-// is, without a copy. The cost charged is the handler's, as with Emit, so
-// the virtual-time unit, which calls Emit, is unchanged.
-func (t *Task) EmitKept(h *wire.Header, payload []byte) {
+// EmitKept is Emit for a payload the handler keeps unchanged in kept
+// until every receiver has the packet (a dense job's stored result, which
+// only the generation after next overwrites, and only once every member
+// has moved past this one): an egress that can (KeptEgress) sends it from
+// there, without a copy. An egress that copies the payload as it takes it
+// gets own instead, the same bytes in the handler's own memory, which no
+// other core writes meanwhile. The cost charged is the handler's, as with
+// Emit, so the virtual-time unit, which calls Emit, is unchanged.
+func (t *Task) EmitKept(h *wire.Header, kept, own []byte) {
 	if t.kegress == nil {
-		t.Emit(h, payload)
+		t.Emit(h, own)
 		return
 	}
 	t.out = *h
-	t.kegress.EmitKeptFrom(t.index, t.Pkt, &t.out, payload)
+	t.kegress.EmitKeptFrom(t.index, t.Pkt, &t.out, kept)
 }
 
 // Complete asks the unit to run the handler's Completion stage after Payload.

@@ -66,14 +66,24 @@ func TestTaskResetClearsPacketFields(t *testing.T) {
 	}
 }
 
-// EmitKept on an egress that cannot send in place is Emit: the
-// virtual-time unit's egresses, and the plain ones, see the same packet.
+// EmitKept on an egress that cannot send in place is Emit of the
+// handler's own copy: the virtual-time unit's egresses, and the plain
+// ones, see the same packet, read from memory no other core rewrites.
 func TestEmitKeptFallsBackToEmit(t *testing.T) {
-	e := &coreEgress{}
+	e := &payloadEgress{}
 	var task Task
 	task.egress = e
-	task.EmitKept(&wire.Header{Type: wire.TypeResult}, nil)
-	if e.plain != 1 {
-		t.Errorf("EmitKept on a plain Egress made %d Emit calls, want 1", e.plain)
+	kept, own := []byte{1, 2}, []byte{1, 2}
+	task.EmitKept(&wire.Header{Type: wire.TypeResult}, kept, own)
+	if len(e.payloads) != 1 {
+		t.Fatalf("EmitKept on a plain Egress made %d Emit calls, want 1", len(e.payloads))
+	}
+	if p := e.payloads[0]; len(p) == 0 || &p[0] != &own[0] {
+		t.Errorf("EmitKept on a plain Egress emitted %v, not the handler's own copy", p)
 	}
 }
+
+// payloadEgress records the payloads of its Emit calls.
+type payloadEgress struct{ payloads [][]byte }
+
+func (e *payloadEgress) Emit(_ *wire.Header, payload []byte) { e.payloads = append(e.payloads, payload) }
