@@ -86,4 +86,6 @@ func TestEmitKeptFallsBackToEmit(t *testing.T) {
 // payloadEgress records the payloads of its Emit calls.
 type payloadEgress struct{ payloads [][]byte }
 
-func (e *payloadEgress) Emit(_ *wire.Header, payload []byte) { e.payloads = append(e.payloads, payload) }
+func (e *payloadEgress) Emit(_ *wire.Header, payload []byte) {
+	e.payloads = append(e.payloads, payload)
+}
