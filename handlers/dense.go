@@ -240,6 +240,9 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 }
 
 func (c *DenseConfig) validate() error {
+	if err := checkSteering(c.Readers, c.SteerRun); err != nil {
+		return fmt.Errorf("dense: %w", err)
+	}
 	switch {
 	case c.Algo != wire.AlgoSingle && c.Algo != wire.AlgoMulti && c.Algo != wire.AlgoTree:
 		return fmt.Errorf("dense: algorithm %s: must be single, multi or tree", c.Algo)
@@ -255,10 +258,6 @@ func (c *DenseConfig) validate() error {
 		return fmt.Errorf("dense: %d elements in packets of %d = %d blocks: block ids address at most %d", c.Elements, c.PacketElems, uint64(c.Elements-1)/uint64(c.PacketElems)+1, uint32(math.MaxUint32))
 	case c.Quota == nil:
 		return errors.New("dense: no memory quota")
-	case c.Readers < 0:
-		return fmt.Errorf("dense: readers = %d: must be >= 0", c.Readers)
-	case c.SteerRun < 0 || c.SteerRun > MaxSteerRun || c.SteerRun&(c.SteerRun-1) != 0:
-		return fmt.Errorf("dense: steer run = %d blocks: must be 0 or a power of two up to %d", c.SteerRun, MaxSteerRun)
 	case c.Deadline < 0 || (c.Deadline > 0 && c.Algo != wire.AlgoSingle):
 		return fmt.Errorf("dense: deadline %d: bounded time needs the single design, whose buffer is the partial aggregate", c.Deadline)
 	case c.PacketElems*c.DType.Size() > c.Quota.BufferBytes():

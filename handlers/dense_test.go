@@ -336,10 +336,11 @@ func TestDenseConfigValidate(t *testing.T) {
 			t.Fatalf("steer run %d refused: %v", run, err)
 		}
 	}
-	cases := []struct {
+	type badCase struct {
 		name   string
 		mutate func(c *DenseConfig)
-	}{
+	}
+	cases := []badCase{
 		{"no children", func(c *DenseConfig) { c.Children = 0 }},
 		{"no elements", func(c *DenseConfig) { c.Elements = 0 }},
 		{"no packet", func(c *DenseConfig) { c.PacketElems = 0 }},
@@ -350,10 +351,7 @@ func TestDenseConfigValidate(t *testing.T) {
 		{"negative readers", func(c *DenseConfig) { c.Readers = -1 }},
 	}
 	if ids := uint64(math.MaxUint32) + 1; uint64(math.MaxInt) >= ids { // a 64-bit int
-		cases = append(cases, struct {
-			name   string
-			mutate func(c *DenseConfig)
-		}{"more blocks than block ids", func(c *DenseConfig) { c.Elements, c.PacketElems = int(ids), 1 }})
+		cases = append(cases, badCase{"more blocks than block ids", func(c *DenseConfig) { c.Elements, c.PacketElems = int(ids), 1 }})
 	}
 	for _, tc := range cases {
 		c := ok

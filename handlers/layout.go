@@ -1,6 +1,9 @@
 package handlers
 
-import "math/bits"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Where a job's block records lie in its block table.
 
@@ -42,6 +45,18 @@ type blockLayout struct {
 	low     uint32 // the run's low bits: run - 1
 	keys    uint32 // the key's bits: regions - 1
 	start   [1 << maxRegionBits]uint32
+}
+
+// checkSteering names Readers or SteerRun of a handler's config when it is
+// out of range (the config's rule, for DenseConfig and SparseConfig).
+func checkSteering(readers, run int) error {
+	switch {
+	case readers < 0:
+		return fmt.Errorf("readers = %d: must be >= 0", readers)
+	case run < 0 || run > MaxSteerRun || run&(run-1) != 0:
+		return fmt.Errorf("steer run = %d blocks: must be 0 or a power of two up to %d", run, MaxSteerRun)
+	}
+	return nil
 }
 
 // newBlockLayout lays out a table of n blocks for readers (0 is 1)

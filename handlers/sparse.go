@@ -76,6 +76,9 @@ type SparseConfig struct {
 
 // validate names the first field out of range and the allowed range.
 func (c *SparseConfig) validate() error {
+	if err := checkSteering(c.Readers, c.SteerRun); err != nil {
+		return fmt.Errorf("sparse: %w", err)
+	}
 	switch {
 	case !c.DType.Valid():
 		return fmt.Errorf("sparse: dtype %v: %w", c.DType, elem.ErrUnsupported)
@@ -91,10 +94,6 @@ func (c *SparseConfig) validate() error {
 		return fmt.Errorf("sparse: elements = %d: must be >= 1", c.Elements)
 	case c.BlockElems < 1 || int64(c.BlockElems) > math.MaxUint32:
 		return fmt.Errorf("sparse: elements per block = %d: must be in 1..%d", c.BlockElems, uint32(math.MaxUint32))
-	case c.Readers < 0:
-		return fmt.Errorf("sparse: readers = %d: must be >= 0", c.Readers)
-	case c.SteerRun < 0 || c.SteerRun > MaxSteerRun || c.SteerRun&(c.SteerRun-1) != 0:
-		return fmt.Errorf("sparse: steer run = %d blocks: must be 0 or a power of two up to %d", c.SteerRun, MaxSteerRun)
 	case c.Blocks() > wire.MaxSparseBlocks:
 		return fmt.Errorf("sparse: %d elements in blocks of %d = %d blocks: at most %d; use larger blocks",
 			c.Elements, c.BlockElems, c.Blocks(), wire.MaxSparseBlocks)
