@@ -188,7 +188,7 @@ func NewDense(cfg DenseConfig) (*Dense, error) {
 		return nil, err
 	}
 	d := &Dense{cfg: cfg, kernel: k, esize: cfg.DType.Size(), narrow: cfg.Children <= 64}
-	d.nblocks = (cfg.Elements + cfg.PacketElems - 1) / cfg.PacketElems
+	d.nblocks = int(cfg.blocks())
 	// Footprint counts every allocation below: change both together.
 	d.layout = newBlockLayout(uint32(d.nblocks), cfg.Readers, cfg.SteerRun)
 	d.blocks = make([]block, d.nblocks)
@@ -254,8 +254,8 @@ func (c *DenseConfig) validate() error {
 		return fmt.Errorf("dense: elements = %d: must be >= 1", c.Elements)
 	case c.PacketElems < 1:
 		return fmt.Errorf("dense: elements per packet = %d: must be >= 1", c.PacketElems)
-	case uint64(c.Elements-1)/uint64(c.PacketElems)+1 > math.MaxUint32:
-		return fmt.Errorf("dense: %d elements in packets of %d = %d blocks: block ids address at most %d", c.Elements, c.PacketElems, uint64(c.Elements-1)/uint64(c.PacketElems)+1, uint32(math.MaxUint32))
+	case c.blocks() > math.MaxUint32:
+		return fmt.Errorf("dense: %d elements in packets of %d = %d blocks: block ids address at most %d", c.Elements, c.PacketElems, c.blocks(), uint32(math.MaxUint32))
 	case c.Quota == nil:
 		return errors.New("dense: no memory quota")
 	case c.Deadline < 0 || (c.Deadline > 0 && c.Algo != wire.AlgoSingle):
@@ -270,6 +270,12 @@ func (c *DenseConfig) validate() error {
 			c.Quota.Limit(), c.Algo, c.MinBuffers())
 	}
 	return nil
+}
+
+// blocks is how many packets of PacketElems the job's Elements take (both
+// at least 1).
+func (c *DenseConfig) blocks() uint64 {
+	return uint64(c.Elements-1)/uint64(c.PacketElems) + 1
 }
 
 // MinBuffers is the memory one block may need at its peak: 1 for single,
