@@ -3,8 +3,12 @@
 # BenchmarkGenPath's one reader on one CPU (taskset -c A, GOMAXPROCS 1)
 # against its two readers on two (taskset -c A,B, GOMAXPROCS 2), in
 # alternated rounds, so that both sides of a ratio share the machine's
-# spell. Each round prints both rates, the two-CPU run's cache-line time
-# between the CPUs (line-ns, internal/xcpu) and the ratio; the summary
+# spell. Odd rounds run the one-CPU side first and even rounds the
+# two-CPU side: on a shared VM the second of two runs back to back often
+# met a quieter machine (docs/PERFORMANCE.md), and a fixed order could
+# lend that to one side. Each round prints which side ran first, both
+# rates, the two-CPU run's cache-line time between the CPUs (line-ns,
+# internal/xcpu) and the ratio; the summary
 # gives the median ratio of the rounds where the CPUs sat near (a line
 # under 100 ns) and of those where they sat far apart, which on a VM can
 # change from minute to minute (docs/PERFORMANCE.md).
@@ -34,16 +38,22 @@ $GO test -pgo=cmd/flare/default.pgo -c -o "$bin" ./switch
 # metric NAME reads the value before NAME in a benchmark line on stdin.
 metric() { awk -v m="$1" '{for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}'; }
 
-echo "round  1 CPU pkts/s  2 CPUs pkts/s  line-ns  ratio"
+runOne() { taskset -c "$a" "$bin" -test.run '^$' -test.bench 'GenPath/readers-1$' -test.cpu 1 -test.benchtime "${calls}x" | grep '^Benchmark'; }
+runTwo() { taskset -c "$a,$b" "$bin" -test.run '^$' -test.bench 'GenPath/readers-2$' -test.cpu 2 -test.benchtime "${calls}x" | grep '^Benchmark'; }
+
+echo "round  first  1 CPU pkts/s  2 CPUs pkts/s  line-ns  ratio"
 ratios=()
 for r in $(seq 1 "$rounds"); do
-  one=$(taskset -c "$a" "$bin" -test.run '^$' -test.bench 'GenPath/readers-1$' -test.cpu 1 -test.benchtime "${calls}x" | grep '^Benchmark')
-  two=$(taskset -c "$a,$b" "$bin" -test.run '^$' -test.bench 'GenPath/readers-2$' -test.cpu 2 -test.benchtime "${calls}x" | grep '^Benchmark')
+  if [ $((r % 2)) -eq 1 ]; then
+    first=1; one=$(runOne); two=$(runTwo)
+  else
+    first=2; two=$(runTwo); one=$(runOne)
+  fi
   p1=$(metric pkts/s <<<"$one")
   p2=$(metric pkts/s <<<"$two")
   line=$(metric line-ns <<<"$two")
   ratio=$(awk -v x="$p2" -v y="$p1" 'BEGIN {printf "%.3f", x / y}')
-  printf "%5d  %13.0f  %13.0f  %7s  %5s\n" "$r" "$p1" "$p2" "${line:--}" "$ratio"
+  printf "%5d  %5s  %13.0f  %13.0f  %7s  %5s\n" "$r" "$first" "$p1" "$p2" "${line:--}" "$ratio"
   ratios+=("${line:-0} $ratio")
 done
 printf '%s\n' "${ratios[@]}" | awk '
