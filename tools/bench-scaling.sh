@@ -38,16 +38,16 @@ $GO test -pgo=cmd/flare/default.pgo -c -o "$bin" ./switch
 # metric NAME reads the value before NAME in a benchmark line on stdin.
 metric() { awk -v m="$1" '{for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}'; }
 
-runOne() { taskset -c "$a" "$bin" -test.run '^$' -test.bench 'GenPath/readers-1$' -test.cpu 1 -test.benchtime "${calls}x" | grep '^Benchmark'; }
-runTwo() { taskset -c "$a,$b" "$bin" -test.run '^$' -test.bench 'GenPath/readers-2$' -test.cpu 2 -test.benchtime "${calls}x" | grep '^Benchmark'; }
+# side N CPUS runs readers-N at N CPUs on the CPUs CPUS.
+side() { taskset -c "$2" "$bin" -test.run '^$' -test.bench "GenPath/readers-$1\$" -test.cpu "$1" -test.benchtime "${calls}x" | grep '^Benchmark'; }
 
 echo "round  first  1 CPU pkts/s  2 CPUs pkts/s  line-ns  ratio"
 ratios=()
 for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) -eq 1 ]; then
-    first=1; one=$(runOne); two=$(runTwo)
+    first=1; one=$(side 1 "$a"); two=$(side 2 "$a,$b")
   else
-    first=2; two=$(runTwo); one=$(runOne)
+    first=2; two=$(side 2 "$a,$b"); one=$(side 1 "$a")
   fi
   p1=$(metric pkts/s <<<"$one")
   p2=$(metric pkts/s <<<"$two")
