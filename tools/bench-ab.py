@@ -23,8 +23,9 @@ run's rows (a-N.json, b-N.json) and its standard error.
 
 For each row it prints the rounds paired; for switch rows each side's
 median switch of fan-out, with how many runs reached 0.8, and the paired
-medians: switch of fan-out, the switch's time, the fan-out relay's time
-and the server's CPU (user + system a call); for other rows the time.
+medians: switch of fan-out (with its middle half over the rounds, from
+four rounds on), the switch's time, the fan-out relay's time and the
+server's CPU (user + system a call); for other rows the time.
 Rounds where either run found the vCPUs far apart (cpu_line_ns of 100 or
 more) are summarised apart from the near ones, and then all together. It exits 1 when a run
 fails or no row could be paired.
@@ -106,6 +107,14 @@ def cpu(r):
     return r.get("server_user_s", 0) + r.get("server_sys_s", 0)
 
 
+def spread(v):
+    """The middle half of v, " [q1–q3]", from four values on."""
+    if len(v) < 4:
+        return ""
+    q = statistics.quantiles(v, n=4)
+    return f" [{q[0]:.3f}–{q[2]:.3f}]"
+
+
 def summarise(pairs, label):
     """Prints one line per row over the rounds in pairs: [(a rows, b rows)]."""
     keys = sorted({k for a, b in pairs for k in a if k in b})
@@ -118,6 +127,7 @@ def summarise(pairs, label):
             fan = "fanout" + path[len("switch"):]
             fa = [x["of_fanout"] for x, _ in both]
             fb = [y["of_fanout"] for _, y in both]
+            paired = [y / x for x, y in zip(fa, fb)]
             fan_t = []
             for a, b in pairs:
                 x, y = find(a, key, fan), find(b, key, fan)
@@ -126,7 +136,7 @@ def summarise(pairs, label):
             cpus = [cpu(y) / cpu(x) for x, y in both if cpu(x) > 0 and cpu(y) > 0]
             print(f"{head}  of fan-out A {statistics.median(fa):.3f} ({sum(f >= 0.8 for f in fa)}≥0.8)"
                   f"  B {statistics.median(fb):.3f} ({sum(f >= 0.8 for f in fb)}≥0.8)"
-                  f"  paired B/A: of fan-out {statistics.median(y / x for x, y in zip(fa, fb)):.3f}"
+                  f"  paired B/A: of fan-out {statistics.median(paired):.3f}{spread(paired)}"
                   f"  time {t:.3f}"
                   + (f"  fan-out time {statistics.median(fan_t):.3f}" if fan_t else "")
                   + (f"  server cpu {statistics.median(cpus):.3f}" if cpus else ""))
