@@ -96,8 +96,8 @@ bench: build
 bench-smoke: build
 	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 1x $(PKGS)
 	@if [ "$$(nproc)" -ge 2 ]; then tools/bench-scaling.sh 1 20; else echo "bench-scaling: one CPU, nothing to compare"; fi
-	tools/bench-ab.py --rounds 2 bin/flare 'bin/flare --busy-poll 0' -- --ranks 2 --bytes 64KiB --packet 1KiB --iters 2 --rounds 1 \
-	  | tee /dev/stderr | grep -q 'paired B/A: of fan-out'
+	@out=$$(tools/bench-ab.py --rounds 2 bin/flare 'bin/flare --busy-poll 0' -- --ranks 2 --bytes 64KiB --packet 1KiB --iters 2 --rounds 1) && \
+	  echo "$$out" && echo "$$out" | grep -q 'paired B/A: of fan-out'
 
 # What a second CPU buys the switch's own path (BenchmarkGenPath, one
 # reader on one CPU against two on two), in SCALING_ROUNDS alternated

@@ -27,8 +27,8 @@ medians: switch of fan-out (with its middle half over the rounds, from
 four rounds on), the switch's time, the fan-out relay's time and the
 server's CPU (user + system a call); for other rows the time.
 Rounds where either run found the vCPUs far apart (cpu_line_ns of 100 or
-more) are summarised apart from the near ones, and then all together. It exits 1 when a run
-fails or no row could be paired.
+more) are summarised apart from the near ones, and then all together.
+It exits 1 when a run fails or no row could be paired.
 """
 import argparse
 import json
@@ -119,7 +119,7 @@ def summarise(pairs, label):
     """Prints one line per row over the rounds in pairs: [(a rows, b rows)]."""
     keys = sorted({k for a, b in pairs for k in a if k in b})
     for key in keys:
-        ranks, nbytes, packet, path, algo = key
+        ranks, nbytes, packet, path, _ = key
         both = [(a[key], b[key]) for a, b in pairs if key in a and key in b]
         head = f"{label:4}  P={ranks:<3} {size(nbytes):>6} {size(packet):>5} {path:>9}  rounds {len(both):2}"
         t = statistics.median(y["median_s"] / x["median_s"] for x, y in both)
@@ -144,6 +144,28 @@ def summarise(pairs, label):
             print(f"{head}  paired B/A: time {t:.3f}")
 
 
+def saved(src):
+    """The rounds --out kept in src, each as (A's run, B's run)."""
+    r = 1
+    while os.path.exists(os.path.join(src, f"a-{r}.json")):
+        with open(os.path.join(src, f"a-{r}.json")) as fa, open(os.path.join(src, f"b-{r}.json")) as fb:
+            yield parse(fa.read()), parse(fb.read())
+        r += 1
+    print(f"{src}: {r - 1} rounds")
+
+
+def alternated(args, flags):
+    """Runs the rounds, A first in odd ones, each as (A's run, B's run)."""
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    for r in range(1, args.rounds + 1):
+        order = [("a", args.a), ("b", args.b)] if r % 2 else [("b", args.b), ("a", args.a)]
+        got = {side: run(spec, flags, args.out, f"{side}-{r}") for side, spec in order}
+        yield got["a"], got["b"]
+        print(f"round {r:2}: {order[0][0].upper()} first, cache line {got['a'][1]} and {got['b'][1]} ns", flush=True)
+    print(f"A = {args.a}\nB = {args.b}\nflare bench --json {shlex.join(flags)}")
+
+
 def main():
     argv = sys.argv[1:]
     flags = DEFAULT_FLAGS
@@ -162,26 +184,8 @@ def main():
     if args.src is None and args.b is None:
         ap.error("give A and B, or --from DIR")
     near, far = [], []
-    if args.src is not None:
-        r = 1
-        while os.path.exists(os.path.join(args.src, f"a-{r}.json")):
-            with open(os.path.join(args.src, f"a-{r}.json")) as fa, open(os.path.join(args.src, f"b-{r}.json")) as fb:
-                (a, la), (b, lb) = parse(fa.read()), parse(fb.read())
-            (far if max(la, lb) >= FAR_NS else near).append((a, b))
-            r += 1
-        print(f"{args.src}: {r - 1} rounds")
-    else:
-        if args.out:
-            os.makedirs(args.out, exist_ok=True)
-        for r in range(1, args.rounds + 1):
-            order = [("a", args.a), ("b", args.b)] if r % 2 else [("b", args.b), ("a", args.a)]
-            got = {}
-            for side, spec in order:
-                got[side] = run(spec, flags, args.out, f"{side}-{r}")
-            (a, la), (b, lb) = got["a"], got["b"]
-            (far if max(la, lb) >= FAR_NS else near).append((a, b))
-            print(f"round {r:2}: {order[0][0].upper()} first, cache line {la} and {lb} ns", flush=True)
-        print(f"A = {args.a}\nB = {args.b}\nflare bench --json {shlex.join(flags)}")
+    for (a, la), (b, lb) in (saved(args.src) if args.src is not None else alternated(args, flags)):
+        (far if max(la, lb) >= FAR_NS else near).append((a, b))
     if not any(k in b for a, b in near + far for k in a):
         raise SystemExit("bench-ab: no row of A's runs is in B's")
     blocks = [("near", near), ("far", far)]
