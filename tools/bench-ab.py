@@ -59,7 +59,10 @@ def run(spec, flags, out, name):
     """One `flare bench --json` run: its rows by key, and its line time."""
     env, argv = command(spec)
     argv = argv[:1] + ["bench", "--json"] + flags + argv[1:]
-    p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    try:
+        p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    except OSError as e:
+        raise SystemExit(f"bench-ab: cannot run {spec!r}: {e.strerror}: {argv[0]}")
     if out:
         with open(os.path.join(out, name + ".json"), "w") as f:
             f.write(p.stdout)
@@ -120,19 +123,20 @@ def summarise(pairs, label):
     keys = sorted({k for a, b in pairs for k in a if k in b})
     for key in keys:
         ranks, nbytes, packet, path, _ = key
-        both = [(a[key], b[key]) for a, b in pairs if key in a and key in b]
+        fan = "fanout" + path[len("switch"):]  # a switch row's relay
+        both, fan_t = [], []
+        for a, b in pairs:
+            if key in a and key in b:
+                both.append((a[key], b[key]))
+                x, y = find(a, key, fan), find(b, key, fan)
+                if x and y:
+                    fan_t.append(y["median_s"] / x["median_s"])
         head = f"{label:4}  P={ranks:<3} {size(nbytes):>6} {size(packet):>5} {path:>9}  rounds {len(both):2}"
         t = statistics.median(y["median_s"] / x["median_s"] for x, y in both)
         if path.startswith("switch") and all(x.get("of_fanout") and y.get("of_fanout") for x, y in both):
-            fan = "fanout" + path[len("switch"):]
             fa = [x["of_fanout"] for x, _ in both]
             fb = [y["of_fanout"] for _, y in both]
             paired = [y / x for x, y in zip(fa, fb)]
-            fan_t = []
-            for a, b in pairs:
-                x, y = find(a, key, fan), find(b, key, fan)
-                if key in a and key in b and x and y:
-                    fan_t.append(y["median_s"] / x["median_s"])
             cpus = [cpu(y) / cpu(x) for x, y in both if cpu(x) > 0 and cpu(y) > 0]
             print(f"{head}  of fan-out A {statistics.median(fa):.3f} ({sum(f >= 0.8 for f in fa)}≥0.8)"
                   f"  B {statistics.median(fb):.3f} ({sum(f >= 0.8 for f in fb)}≥0.8)"
@@ -148,9 +152,14 @@ def saved(src):
     """The rounds --out kept in src, each as (A's run, B's run)."""
     r = 1
     while os.path.exists(os.path.join(src, f"a-{r}.json")):
-        with open(os.path.join(src, f"a-{r}.json")) as fa, open(os.path.join(src, f"b-{r}.json")) as fb:
-            yield parse(fa.read()), parse(fb.read())
+        try:
+            with open(os.path.join(src, f"a-{r}.json")) as fa, open(os.path.join(src, f"b-{r}.json")) as fb:
+                yield parse(fa.read()), parse(fb.read())
+        except OSError as e:
+            raise SystemExit(f"bench-ab: --from {src}: round {r}: {e.strerror}: {e.filename}")
         r += 1
+    if r == 1:
+        raise SystemExit(f"bench-ab: --from {src}: no a-1.json there (the files --out writes)")
     print(f"{src}: {r - 1} rounds")
 
 
