@@ -9,7 +9,9 @@ therefore read as a paired ratio: B's figure over A's in the same round,
 the runs of a round back to back, A first in odd rounds and B first in
 even ones, the median over the rounds. For the switch's rows the ratio
 that counts is B's switch of fan-out over A's, where both rows of a run
-met the same spell; the times' ratios are printed beside it.
+met the same spell; the times' ratios are printed beside it, and a change
+to the switch is read by the switch's own time too: over forty rounds
+the ratio once moved 8% through the relay's row alone (docs/PERFORMANCE.md).
 
 usage: tools/bench-ab.py [--rounds N] [--out DIR] A B [-- BENCH FLAGS]
        tools/bench-ab.py --from DIR   (the summary again, from --out's files)
