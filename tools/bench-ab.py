@@ -125,13 +125,14 @@ def summarise(pairs, label):
     keys = sorted({k for a, b in pairs for k in a if k in b})
     for key in keys:
         ranks, nbytes, packet, path, _ = key
-        # a switch row's relay, whose time is read beside it; other rows have none
+        # a switch row's relay, whose time is read beside it; other rows have
+        # none, and find finds no row of path None
         fan = "fanout" + path[len("switch"):] if path.startswith("switch") else None
         both, fan_t = [], []
         for a, b in pairs:
             if key in a and key in b:
                 both.append((a[key], b[key]))
-                x, y = (find(a, key, fan), find(b, key, fan)) if fan else (None, None)
+                x, y = find(a, key, fan), find(b, key, fan)
                 if x and y:
                     fan_t.append(y["median_s"] / x["median_s"])
         head = f"{label:4}  P={ranks:<3} {size(nbytes):>6} {size(packet):>5} {path:>9}  rounds {len(both):2}"
