@@ -2,6 +2,8 @@ package swtch
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -25,12 +27,14 @@ import (
 //   - is a join or leave, answered or recorded, or counted under one reason; or
 //   - is counted under exactly one drop reason, the one its decode error
 //     maps to if it does not decode, and makes the switch send nothing but,
-//     for an unknown job, an Error saying so to the sender.
+//     for an unknown job, an Error saying so to the sender, or, for a join
+//     of an earlier protocol version, the Error refusing it, in that
+//     version (refuseOldJoin).
 //
 // Replies go to the join's sender only, and results and resends to members
-// only; everything the switch sends decodes. When the input is done every
-// job ends, and the processing unit's memory must be whole again: no
-// buffer or quota leaks, whatever came in.
+// only; everything the switch sends decodes, in its receiver's version.
+// When the input is done every job ends, and the processing unit's memory
+// must be whole again: no buffer or quota leaks, whatever came in.
 //
 // An accepted packet runs its job's handler at once, on a virtual-time
 // hpu.Task in the fuzzing goroutine, and is then given back through the
@@ -240,22 +244,31 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 		}
 	}
 	if dropped != "" && len(out) > 0 {
-		checkDropAnswer(t, r.from, dropped, out)
+		checkDropAnswer(t, r.from, pkt, dropped, out)
 	}
 }
 
-// checkDropAnswer checks what the switch sent for a dropped datagram: at
-// most an Error naming the unknown job, to the sender alone (a host whose
-// switch restarted learns it at once), or, to a member of the fixture job
-// after it was aborted, the abort; never anything else.
-func checkDropAnswer(t *testing.T, from netip.AddrPort, dropped string, out []sent) {
+// checkDropAnswer checks what the switch sent for a dropped datagram pkt:
+// at most an Error to the sender alone, naming the unknown job (a host
+// whose switch restarted learns it at once), or, to a member of the
+// fixture job after it was aborted, the abort, or, for a join of an
+// earlier protocol version, the refusal in that version; never anything
+// else.
+func checkDropAnswer(t *testing.T, from netip.AddrPort, pkt []byte, dropped string, out []sent) {
 	t.Helper()
-	var h wire.Header
+	var old wire.Header
 	var e wire.ErrorBody
-	if dropped == dropUnknownJob && len(out) == 1 && out[0].to == from && out[0].multicast == nil {
-		if payload, err := h.Unmarshal(out[0].pkt); err == nil && h.Type == wire.TypeError && e.Unmarshal(payload) == nil &&
-			(e.Code == wire.CodeUnknownJob || e.Code == wire.CodeAborted && (from == fzRank0 || from == fzRank1)) {
-			return
+	if len(out) == 1 && out[0].to == from && out[0].multicast == nil {
+		h, payload, err := decodeSent(out[0].pkt)
+		if err == nil && h.Type == wire.TypeError && e.Unmarshal(payload) == nil {
+			switch {
+			case dropped == dropUnknownJob && h.Version == wire.Version &&
+				(e.Code == wire.CodeUnknownJob || e.Code == wire.CodeAborted && (from == fzRank0 || from == fzRank1)):
+				return
+			case dropped == wire.ReasonVersion && old.UnmarshalOldJoin(pkt) == nil &&
+				h.Version == old.Version && e.Code == wire.CodeBadRequest:
+				return
+			}
 		}
 	}
 	t.Fatalf("a datagram from %v dropped as %q made the switch send %d packets, the first %d bytes to %v",
@@ -329,6 +342,26 @@ func (fx *handleFixture) jobState(id uint32) jobSnapshot {
 	return jobSnapshot{token: j.token, members: members}
 }
 
+// decodeSent decodes a packet the switch sends as its receiver would: in
+// this protocol version, or, for the Error that refuses a join of an
+// earlier version (refuseOldJoin), in the joiner's version, whose header
+// and Error are laid out as this one's. The header keeps the version the
+// packet carries.
+func decodeSent(pkt []byte) (wire.Header, []byte, error) {
+	var h wire.Header
+	payload, err := h.Unmarshal(pkt)
+	if !errors.Is(err, wire.ErrVersion) || pkt[wire.OffVersion] != wire.Version1 {
+		return h, payload, err
+	}
+	now := slices.Clone(pkt)
+	now[wire.OffVersion] = wire.Version
+	if payload, err = h.Unmarshal(now); err == nil && h.Type != wire.TypeError {
+		err = fmt.Errorf("a %v packet in protocol version %d: only a join's refusal is sent in it", h.Type, wire.Version1)
+	}
+	h.Version = wire.Version1
+	return h, payload, err
+}
+
 // sent is one packet the switch queued for the writer.
 type sent struct {
 	pkt       []byte
@@ -343,8 +376,7 @@ func (fx *handleFixture) drain(t *testing.T) []sent {
 	for {
 		select {
 		case op := <-fx.s.outs[0]:
-			var h wire.Header
-			if _, err := h.Unmarshal(op.buf); err != nil {
+			if _, _, err := decodeSent(op.buf); err != nil {
 				t.Fatalf("the switch sends a packet that does not decode: %v", err)
 			}
 			out = append(out, sent{pkt: append([]byte(nil), op.buf...), to: op.to, multicast: op.job})
