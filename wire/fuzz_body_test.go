@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"testing"
 	"unicode/utf8"
 )
@@ -39,7 +40,7 @@ func FuzzJoinBody(f *testing.F) {
 		if err != want {
 			t.Fatalf("Unmarshal(%x) = %v, want %v", b, err, want)
 		}
-		checkHeaderAgrees(t, TypeJoin, Float32, b, err)
+		checkHeaderAgrees(t, TypeJoin, 0, Float32, b, err)
 		if err != nil {
 			return
 		}
@@ -64,22 +65,33 @@ func FuzzJoinAckBody(f *testing.F) {
 		if !bytes.Equal(b, orig) {
 			t.Fatal("Unmarshal modified its input")
 		}
+		grouped := len(b) == 28 // the body of a JoinAck with flag group
 		var want error
 		switch {
-		case len(b) != 20:
+		case len(b) != 20 && !grouped:
 			want = ErrLength
 		case !Algo(b[4]).Valid() || Algo(b[4]) == AlgoAuto || b[6] != 0 || b[7] != 0: // a concrete design, reserved zero
+			want = ErrBody
+		case grouped && (b[20]>>4 != 0xe || b[24]|b[25] == 0 || b[26]|b[27] != 0): // 224.0.0.0/4, a port, reserved zero
 			want = ErrBody
 		}
 		if err != want {
 			t.Fatalf("Unmarshal(%x) = %v, want %v", b, err, want)
 		}
-		checkHeaderAgrees(t, TypeJoinAck, 0, b, err)
+		flags := Flags(0)
+		if grouped {
+			flags = FlagGroup
+		}
+		checkHeaderAgrees(t, TypeJoinAck, flags, 0, b, err)
 		if err != nil {
 			return
 		}
+		var group netip.AddrPort
+		if grouped {
+			group = netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[20:24])), binary.BigEndian.Uint16(b[24:]))
+		}
 		if a.Window != binary.BigEndian.Uint32(b[0:]) || a.Buffers != b[5] || a.PacketElems != binary.BigEndian.Uint32(b[8:]) ||
-			a.Blocks != binary.BigEndian.Uint32(b[12:]) || a.QuotaBuffers != binary.BigEndian.Uint32(b[16:]) {
+			a.Blocks != binary.BigEndian.Uint32(b[12:]) || a.QuotaBuffers != binary.BigEndian.Uint32(b[16:]) || a.Group != group {
 			t.Fatalf("decoded %+v from %x", a, b)
 		}
 		if out := a.Append(nil); !bytes.Equal(out, b) {
@@ -122,8 +134,8 @@ func FuzzErrorBody(f *testing.F) {
 		if want == ErrBody && len(b) >= 4 && binary.BigEndian.Uint16(b[2:]) <= 1024 {
 			hdrWant = nil
 		}
-		checkHeaderAgrees(t, TypeError, 0, b, hdrWant)
-		checkHeaderAgrees(t, TypeAbort, 0, b, hdrWant)
+		checkHeaderAgrees(t, TypeError, 0, 0, b, hdrWant)
+		checkHeaderAgrees(t, TypeAbort, 0, 0, b, hdrWant)
 		if err != nil {
 			return
 		}
@@ -245,9 +257,9 @@ func checkPairs(t *testing.T, p Pairs, b []byte, dt DType, pairSize int) {
 	}
 }
 
-// checkHeaderAgrees wraps body in a header of type typ and checks that
+// checkHeaderAgrees wraps body in a header of type typ with flags and checks that
 // Header.Unmarshal's own length check says want (nil or the body's error).
-func checkHeaderAgrees(t *testing.T, typ Type, dt DType, body []byte, want error) {
+func checkHeaderAgrees(t *testing.T, typ Type, flags Flags, dt DType, body []byte, want error) {
 	t.Helper()
 	if want != nil && DropReason(want) == ReasonOther {
 		t.Fatalf("error %v has no drop reason", want)
@@ -255,7 +267,7 @@ func checkHeaderAgrees(t *testing.T, typ Type, dt DType, body []byte, want error
 	if want == ErrBody && !typ.hasErrorBody() {
 		want = nil // only the body decoder reads join and join-ack fields
 	}
-	h := Header{Type: typ, DType: dt}
+	h := Header{Type: typ, Flags: flags, DType: dt}
 	if dt != 0 {
 		h.Op = OpSum
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"math"
+	"net/netip"
 )
 
 // seed is one valid packet, used by the round-trip tests, the gopacket
@@ -75,6 +76,11 @@ func seedPackets() []seed {
 	add("join-sparse-from-switch", up, upJoin.Append(nil))
 	ack := JoinAckBody{Window: 16, Algo: AlgoTree, PacketElems: 256, Blocks: 4096, QuotaBuffers: 128}
 	add("join-ack", testHeader(TypeJoinAck, Float32, OpSum, 0), ack.Append(nil))
+	groupAck := ack
+	groupAck.Group = netip.MustParseAddrPort("239.1.2.3:7000")
+	grouped := testHeader(TypeJoinAck, Float32, OpSum, 0)
+	grouped.Flags = FlagGroup
+	add("join-ack-group", grouped, groupAck.Append(nil))
 	e := ErrorBody{Code: CodeRefusedMemory, Text: []byte("need 128 buffers, 64 free")}
 	add("error", testHeader(TypeError, 0, 0, 0), e.Append(nil))
 	add("error-empty-text", testHeader(TypeError, Float32, OpSum, 0), (&ErrorBody{Code: CodeTimeout}).Append(nil))
