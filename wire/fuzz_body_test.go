@@ -257,8 +257,9 @@ func checkPairs(t *testing.T, p Pairs, b []byte, dt DType, pairSize int) {
 	}
 }
 
-// checkHeaderAgrees wraps body in a header of type typ with flags and checks that
-// Header.Unmarshal's own length check says want (nil or the body's error).
+// checkHeaderAgrees wraps body in a header of type typ with flags and
+// checks that Header.Unmarshal's own length check says want (nil or the
+// body's error).
 func checkHeaderAgrees(t *testing.T, typ Type, flags Flags, dt DType, body []byte, want error) {
 	t.Helper()
 	if want != nil && DropReason(want) == ReasonOther {
