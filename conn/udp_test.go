@@ -263,18 +263,6 @@ func pause(spin int) {
 	}
 }
 
-// dialable turns a conn's local address into one a peer can send to: the
-// loopback address of its family where it is bound to a wildcard.
-func dialable(ap netip.AddrPort) netip.AddrPort {
-	switch {
-	case ap.Addr() == netip.IPv4Unspecified():
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port())
-	case ap.Addr().IsUnspecified():
-		return netip.AddrPortFrom(netip.IPv6Loopback(), ap.Port())
-	}
-	return ap
-}
-
 func TestLoopbackTransfer(t *testing.T) {
 	const n = 10_000
 	tests := []struct {

@@ -8,10 +8,6 @@ import (
 	"github.com/flare-net/flare/wire"
 )
 
-type packetEgress struct{ nopEgress }
-
-func (*packetEgress) EmitFor(*Packet, *wire.Header, []byte) {}
-
 // reset clears every per-packet field of a Task and keeps the runner's:
 // it sets fields one by one, so a field added to Task must be added there
 // (or here, to the kept ones) too.

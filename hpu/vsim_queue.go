@@ -81,8 +81,6 @@ func (f *fifo[T]) push(v T) {
 	f.n++
 }
 
-func (f *fifo[T]) peek() T { return f.buf[f.head] }
-
 func (f *fifo[T]) pop() T {
 	var zero T
 	v := f.buf[f.head]

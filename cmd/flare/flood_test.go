@@ -463,17 +463,6 @@ func readReplies(c *net.UDPConn) *replyCounter {
 	return rc
 }
 
-// total is every reply so far.
-func (rc *replyCounter) total() int64 {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	n := rc.other
-	for _, v := range rc.byCode {
-		n += v
-	}
-	return n
-}
-
 // counts returns the join refusals (every Error but unknown-job), the
 // unknown-job answers, a summary by code, and a description of the first
 // reply that is not an Error if there was one.

@@ -14,7 +14,8 @@ type inner struct {
 type good struct {
 	A int `json:"a"`
 	inner
-	B       string
+	B string
+	//lint:ignore U1000 an unexported field, which Fixed must leave out
 	skipped int `json:"-"`
 	Hidden  int `json:"-"`
 }
