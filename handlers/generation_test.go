@@ -55,32 +55,37 @@ var genDesigns = []genDesign{
 // dense block of pe elements; a sparse block of blockElems indices, each
 // child sending pairs of them in one packet (of at most packet pairs),
 // into hash tables of slots slots (fewer than the indices, so pairs spill).
+// A value's code tells apart gens generations in a row (genShape.code), in
+// fields of fieldBits bits.
 type genShape struct {
 	pe, blockElems, pairs, packet, slots int
+	gens, fieldBits                      int
 }
 
 // genSmall is the virtual-time shape: a dense fold takes 128 cycles, a
 // copy 8. genLarge makes the real-time handlers' folds long enough that
 // generations meet inside them.
 var (
-	genSmall = genShape{pe: 16, blockElems: 16, pairs: 5, packet: 8, slots: 4}
-	genLarge = genShape{pe: 128, blockElems: 256, pairs: 60, packet: 64, slots: 32}
+	genSmall = genShape{pe: 16, blockElems: 16, pairs: 5, packet: 8, slots: 4, gens: 2, fieldBits: 4}
+	genLarge = genShape{pe: 128, blockElems: 256, pairs: 60, packet: 64, slots: 32, gens: 2, fieldBits: 4}
 )
 
-const genFieldBits = 4 // bits per (child, generation parity) in a value's code
-
-// genCode is child's code in generation gen: one bit in the field of
-// (child, gen's parity). A reduction's low 56 bits count, field by field,
-// how often each child of each parity was folded into it.
-func genCode(p, child int, gen uint32) int64 {
-	return 1 << (genFieldBits * (child + p*int(gen&1)))
+// code is child's code in generation gen: one bit in the field of (child,
+// gen mod sh.gens). A reduction's low 56 bits count, field by field, how
+// often each child of each generation class was folded into it; p*gens
+// fields of fieldBits bits must fit in them.
+func (sh genShape) code(p, child int, gen uint32) int64 {
+	return 1 << (sh.fieldBits * (child + p*int(gen%uint32(sh.gens))))
 }
+
+// fields is how many fields a value's code has for p children.
+func (sh genShape) fields(p int) int { return sh.gens * p }
 
 // denseInput is child's contribution to dense block blk in gen.
 func (sh genShape) denseInput(p, child, blk int, gen uint32) []byte {
 	out := make([]byte, sh.pe*8)
 	for i := range sh.pe {
-		v := genCode(p, child, gen) + int64(i+sh.pe*blk)<<56
+		v := sh.code(p, child, gen) + int64(i+sh.pe*blk)<<56
 		binary.LittleEndian.PutUint64(out[i*8:], uint64(v))
 	}
 	return out
@@ -95,7 +100,7 @@ func (sh genShape) sparseInput(p, child, blk int, gen uint32) []byte {
 	for j := range sh.pairs {
 		x := (3*child + 2*int(gen) + 5*j) % sh.blockElems
 		idx[j] = uint32(blk*sh.blockElems + x)
-		binary.LittleEndian.PutUint64(vals[j*8:], uint64(genCode(p, child, gen)+int64(x)<<56))
+		binary.LittleEndian.PutUint64(vals[j*8:], uint64(sh.code(p, child, gen)+int64(x)<<56))
 	}
 	out, err := wire.AppendPairs(nil, wire.Int64, idx, vals)
 	if err != nil {
@@ -311,33 +316,36 @@ func (c *genChecker) denseEmit(h *wire.Header, payload []byte) {
 }
 
 // decode reads the contributors of a dense result of gen from its first
-// element: each child's field must be 0 or 1, the other parity's 0.
+// element: each child's field must be 0 or 1, the other generations' 0.
 func (c *genChecker) decode(gen uint32, payload []byte) (ranks []int, ok bool) {
 	v := binary.LittleEndian.Uint64(payload) & (1<<56 - 1)
-	for f := range 2 * c.p {
-		n := v >> (genFieldBits * f) & (1<<genFieldBits - 1)
+	bits := c.sh.fieldBits
+	for f := range c.sh.fields(c.p) {
+		n := v >> (bits * f) & (1<<bits - 1)
 		switch {
 		case n == 0:
-		case n == 1 && f/c.p == int(gen&1):
+		case n == 1 && f/c.p == int(gen%uint32(c.sh.gens)):
 			ranks = append(ranks, f%c.p)
 		default:
 			return nil, false
 		}
 	}
-	return ranks, v>>(genFieldBits*2*c.p) == 0
+	return ranks, v>>(bits*c.sh.fields(c.p)) == 0
 }
 
 // describe names what a dense result holds: "rank r of generation
-// parity q × n" for each field of its first element.
+// class q × n" (q = generation mod sh.gens) for each field of its first
+// element.
 func (c *genChecker) describe(payload []byte) string {
 	v := binary.LittleEndian.Uint64(payload) & (1<<56 - 1)
+	bits := c.sh.fieldBits
 	var parts []string
-	for f := range 2 * c.p {
-		if n := v >> (genFieldBits * f) & (1<<genFieldBits - 1); n != 0 {
-			parts = append(parts, fmt.Sprintf("rank %d (parity %d) ×%d", f%c.p, f/c.p, n))
+	for f := range c.sh.fields(c.p) {
+		if n := v >> (bits * f) & (1<<bits - 1); n != 0 {
+			parts = append(parts, fmt.Sprintf("rank %d (class %d) ×%d", f%c.p, f/c.p, n))
 		}
 	}
-	if rest := v >> (genFieldBits * 2 * c.p); rest != 0 {
+	if rest := v >> (bits * c.sh.fields(c.p)); rest != 0 {
 		parts = append(parts, fmt.Sprintf("overflow %#x", rest))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
@@ -378,10 +386,12 @@ func (c *genChecker) sparseEmit(h *wire.Header, payload []byte) {
 	}
 }
 
-// genEvent is one child's packet of one generation.
+// genEvent is one child's packet of one block and generation.
 type genEvent struct {
 	child int
 	gen   uint32
+	blk   int
+	flags wire.Flags // FlagRetransmit: a host's resend
 }
 
 // genOrders calls fn with every arrival order of two overlapping
@@ -413,7 +423,7 @@ func genOrders(p int, g uint32, fn func(events []genEvent)) {
 					gen = g
 				}
 				left[c]--
-				events = append(events, genEvent{c, gen})
+				events = append(events, genEvent{child: c, gen: gen})
 				rec()
 				events = events[:len(events)-1]
 				left[c]++
@@ -451,13 +461,18 @@ const (
 type genUnit struct {
 	u   *hpu.VirtualUnit
 	chk *genChecker // the egress of the present run
+	l1  int         // the unit's L1 bytes; 0 is 16 KiB (16 buffers)
 }
 
 func (g *genUnit) Emit(h *wire.Header, payload []byte) { g.chk.Emit(h, payload) }
 
 func (g *genUnit) unit() *hpu.VirtualUnit {
 	if g.u == nil {
-		u, err := hpu.NewVirtual(hpu.Config{Clusters: 1, CoresPerCluster: 8, QueueDepth: 64, L1Bytes: 16 << 10, BufferBytes: 1024}, g, nil)
+		l1 := g.l1
+		if l1 == 0 {
+			l1 = 16 << 10
+		}
+		u, err := hpu.NewVirtual(hpu.Config{Clusters: 1, CoresPerCluster: 8, QueueDepth: 64, L1Bytes: l1, BufferBytes: 1024}, g, nil)
 		if err != nil {
 			panic(err)
 		}
@@ -473,15 +488,17 @@ func (g *genUnit) close() {
 	}
 }
 
-// runGenInterleaving plays one arrival order on the unit with a fresh
-// job: the packets at their cycles, then, while generation g+1 has no
-// result, every child's g+1 packet again (a retransmission, as a host
-// whose result is late sends), and checks what came out.
-func runGenInterleaving(gu *genUnit, gd genDesign, p int, events []genEvent, gaps []int64) (out genOutcome) {
-	chk := newGenChecker(gd.sparse, genSmall, p)
+// runGenInterleaving plays one arrival order on the unit with a fresh job
+// of sh's shape and blocks blocks: the packets at their cycles, then,
+// while a block of the newest generation sent has no result, every
+// child's packet of every block in that generation again (a
+// retransmission, as a host whose result is late sends), and checks what
+// came out.
+func runGenInterleaving(gu *genUnit, gd genDesign, sh genShape, p, blocks int, events []genEvent, gaps []int64) (out genOutcome) {
+	chk := newGenChecker(gd.sparse, sh, p)
 	gu.chk = chk
 	u := gu.unit()
-	job, err := newGenJob(u.Memory(), gd, genSmall, p, 1, genDeadline)
+	job, err := newGenJob(u.Memory(), gd, sh, p, blocks, genDeadline)
 	if err != nil {
 		panic(err) // the unit's memory is whole: a run that leaked replaced it
 	}
@@ -507,23 +524,34 @@ func runGenInterleaving(gu *genUnit, gd genDesign, p int, events []genEvent, gap
 	}
 	start := u.Now() + genRTO
 	at := start
-	last := events[len(events)-1].gen
+	last := uint32(0)
 	for k, ev := range events {
 		if k > 0 {
 			at += gaps[(k-1)%len(gaps)]
 		}
-		pk := job.packet(ev.gen, ev.child, 0, 0)
+		pk := job.packet(ev.gen, ev.child, ev.blk, ev.flags)
 		pk.Arrival = at
 		submit(pk)
+		last = max(last, ev.gen)
 	}
 	ticks(start, at+genRTO)
 	runErr := u.Run()
-	for try := 0; runErr == nil && try < 4 && !chk.complete(last, 0); try++ {
+	complete := func() bool {
+		for blk := range blocks {
+			if !chk.complete(last, blk) {
+				return false
+			}
+		}
+		return true
+	}
+	for try := 0; runErr == nil && try < 4 && !complete(); try++ {
 		at = u.Now() + genRTO
-		for c := range p {
-			pk := job.packet(last, c, 0, wire.FlagRetransmit)
-			pk.Arrival = at + int64(c)
-			submit(pk)
+		for blk := range blocks {
+			for c := range p {
+				pk := job.packet(last, c, blk, wire.FlagRetransmit)
+				pk.Arrival = at + int64(blk*p+c)
+				submit(pk)
+			}
 		}
 		ticks(at, at+genRTO)
 		runErr = u.Run()
@@ -537,7 +565,7 @@ func runGenInterleaving(gu *genUnit, gd genDesign, p int, events []genEvent, gap
 		out.stuck++
 		out.problem = runErr.Error()
 		gu.close()
-	case !chk.complete(last, 0):
+	case !complete():
 		out.stuck++
 		if out.problem == "" {
 			out.problem = fmt.Sprintf("generation %d never completed", last)
@@ -554,7 +582,8 @@ func runGenInterleaving(gu *genUnit, gd genDesign, p int, events []genEvent, gap
 	return out
 }
 
-// formatEvents writes an arrival order as "c0g9 c1g10 ...".
+// formatEvents writes an arrival order as "c0g9 c1g10 ...", with "b1"
+// for a packet of block 1 and "r" for a retransmission.
 func formatEvents(events []genEvent) string {
 	var b strings.Builder
 	for i, ev := range events {
@@ -562,6 +591,12 @@ func formatEvents(events []genEvent) string {
 			b.WriteByte(' ')
 		}
 		fmt.Fprintf(&b, "c%dg%d", ev.child, ev.gen)
+		if ev.blk != 0 {
+			fmt.Fprintf(&b, "b%d", ev.blk)
+		}
+		if ev.flags&wire.FlagRetransmit != 0 {
+			b.WriteByte('r')
+		}
 	}
 	return b.String()
 }
@@ -597,7 +632,7 @@ func TestGenerationsInterleaved(t *testing.T) {
 					if k++; (k-1)%stride != 0 {
 						return
 					}
-					o := runGenInterleaving(gu, gd, p, events, gp)
+					o := runGenInterleaving(gu, gd, genSmall, p, 1, events, gp)
 					runs++
 					total.wrong += o.wrong
 					total.panics += o.panics
@@ -841,4 +876,62 @@ func TestBlockLayout(t *testing.T) {
 			}
 		}
 	}
+}
+
+// genFuzz is FuzzGenerations' shape: genSmall's sizes, with codes that
+// tell four generations in a row apart (p ≤ 4: 16 fields of 3 bits).
+var genFuzz = genShape{pe: 16, blockElems: 16, pairs: 5, packet: 8, slots: 4, gens: 4, fieldBits: 3}
+
+// genFuzzBase is the first generation of FuzzGenerations' schedules.
+const genFuzzBase = 9
+
+// fuzzSchedule reads a FuzzGenerations input: the design, P (2 to 4) and
+// the blocks (1 or 2), then up to 48 packets, two bytes each: the first
+// names the child (bits 0-1, mod P), the generation (bits 2-3, added to
+// genFuzzBase), the block (bit 4, mod blocks) and a retransmission (bit
+// 5); the second is the gap before the next packet in 2-cycle steps
+// (0 to 510 cycles: inside a copy, a fold, or after both).
+func fuzzSchedule(data []byte) (gd genDesign, p, blocks int, events []genEvent, gaps []int64) {
+	if len(data) < 4 {
+		return gd, 0, 0, nil, nil
+	}
+	gd = genDesigns[int(data[0])%len(genDesigns)]
+	p, blocks = 2+int(data[1])%3, 1+int(data[1]>>2)&1
+	for rest := data[2:]; len(rest) >= 2 && len(events) < 48; rest = rest[2:] {
+		ev := genEvent{child: int(rest[0]&3) % p, gen: genFuzzBase + uint32(rest[0]>>2&3), blk: int(rest[0]>>4&1) % blocks}
+		if rest[0]&0x20 != 0 {
+			ev.flags = wire.FlagRetransmit
+		}
+		events = append(events, ev)
+		gaps = append(gaps, 2*int64(rest[1]))
+	}
+	return gd, p, blocks, events, gaps
+}
+
+// FuzzGenerations plays schedules the exhaustive sweep above does not:
+// up to four generations of up to two blocks, in any order (a child may go
+// back to a generation it left, or skip one), with retransmissions and
+// any gaps, on every design, and holds the switch to the same rules: every
+// result is its generation's reduction (or flagged partial and says of
+// whom), nothing panics, the newest generation completes once every child
+// sends it, and the job gives back every buffer when it closes.
+func FuzzGenerations(f *testing.F) {
+	for d := range genDesigns {
+		// two generations overlapping, children abandoning g for g+1
+		f.Add([]byte{byte(d), 1, 0x00, 10, 0x05, 0, 0x01, 64, 0x04, 150, 0x06, 5, 0x07, 0})
+		// four generations, two blocks, stale and retransmitted packets
+		f.Add([]byte{byte(d), 6, 0x00, 0, 0x11, 4, 0x0c, 60, 0x1d, 2, 0x21, 0, 0x04, 200, 0x08, 1, 0x15, 0, 0x3c, 30, 0x0d, 255})
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		gd, p, blocks, events, gaps := fuzzSchedule(data)
+		if len(events) == 0 {
+			return
+		}
+		gu := &genUnit{l1: 64 << 10}
+		defer gu.close()
+		o := runGenInterleaving(gu, gd, genFuzz, p, blocks, events, gaps)
+		if o.wrong+o.panics+o.leaks+o.stuck > 0 {
+			t.Fatalf("%s, P=%d, %d blocks, gaps %v, %s: %s", gd.name, p, blocks, gaps, formatEvents(events), o.problem)
+		}
+	})
 }
