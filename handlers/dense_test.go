@@ -540,3 +540,43 @@ func TestDenseResendsStoredResult(t *testing.T) {
 		}
 	}
 }
+
+// A result stored late, after a newer generation of the same parity has
+// stored its own (generation g's last handler finishing after g+2's, which
+// members out of step allow in real time), does not replace it
+// (storable): a retransmission of g+2 still gets g+2's result.
+func TestDenseLateStoreKeepsNewer(t *testing.T) {
+	for _, dg := range designs {
+		d := newTestDense(t, dg, wire.Int32, wire.OpSum, 3, 300, 256)
+		d.cfg.KeepResults = true
+		d.results = [2][]byte{make([]byte, 1200), make([]byte, 1200)}
+		d.resultGen = [2][]uint32{make([]uint32, 2), make([]uint32, 2)}
+		r := rand.New(rand.NewPCG(7, 7))
+		var again *hpu.Packet // generation 11's packet of block 1 from child 2
+		var want []byte
+		for _, gen := range []uint32{9, 11} {
+			inputs := randomInputs(r, wire.Int32, wire.OpSum, 3, 300)
+			want, _ = elem.Reference(wire.Int32, wire.OpSum, inputs)
+			pkts := makePackets(r, inputs, wire.Int32, wire.OpSum, 256, gen, 0)
+			virtualRun(d, &resendCapture{}, pkts, 2)
+			for _, p := range pkts {
+				if p.Hdr.Block == 1 && p.Hdr.Child == 2 {
+					again = p
+				}
+			}
+		}
+		eg := &resendCapture{}
+		v := newVUnit(eg, 1)
+		late := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 1, Generation: 9, Block: 1,
+			DType: wire.Int32, Op: wire.OpSum, Count: 44}
+		v.run(&hpu.Packet{Handler: hpu.HandlerFunc(func(t *hpu.Task) {
+			d.emitResult(t, &late, bytes.Repeat([]byte{0xee}, 44*4), 0)
+		})}, 0)
+		again.Handler = d
+		v.run(again, v.u.Now())
+		v.close()
+		if len(eg.gens) != 1 || eg.gens[0] != 11 || !bytes.Equal(eg.bytes[0], want[1024:]) {
+			t.Fatalf("%s: after a late store of generation 9, generation 11's retransmission got %d resends (generations %v), want its own result", dg, len(eg.gens), eg.gens)
+		}
+	}
+}
