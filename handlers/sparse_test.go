@@ -486,6 +486,55 @@ func TestSparseGenerations(t *testing.T) {
 	}
 }
 
+// A packet recorded late, after a newer generation of the same parity has
+// recorded its stream (a spill from a handler still folding into an
+// abandoned block of generation g, after g+2 flushed), does not replace
+// that record: a retransmission of g+2 still gets g+2's whole stream.
+func TestSparseLateRecordKeepsNewer(t *testing.T) {
+	for _, dg := range sparseDesigns {
+		cfg := SparseConfig{Job: 1, Token: 0x5eed, Children: 3, DType: wire.Int32, Op: wire.OpSum, Storage: dg.storage,
+			Buffers: dg.b, Elements: 500, BlockElems: 250, HashSlots: 40, PacketPairs: 10, KeepResults: true}
+		s, _ := newTestSparse(t, cfg)
+		r := rand.New(rand.NewPCG(8, 8))
+		var first *hpu.Packet // generation 11's packet 0 of block 0 from child 0
+		var stream []sparseDown
+		for _, gen := range []uint32{9, 11} {
+			pkts := sparsePackets(r, cfg, randomSparseInputs(r, cfg.DType, cfg.Op, 3, cfg.Elements, 0.2, patRandom), gen, 0)
+			down := runSparseVirtual(s, pkts)
+			stream = stream[:0]
+			for _, d := range down {
+				if b, _ := wire.SplitSparseBlock(d.hdr.Block); b == 0 {
+					stream = append(stream, d)
+				}
+			}
+			for _, p := range pkts {
+				if p.Hdr.Block == wire.SparseBlockField(0, 0) && p.Hdr.Child == 0 {
+					first = p
+				}
+			}
+		}
+		c := &sparseCapture{}
+		v := newVUnit(c, 1)
+		late := wire.Header{Version: wire.Version, Type: wire.TypeSpill, Job: 1, Token: 0x5eed, Generation: 9,
+			Block: wire.SparseBlockField(0, 0), DType: cfg.DType, Op: cfg.Op}
+		v.run(&hpu.Packet{Handler: hpu.HandlerFunc(func(t *hpu.Task) { s.record(t, &late, nil) })}, 0)
+		again := *first
+		again.Hdr.Flags |= wire.FlagRetransmit
+		again.Handler = s
+		v.run(&again, v.u.Now())
+		v.close()
+		if len(c.down) != len(stream) || len(stream) == 0 {
+			t.Fatalf("%s: after a late record of generation 9, generation 11's retransmission got %d packets, want its stream's %d",
+				dg, len(c.down), len(stream))
+		}
+		for k, d := range c.down {
+			if d.hdr.Generation != 11 || !bytes.Equal(d.payload, stream[k].payload) {
+				t.Fatalf("%s: resent packet %d is generation %d's, or differs from the stream sent", dg, k, d.hdr.Generation)
+			}
+		}
+	}
+}
+
 // Every stream is sent three times in a random order: integers stay exact,
 // and every extra copy is counted as a duplicate.
 func TestSparseDuplicatesAggregatedOnce(t *testing.T) {
