@@ -215,6 +215,28 @@ func TestReceiveChecks(t *testing.T) {
 	})
 }
 
+// The first result of a block is the one kept: a later copy (the
+// switch's answer to a retransmission, or anything else that passes the
+// checks) does not overwrite it, and is counted as a duplicate.
+func TestReceiveFirstResultKept(t *testing.T) {
+	s := offlineDense(t, false)
+	first, second := bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, 8), bytes.Repeat([]byte{0, 0, 0, 0x40}, 8) // 1.0, 2.0
+	h := resultHeader(0, 8)
+	if err := s.deliver(wire.AppendPacket(nil, &h, first), offlineSwitch); err != nil {
+		t.Fatal(err)
+	}
+	h.Flags = wire.FlagRetransmit
+	if err := s.deliver(wire.AppendPacket(nil, &h, second), offlineSwitch); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(s.buf[:32], first) {
+		t.Errorf("block 0 holds % x after a second result, want the first's % x", s.buf[:32], first)
+	}
+	if st := s.Stats(); st.Duplicates != 1 {
+		t.Errorf("Duplicates = %d, want 1", st.Duplicates)
+	}
+}
+
 // TestReceiveAbortedNotice checks that a CodeAborted Error from the switch
 // ends the call with an *AbortedError naming the rank, whatever call it
 // names, and fails every later call without sending.
