@@ -22,7 +22,8 @@ import (
 // a fresh switch, so that a failure reproduces from its input alone. For
 // every datagram it checks that handle does not panic and that the datagram
 //
-//   - is accepted for the processing unit, comes from the member address of
+//   - is accepted for the processing unit, is of the job's kind (Data for a
+//     dense job, Sparse for a sparse one), comes from the member address of
 //     the rank it names and carries the job's token, and counts no drop; or
 //   - is a join or leave, answered or recorded, or counted under one reason; or
 //   - is counted under exactly one drop reason, the one its decode error
@@ -212,9 +213,13 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 		}
 		j := s.jobs.get(h.Job)
 		live := j.live.Load()
-		if h.Type != wire.TypeData && h.Type != wire.TypeSparse || h.Token != j.token || live.addrs[h.Child] != r.from {
-			t.Fatalf("accepted %v of job %d rank %d from %v (token ok %v, members %v)",
-				h.Type, h.Job, h.Child, r.from, h.Token == j.token, live.addrs)
+		kind := wire.TypeData
+		if live.sparse {
+			kind = wire.TypeSparse
+		}
+		if h.Type != kind || h.Token != j.token || live.addrs[h.Child] != r.from {
+			t.Fatalf("accepted %v of job %d rank %d from %v (the job takes %v; token ok %v, members %v)",
+				h.Type, h.Job, h.Child, r.from, kind, h.Token == j.token, live.addrs)
 		}
 		for _, o := range out {
 			if o.multicast != live && !(o.multicast == nil && o.to == r.from) {
