@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Mutation check of the tests that guard the aggregation's correctness.
+
+Each mutant is one deliberate defect in the generation rule, the dense and
+sparse handlers, bounded mode or the host's receive path: a guard removed, a
+comparison moved by one. For each, the script applies it to a scratch copy
+of the tree (a git worktree of HEAD under a temporary directory; this tree
+is never touched), runs `go test` on the mutant's package, and says which
+test failed first ("killed"; -failfast stops there, as a mutant of the
+generation rule can make a real-time test wait out its timeouts) or that
+every test passed ("SURVIVED"). A survivor
+is a defect the tests let through, unless the mutant is marked equivalent:
+one that cannot change what the code does for any input (the reason is
+given). A mutant whose text is no longer in the file is reported, so the
+list goes stale loudly.
+
+    tools/mutation-check.py            # every mutant
+    tools/mutation-check.py G1 D3      # some of them
+    tools/mutation-check.py --list
+
+docs/RELIABILITY.md ("Mutation check") gives the last run's results.
+"""
+
+import argparse
+import difflib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+# (name, file, text, replacement, equivalent-because or None)
+MUTANTS = [
+    # the generation rule (handlers/generation.go)
+    ("G1", "handlers/generation.go", "\tcase gen < b.gen:\n\t\treturn genStale", "\tcase gen+1 < b.gen:\n\t\treturn genStale", None),
+    ("G2", "handlers/generation.go", "\tif g.abandoned {\n\t\treturn false, g.settled == g.admitted", "\tif false {\n\t\treturn false, g.settled == g.admitted", None),
+    ("G3", "handlers/generation.go", "\tg.abandoned = true\n\treturn g.settled == g.admitted", "\tg.abandoned = true\n\treturn false", None),
+    ("G4", "handlers/generation.go", "\tcase genFinished:\n\t\td.resend(t)", "\tcase genFinished:", None),
+    ("G5", "handlers/generation.go", "if gen+1 == b.gen {", "if gen == b.gen {", None),
+    ("G6", "handlers/generation.go", "return false, g.settled == g.admitted", "return false, false", None),
+    ("G7", "handlers/generation.go", "return g.settled != g.admitted }", "return g.settled == g.admitted }", None),
+    ("G8", "handlers/generation.go", "if g := b.work.gstate(); g.abandon() {", "if g := b.work.gstate(); !g.abandon() {", None),
+    # the dense handler (handlers/dense.go)
+    ("D1", "handlers/dense.go", "\tif bm[word]&bit != 0 {\n\t\td.Stats.Duplicate", "\tif false && bm[word]&bit != 0 {\n\t\td.Stats.Duplicate", None),
+    ("D2", "handlers/dense.go", "\td.bitmap(w)[child/64] &^= uint64(1) << (child % 64)\n", "",
+     "every unadmit is of a block's first packet, so the work goes back to the pool, and releaseWork clears the bitmap"),
+    ("D3", "handlers/dense.go", "return held == 0 || held-1 <= gen", "return held == 0 || true", None),
+    ("D4", "handlers/dense.go", "switch int(w.gs.settled) {", "switch int(w.gs.admitted) {", None),
+    ("D5", "handlers/dense.go", "\tclear(d.bitmap(w))\n", "", None),
+    ("D6", "handlers/dense.go", "\t\td.kernel(w.acc[:len(p.Payload)], p.Payload)\n\t\tt.ChargeAggregate",
+     "\t\tcopy(w.acc[:len(p.Payload)], p.Payload)\n\t\tt.ChargeAggregate", None),
+    ("D7", "handlers/dense.go", "\tslot := p.Hdr.Generation & 1\n\tif d.results[0] == nil",
+     "\tslot := (p.Hdr.Generation + 1) & 1\n\tif d.results[0] == nil", None),
+    ("D8", "handlers/dense.go", "\t\tif b.state != blockActive {\n\t\t\tb.expires.Store(0)", "\t\tif false {\n\t\t\tb.expires.Store(0)",
+     "Expire skips a block that is not active, and opening a block sets its deadline afresh"),
+    ("D9", "handlers/dense.go", "\t\td.blocks[i].drop(d.releaseWork)\n", "", None),
+    # bounded-time mode (handlers/bounded.go)
+    ("B1", "handlers/bounded.go", "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)",
+     "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)+1", None),
+    ("B2", "handlers/bounded.go", "\t\tb.complete()\n\t\tb.expires.Store(0)\n\t\tt.Unlock(&b.lock)\n\t\td.release",
+     "\t\tb.expires.Store(0)\n\t\tt.Unlock(&b.lock)\n\t\td.release", None),
+    # the sparse handler (handlers/sparse*.go)
+    ("S1", "handlers/sparse.go", "\tcase *word&bit != 0:\n\t\ts.Stats.Duplicate", "\tcase false && *word&bit != 0:\n\t\ts.Stats.Duplicate", None),
+    ("S2", "handlers/sparse.go", "case k.total != 0 && (last || seq >= k.total), last && k.hi > seq+1:",
+     "case k.total != 0 && (last || seq >= k.total):", None),
+    ("S3", "handlers/sparse.go", "fin := live && int(w.done) == s.cfg.Children && !w.gs.busy()",
+     "fin := live && int(w.done) == s.cfg.Children", None),
+    ("S4", "handlers/sparse_store.go", "\t\tif binary.LittleEndian.Uint32(c) == idx {", "\t\tif true {", None),
+    ("S5", "handlers/sparse_store.go", "\tif s.occupied(w, j, idx) {\n\t\ts.kernel(c, val)", "\tif false {\n\t\ts.kernel(c, val)", None),
+    ("S6", "handlers/sparse_resend.go", "if len(r.lens) > 0 && r.gen > h.Generation {", "if false {", None),
+    ("S7", "handlers/sparse_resend.go", "if r.gen == gen && !r.unstored {", "if !r.unstored {",
+     "a record of another generation replays packets that carry that generation, which hosts drop"),
+    # the daemon's member checks and memory budget (switch/)
+    ("W1", "switch/switch.go", "\tcase p.Hdr.Token != j.token:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:",
+     "\tcase false:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:", None),
+    ("W2", "switch/switch.go", "\tcase int(p.Hdr.Child) >= len(live.addrs) || live.addrs[p.Hdr.Child] != d.Addr:",
+     "\tcase int(p.Hdr.Child) >= len(live.addrs):", None),
+    ("W3", "switch/switch.go", "\tcase live.sparse != (p.Hdr.Type == wire.TypeSparse):", "\tcase false:", None),
+    ("W4", "switch/budget.go", "\t\tif n < 0 || cur+n > b.limit {", "\t\tif n < 0 {", None),
+    ("W5", "switch/budget.go", "func (b *memBudget) release(n int64) { b.reserved.Add(-n) }", "func (b *memBudget) release(n int64) {}", None),
+    # the host's receive path (hostlib/receive.go)
+    ("H1", "hostlib/receive.go", "\tcase h.Generation != s.gen:\n\t\treturn dropGeneration", "\tcase false:\n\t\treturn dropGeneration", None),
+    ("H2", "hostlib/receive.go", "\tcase int64(h.Block) >= int64(s.blocks):\n\t\treturn dropBlock", "\tcase false:\n\t\treturn dropBlock", None),
+    ("H3", "hostlib/receive.go", "\tif s.trk.isDone(b) {\n\t\ts.stats.duplicates", "\tif false {\n\t\ts.stats.duplicates", None),
+    ("H4", "hostlib/receive.go", "(s.contrib == nil || h.Child == 0 || int(h.Child) > s.opts.World)", "(s.contrib == nil)", None),
+    ("H5", "hostlib/receive.go", "\tif _, n := s.blockSpan(h.Block); int(h.Count) != n {", "\tif _, n := s.blockSpan(h.Block); int(h.Count) > n {", None),
+    ("H6", "hostlib/receive.go", "\tcase d.Addr != s.sw:\n\t\tr = dropSource", "\tcase false:\n\t\tr = dropSource", None),
+    ("H7", "hostlib/receive.go", "\t\tcase h.Token != s.opts.Token:", "\t\tcase false:", None),
+    ("H8", "hostlib/receive.go", "\t\tif int64(p.Index(i)) >= int64(n) {", "\t\tif int64(p.Index(i)) > int64(n) {", None),
+]
+
+
+def change(old, new):
+    """What the mutant changes: the lines it removes and the lines it adds."""
+    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
+    gone = [l[2:].strip() for l in diff if l.startswith("- ")]
+    added = [l[2:].strip() for l in diff if l.startswith("+ ")]
+    return " / ".join(map(repr, gone)) + " -> " + (" / ".join(map(repr, added)) or "(removed)")
+
+
+def run(root, name, path, old, new):
+    full = os.path.join(root, path)
+    with open(full) as f:
+        src = f.read()
+    if src.count(old) != 1:
+        return f"STALE: its text occurs {src.count(old)} times in {path}, not once"
+    with open(full, "w") as f:
+        f.write(src.replace(old, new))
+    try:
+        pkg = "./" + os.path.dirname(path)
+        r = subprocess.run(["go", "test", "-count=1", "-failfast", "-timeout", "600s", pkg], cwd=root,
+                           capture_output=True, text=True, timeout=700)
+    except subprocess.TimeoutExpired:
+        return "killed (the tests did not end in 700 s)"
+    finally:
+        with open(full, "w") as f:
+            f.write(src)
+    out = r.stdout + r.stderr
+    if r.returncode == 0:
+        return "SURVIVED"
+    if "[build failed]" in out or "[setup failed]" in out:
+        return "BUILD FAILED: the mutant does not compile; fix its replacement"
+    fails = sorted({m.split("/")[0] for m in re.findall(r"--- FAIL: (\S+)", out)})
+    if fails:
+        return "killed by " + ", ".join(fails)  # -failfast: the first test that failed
+    return "killed (a panic or a failure outside a test)"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and stop")
+    args = ap.parse_args()
+    chosen = [m for m in MUTANTS if not args.names or m[0] in args.names]
+    if args.list:
+        for name, path, old, new, eq in chosen:
+            print(f"{name}\t{path}\t{change(old, new)}" + (f"\tequivalent: {eq}" if eq else ""))
+        return 0
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True).stdout.strip()
+    survivors = 0
+    with tempfile.TemporaryDirectory(prefix="flare-mutants-") as tmp:
+        root = os.path.join(tmp, "tree")
+        subprocess.run(["git", "-C", top, "worktree", "add", "-q", "--detach", root, "HEAD"], check=True)
+        try:
+            for name, path, old, new, eq in chosen:
+                t0 = time.monotonic()
+                verdict = run(root, name, path, old, new)
+                if verdict == "SURVIVED" and eq:
+                    verdict = f"survived (equivalent: {eq})"
+                elif not verdict.startswith("killed"):
+                    survivors += 1
+                print(f"{name}  {path}: {verdict} ({time.monotonic() - t0:.0f} s)", flush=True)
+        finally:
+            subprocess.run(["git", "-C", top, "worktree", "remove", "--force", root], check=False)
+    print(f"{len(chosen)} mutants, {survivors} survived or could not run (equivalent ones not counted)")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
