@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build pgo lib python python-test testbed-test test fmt-check vet lint unit race fuzz-smoke fuzz bench bench-smoke bench-scaling bench-peers peers peers-deps demo figures soak clean
+.PHONY: all build pgo lib python python-test testbed-test test fmt-check vet lint unit race fuzz-smoke fuzz mutants bench bench-smoke bench-scaling bench-peers peers peers-deps demo figures soak clean
 
 all: build
 
@@ -77,6 +77,12 @@ unit:
 
 race:
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+
+# Deliberate defects in the aggregation's correctness, each against its
+# package's tests: which tests catch each (tools/mutation-check.py,
+# docs/RELIABILITY.md).
+mutants:
+	tools/mutation-check.py
 
 # Each fuzz target briefly (FUZZTIME each); `make fuzz FUZZTIME=30s` for longer.
 fuzz-smoke:

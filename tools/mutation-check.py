@@ -124,7 +124,8 @@ def run(root, name, path, old, new):
     fails = sorted({m.split("/")[0] for m in re.findall(r"--- FAIL: (\S+)", out)})
     if fails:
         return "killed by " + ", ".join(fails)  # -failfast: the first test that failed
-    return "killed (a panic or a failure outside a test)"
+    died = re.search(r"^(fatal error: .*|panic: .*)$", out, re.M)
+    return "killed (the test process died: " + died.group(1) + ")" if died else "killed (a failure outside a test)"
 
 
 def main():
