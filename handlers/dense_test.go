@@ -503,14 +503,21 @@ func (c *resendCapture) Emit(h *wire.Header, payload []byte) {
 	}
 }
 
+// newKeptTestDense is a job of 3 children, an int32 sum of 300 elements
+// in blocks of 256, that keeps its results for retransmissions.
+func newKeptTestDense(t *testing.T, dg design) *Dense {
+	d := newTestDense(t, dg, wire.Int32, wire.OpSum, 3, 300, 256)
+	d.cfg.KeepResults = true
+	d.results = [2][]byte{make([]byte, 1200), make([]byte, 1200)}
+	d.resultGen = [2][]uint32{make([]uint32, 2), make([]uint32, 2)}
+	return d
+}
+
 // A retransmission of a finished block gets the stored result back, to
 // that child alone, also one generation later; older ones get nothing.
 func TestDenseResendsStoredResult(t *testing.T) {
 	for _, dg := range designs {
-		d := newTestDense(t, dg, wire.Int32, wire.OpSum, 3, 300, 256)
-		d.cfg.KeepResults = true
-		d.results = [2][]byte{make([]byte, 1200), make([]byte, 1200)}
-		d.resultGen = [2][]uint32{make([]uint32, 2), make([]uint32, 2)}
+		d := newKeptTestDense(t, dg)
 		r := rand.New(rand.NewPCG(6, 6))
 		inputs := randomInputs(r, wire.Int32, wire.OpSum, 3, 300)
 		want, _ := elem.Reference(wire.Int32, wire.OpSum, inputs)
@@ -547,10 +554,7 @@ func TestDenseResendsStoredResult(t *testing.T) {
 // (storable): a retransmission of g+2 still gets g+2's result.
 func TestDenseLateStoreKeepsNewer(t *testing.T) {
 	for _, dg := range designs {
-		d := newTestDense(t, dg, wire.Int32, wire.OpSum, 3, 300, 256)
-		d.cfg.KeepResults = true
-		d.results = [2][]byte{make([]byte, 1200), make([]byte, 1200)}
-		d.resultGen = [2][]uint32{make([]uint32, 2), make([]uint32, 2)}
+		d := newKeptTestDense(t, dg)
 		r := rand.New(rand.NewPCG(7, 7))
 		var again *hpu.Packet // generation 11's packet of block 1 from child 2
 		var want []byte
