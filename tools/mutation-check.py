@@ -55,6 +55,9 @@ MUTANTS = [
     ("D8", "handlers/dense.go", "\t\tif b.state != blockActive {\n\t\t\tb.expires.Store(0)", "\t\tif false {\n\t\t\tb.expires.Store(0)",
      "Expire skips a block that is not active, and opening a block sets its deadline afresh"),
     ("D9", "handlers/dense.go", "\t\td.blocks[i].drop(d.releaseWork)\n", "", None),
+    ("T1", "handlers/dense.go", "\treturn (n<<shift)-d.pow2 < d.cfg.Children", "\treturn (n<<shift)-d.pow2 <= d.cfg.Children", None),
+    ("T2", "handlers/dense.go", "\t\tif w.gs.abandoned {\n\t\t\td.settle(t, b, w, x)\n\t\t\treturn",
+     "\t\tif false {\n\t\t\td.settle(t, b, w, x)\n\t\t\treturn", None),
     # bounded-time mode (handlers/bounded.go)
     ("B1", "handlers/bounded.go", "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)",
      "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)+1", None),
@@ -71,6 +74,14 @@ MUTANTS = [
     ("S6", "handlers/sparse_resend.go", "if len(r.lens) > 0 && r.gen > h.Generation {", "if false {", None),
     ("S7", "handlers/sparse_resend.go", "if r.gen == gen && !r.unstored {", "if !r.unstored {",
      "a record of another generation replays packets that carry that generation, which hosts drop"),
+    # the host's sparse stream and merge (proto/)
+    ("P1", "proto/sparse_stream.go", "\tcase a.seen[seq/64]&bit != 0:\n\t\treturn a.Complete(), nil", "\tcase false:\n\t\treturn a.Complete(), nil", None),
+    ("P2", "proto/sparse_stream.go", "\tcase a.last >= 0 && (last || int(seq) > a.last):", "\tcase a.last >= 0 && last:", None),
+    ("P3", "proto/sparse_stream.go", "\tcase last && a.highest() > int(seq):", "\tcase false:", None),
+    ("P4", "proto/sparse_stream.go", "a.got == a.last+1 }", "a.got >= a.last }", None),
+    ("P5", "proto/sparse_merge.go", "\t\t\tk(v, sp.Value(order[j]))", "\t\t\t_ = v", None),
+    ("P6", "proto/sparse_merge.go", "res.Index(i) <= sp.Index(order[j])", "res.Index(i) < sp.Index(order[j])", None),
+    ("P7", "proto/sparse_merge.go", "\t\tif res.Index(i) <= res.Index(i-1) {", "\t\tif res.Index(i) < res.Index(i-1) {", None),
     # the daemon's member checks and memory budget (switch/)
     ("W1", "switch/switch.go", "\tcase p.Hdr.Token != j.token:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:",
      "\tcase false:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:", None),
