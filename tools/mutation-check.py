@@ -57,7 +57,8 @@ MUTANTS = [
     ("D9", "handlers/dense.go", "\t\td.blocks[i].drop(d.releaseWork)\n", "", None),
     ("T1", "handlers/dense.go", "\treturn (n<<shift)-d.pow2 < d.cfg.Children", "\treturn (n<<shift)-d.pow2 <= d.cfg.Children", None),
     ("T2", "handlers/dense.go", "\t\tif w.gs.abandoned {\n\t\t\td.settle(t, b, w, x)\n\t\t\treturn",
-     "\t\tif false {\n\t\t\td.settle(t, b, w, x)\n\t\t\treturn", None),
+     "\t\tif false {\n\t\t\td.settle(t, b, w, x)\n\t\t\treturn",
+     "a handler of an abandoned work that climbs on folds only that work's buffers; every settle finds the work abandoned, so nothing is emitted, and its release frees what the work holds: cycles wasted, nothing else"),
     # bounded-time mode (handlers/bounded.go)
     ("B1", "handlers/bounded.go", "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)",
      "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)+1", None),
@@ -79,7 +80,7 @@ MUTANTS = [
     ("P2", "proto/sparse_stream.go", "\tcase a.last >= 0 && (last || int(seq) > a.last):", "\tcase a.last >= 0 && last:", None),
     ("P3", "proto/sparse_stream.go", "\tcase last && a.highest() > int(seq):", "\tcase false:", None),
     ("P4", "proto/sparse_stream.go", "a.got == a.last+1 }", "a.got >= a.last }", None),
-    ("P5", "proto/sparse_merge.go", "\t\t\tk(v, sp.Value(order[j]))", "\t\t\t_ = v", None),
+    ("P5", "proto/sparse_merge.go", "\t\t\tk(v, sp.Value(order[j]))", "\t\t\t_, _ = k, v", None),
     ("P6", "proto/sparse_merge.go", "res.Index(i) <= sp.Index(order[j])", "res.Index(i) < sp.Index(order[j])", None),
     ("P7", "proto/sparse_merge.go", "\t\tif res.Index(i) <= res.Index(i-1) {", "\t\tif res.Index(i) < res.Index(i-1) {", None),
     # the daemon's member checks and memory budget (switch/)
