@@ -83,6 +83,12 @@ MUTANTS = [
     ("P5", "proto/sparse_merge.go", "\t\t\tk(v, sp.Value(order[j]))", "\t\t\t_, _ = k, v", None),
     ("P6", "proto/sparse_merge.go", "res.Index(i) <= sp.Index(order[j])", "res.Index(i) < sp.Index(order[j])", None),
     ("P7", "proto/sparse_merge.go", "\t\tif res.Index(i) <= res.Index(i-1) {", "\t\tif res.Index(i) < res.Index(i-1) {", None),
+    # the wire's header checks (wire/header.go)
+    ("X1", "wire/header.go", "\tif h.Version != Version {\n\t\treturn nil, ErrVersion", "\tif false {\n\t\treturn nil, ErrVersion", None),
+    ("X2", "wire/header.go", "\tif !h.Flags.Known() {", "\tif false {", None),
+    ("X3", "wire/header.go", "\t\tif h.Count == 0 {\n\t\t\treturn ErrLength", "\t\tif false {\n\t\t\treturn ErrLength", None),
+    ("X4", "wire/header.go", "\tif uint64(len(p)) != h.payloadLen() {", "\tif uint64(len(p)) < h.payloadLen() {", None),
+    ("X5", "wire/header.go", "\tif (required || h.DType != 0) && !h.DType.Valid() {", "\tif required && !h.DType.Valid() {", None),
     # the daemon's member checks and memory budget (switch/)
     ("W1", "switch/switch.go", "\tcase p.Hdr.Token != j.token:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:",
      "\tcase false:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:", None),
