@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Mutation check of the tests that guard the aggregation's correctness.
 
-Each mutant is one deliberate defect in the generation rule, the dense and
-sparse handlers, bounded mode or the host's receive path: a guard removed, a
-comparison moved by one. For each, the script applies it to a scratch copy
-of the tree (a git worktree of HEAD under a temporary directory; this tree
-is never touched), runs `go test` on the mutant's package, and says which
-test failed first ("killed"; -failfast stops there, as a mutant of the
+Each mutant is one deliberate defect in the code that decides what a sum
+holds and who may add to it: the generation rule, the dense (tree included)
+and sparse handlers, bounded mode, the wire's header checks, the daemon's
+member checks and memory budget, and the host's receive path, sparse stream
+assembly and merge. A guard removed, a comparison moved by one, a sum made
+a copy. For each, the script applies it to a scratch copy of the tree (a
+git worktree of HEAD under a temporary directory; this tree is never
+touched), runs `go test` on the mutant's package, and says which test
+failed first ("killed"; -failfast stops there, as a mutant of the
 generation rule can make a real-time test wait out its timeouts) or that
-every test passed ("SURVIVED"). A survivor
-is a defect the tests let through, unless the mutant is marked equivalent:
-one that cannot change what the code does for any input (the reason is
-given). A mutant whose text is no longer in the file is reported, so the
-list goes stale loudly.
+every test passed ("SURVIVED"). A survivor is a defect the tests let
+through, unless the mutant is marked equivalent: one that cannot change
+what the code does for any input (the reason is given). A mutant whose
+text is no longer in its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
