@@ -573,9 +573,7 @@ func TestDenseLateStoreKeepsNewer(t *testing.T) {
 		v := newVUnit(eg, 1)
 		late := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 1, Generation: 9, Block: 1,
 			DType: wire.Int32, Op: wire.OpSum, Count: 44}
-		v.run(&hpu.Packet{Handler: hpu.HandlerFunc(func(t *hpu.Task) {
-			d.emitResult(t, &late, bytes.Repeat([]byte{0xee}, 44*4), 0)
-		})}, 0)
+		v.call(func(t *hpu.Task) { d.emitResult(t, &late, bytes.Repeat([]byte{0xee}, 44*4), 0) })
 		again.Handler = d
 		v.run(again, v.u.Now())
 		v.close()

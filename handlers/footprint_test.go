@@ -123,7 +123,7 @@ func TestSparseStreamsReserve(t *testing.T) {
 	v := newVUnit(nopEgress{}, 1)
 	defer v.close()
 	record := func(h *wire.Header, payload []byte) { // s.record on a core of the unit
-		v.run(&hpu.Packet{Handler: hpu.HandlerFunc(func(t *hpu.Task) { s.record(t, h, payload) })}, 0)
+		v.call(func(t *hpu.Task) { s.record(t, h, payload) })
 	}
 	h := wire.Header{Type: wire.TypeSparse, Job: 1, Token: 1, Generation: 1, Block: wire.SparseBlockField(0, 0)}
 	payload := make([]byte, 128*wire.PairSize(wire.Float32))

@@ -517,7 +517,7 @@ func TestSparseLateRecordKeepsNewer(t *testing.T) {
 		v := newVUnit(c, 1)
 		late := wire.Header{Version: wire.Version, Type: wire.TypeSpill, Job: 1, Token: 0x5eed, Generation: 9,
 			Block: wire.SparseBlockField(0, 0), DType: cfg.DType, Op: cfg.Op}
-		v.run(&hpu.Packet{Handler: hpu.HandlerFunc(func(t *hpu.Task) { s.record(t, &late, nil) })}, 0)
+		v.call(func(t *hpu.Task) { s.record(t, &late, nil) })
 		again := *first
 		again.Hdr.Flags |= wire.FlagRetransmit
 		again.Handler = s

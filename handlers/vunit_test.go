@@ -44,6 +44,13 @@ func (v *vunit) run(p *hpu.Packet, at int64) {
 	v.drain()
 }
 
+// call runs fn on a core of the unit, as a handler of a packet arriving
+// now, and drains the unit: a handler's internals (a store, a record) run
+// on a Task as they do inside one.
+func (v *vunit) call(fn func(t *hpu.Task)) {
+	v.run(&hpu.Packet{Handler: hpu.HandlerFunc(fn)}, v.u.Now())
+}
+
 func (v *vunit) close() { v.u.Close() }
 
 // allocsPerGeneration runs pkts through handler h runs times, each time
