@@ -85,6 +85,28 @@ MUTANTS = [
     ("P5", "proto/sparse_merge.go", "\t\t\tk(v, sp.Value(order[j]))", "\t\t\t_, _ = k, v", None),
     ("P6", "proto/sparse_merge.go", "res.Index(i) <= sp.Index(order[j])", "res.Index(i) < sp.Index(order[j])", None),
     ("P7", "proto/sparse_merge.go", "\t\tif res.Index(i) <= res.Index(i-1) {", "\t\tif res.Index(i) < res.Index(i-1) {", None),
+    # the element kernels (elem): the vector sums, the narrow integers' lanes, float min/max, float16 and bfloat16 rounding
+    ("E1", "elem/sum_amd64.go", "\tif n := len(dst) &^ 127; n < len(dst) {", "\tif n := len(dst) &^ 127; false {", None),
+    ("E2", "elem/sum_amd64.s", "\tSHRQ $7, CX \\", "\tSHRQ $8, CX \\", None),
+    ("E3", "elem/kernel.go", "\t\tdone = len(dw) * 8 / sizeOf[T]()", "\t\tdone = len(dw) * 4 / sizeOf[T]()", None),
+    ("E4", "elem/kernel.go", "\t\td[i] = (a&^top + b&^top) ^ (a^b)&top", "\t\td[i] = (a&^top + b&^top) | (a^b)&top", None),
+    ("E5", "elem/kernel.go", "\tif m := min(a, b); m == m {", "\tif m := min(a, b); true {", None),
+    ("E6", "elem/float16.go", "\t\ta += 0x0fff + (a>>13)&1", "\t\ta += 0x1000", None),
+    ("E7", "elem/float16.go", "\tif rest > half || rest == half && q&1 == 1 {", "\tif rest >= half {", None),
+    ("E8", "elem/float16.go", "\tif e < 102 {", "\tif e < 103 {", None),
+    ("E9", "elem/float16.go", "\t\treturn -int32(h&^f16Sign) - 1", "\t\treturn -int32(h&^f16Sign)", None),
+    ("E10", "elem/float16.go", "math.Float32bits(float32(frac)*0x1p-24)", "math.Float32bits(float32(frac)*0x1p-23)", None),
+    ("E11", "elem/bfloat16.go", "\tif u&0x7fffffff > 0x7f800000 {", "\tif u&0x7fffffff >= 0x7f800000 {", None),
+    ("E12", "elem/bfloat16.go", "\tu += 0x7fff + (u>>16)&1", "\tu += 0x8000", None),
+    ("E13", "elem/kernel.go", "\tif len(dst) != len(src) || len(dst)&(size-1) != 0 {", "\tif len(dst)&(size-1) != 0 {", None),
+    # the socket layer (conn/udp_linux.go): GRO's split, GSO's runs, the iovecs a send gathers
+    ("C1", "conn/udp_linux.go", "j*groBufSize+min(r.off+seg, total)]", "j*groBufSize+r.off+seg]", None),
+    ("C2", "conn/udp_linux.go", "\t\t\tif es < size {\n\t\t\t\tbreak // a shorter datagram ends the run\n\t\t\t}\n", "", None),
+    ("C3", "conn/udp_linux.go", "e.Seg > 0 || e.Addr != d.Addr || es <= 0", "e.Seg > 0 || es <= 0", None),
+    ("C4", "conn/udp_linux.go", "uintptr(unsafe.Pointer(last.Base))+uintptr(last.Len) == uintptr(unsafe.Pointer(unsafe.SliceData(b)))", "true", None),
+    ("C5", "conn/udp_linux.go", "\treturn w.offs[w.start-1]", "\treturn 0", None),
+    ("C6", "conn/udp_linux.go", "(end-off+d.Seg-1)/d.Seg, d.Seg)", "(end-off)/d.Seg, d.Seg)", None),
+    ("C7", "conn/udp_linux.go", "\t\t\treturn int(int32(binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):])))", "\t\t\treturn 0", None),
     # the wire's header checks (wire/header.go)
     ("X1", "wire/header.go", "\tif h.Version != Version {\n\t\treturn nil, ErrVersion", "\tif false {\n\t\treturn nil, ErrVersion", None),
     ("X2", "wire/header.go", "\tif !h.Flags.Known() {", "\tif false {", None),
@@ -99,6 +121,32 @@ MUTANTS = [
     ("W3", "switch/switch.go", "\tcase live.sparse != (p.Hdr.Type == wire.TypeSparse):", "\tcase false:", None),
     ("W4", "switch/budget.go", "\t\tif n < 0 || cur+n > b.limit {", "\t\tif n < 0 {", None),
     ("W5", "switch/budget.go", "func (b *memBudget) release(n int64) { b.reserved.Add(-n) }", "func (b *memBudget) release(n int64) {}", None),
+    ("W6", "switch/abort.go", "\tcase h.Token != j.token:", "\tcase false:", None),
+    ("W7", "switch/abort.go", "\tcase members[member] != from:", "\tcase false:", None),
+    ("W8", "switch/jobs.go", "if spec := jobSpec(body); spec != j.spec || h.DType != j.dtype || h.Op != j.op {", "if false {", None),
+    ("W9", "switch/jobs.go", "case int(member) >= len(j.members) || j.members[member] != from:", "case int(member) >= len(j.members):", None),
+    ("W10", "switch/admit.go", "\tif s.hasParent() && j.spec.Options&wire.OptBounded != 0 {", "\tif false {", None),
+    ("W11", "switch/admit.go", "cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}", "cfg.Uplink = &handlers.Uplink{Child: 0}", None),
+    ("W12", "switch/jobs.go", "case b.Options&wire.OptSparse != 0 && h.Op != wire.OpSum && h.Op != wire.OpMin && h.Op != wire.OpMax:", "case false:", None),
+    # the host's call (hostlib): the tracker, the window's launches, retransmission, partial results, sparse calls, a member's abort
+    ("A1", "hostlib/allreduce.go", "\t\tif t.isDone(b) {\n\t\t\tcontinue // released before", "\t\tif false {\n\t\t\tcontinue // released before", None),
+    ("A2", "hostlib/tracker.go", "\t\tt.pos[t.flights[i].block] = i\n", "", None),
+    ("A3", "hostlib/tracker.go", "\tclear(t.done)\n", "", None),
+    ("A4", "hostlib/tracker.go", "\tfor _, f := range t.flights {\n\t\tt.pos[f.block] = -1\n\t}\n", "", None),
+    ("A5", "hostlib/allreduce.go", "s.contrib[i] = uint16(min(s.opts.World, 1<<16-1))", "s.contrib[i] = 0", None),
+    ("A6", "hostlib/receive.go", "\t\ts.contrib[b] = h.Child\n", "", None),
+    ("A7", "hostlib/sparse.go", "\t\tsp.asm[b].Reset()\n", "", None),
+    ("A8", "hostlib/sparse.go", "case i > 0 && x <= p.Index(i-1):", "case i > 0 && x < p.Index(i-1):", None),
+    ("A9", "hostlib/sparse.go", "\tcase h.Generation == s.gen+1 && len(sp.next) < maxEarlyPackets:", "\tcase false:", None),
+    ("A10", "hostlib/receive.go", "\tif e.Code == wire.CodeAborted {", "\tif false {", None),
+    ("A11", "hostlib/tracker.go", "if f := &t.flights[i]; !f.again {", "if f := &t.flights[i]; true {", None),
+    ("A12", "hostlib/allreduce.go", "\t\tnext = min(next, f.due)\n", "", None),
+    # the sparse tree (handlers/sparse_tree.go): a child switch's record of its parent's stream
+    ("R1", "handlers/sparse_tree.go", "\tcase p.Hdr.Generation < r.gen:\n", "\tcase false:\n", None),
+    ("R2", "handlers/sparse_tree.go", "\tcase r.seen[seq/64]&bit != 0:", "\tcase false:", None),
+    ("R3", "handlers/sparse_tree.go", "\tcase r.last >= 0 && (last || int(seq) > r.last):", "\tcase false:", None),
+    ("R4", "handlers/sparse_tree.go", "\tif down.complete(gen) {", "\tif down.started && down.gen == gen {", None),
+    ("R5", "handlers/sparse_tree.go", "r.got == r.last+1", "r.got >= r.last", None),
     # the host's receive path (hostlib/receive.go)
     ("H1", "hostlib/receive.go", "\tcase h.Generation != s.gen:\n\t\treturn dropGeneration", "\tcase false:\n\t\treturn dropGeneration", None),
     ("H2", "hostlib/receive.go", "\tcase int64(h.Block) >= int64(s.blocks):\n\t\treturn dropBlock", "\tcase false:\n\t\treturn dropBlock", None),
@@ -109,6 +157,10 @@ MUTANTS = [
     ("H7", "hostlib/receive.go", "\t\tcase h.Token != s.opts.Token:", "\t\tcase false:", None),
     ("H8", "hostlib/receive.go", "\t\tif int64(p.Index(i)) >= int64(n) {", "\t\tif int64(p.Index(i)) > int64(n) {", None),
 ]
+
+# Packages whose tests guard a mutant besides its own: the host library's
+# sparse calls are tested through the daemon's package, with a real switch.
+ALSO = {name: ["./switch"] for name in ("A7", "A8")}
 
 
 def change(old, new):
@@ -128,8 +180,8 @@ def run(root, name, path, old, new):
     with open(full, "w") as f:
         f.write(src.replace(old, new))
     try:
-        pkg = "./" + os.path.dirname(path)
-        r = subprocess.run(["go", "test", "-count=1", "-failfast", "-timeout", "600s", pkg], cwd=root,
+        pkgs = ["./" + os.path.dirname(path)] + ALSO.get(name, [])
+        r = subprocess.run(["go", "test", "-count=1", "-failfast", "-timeout", "600s", "-p", "1"] + pkgs, cwd=root,
                            capture_output=True, text=True, timeout=700)
     except subprocess.TimeoutExpired:
         return "killed (the tests did not end in 700 s)"
