@@ -111,16 +111,7 @@ func (s *Session) call(ctx context.Context, buf []byte) error {
 // context or Close. Times are durations since start.
 func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 	t := &s.trk
-	t.reset()
-	if s.contrib != nil {
-		for i := range s.contrib {
-			s.contrib[i] = uint16(min(s.opts.World, 1<<16-1))
-		}
-	}
-	s.start = start
-	s.kind.begin(s)
-	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
-	s.wait.reset()
+	s.begin(buf, start)
 	s.deadline, s.wakeAt = s.opts.Timeout, never
 	s.arm(0, s.deadline)
 	defer s.timer.Stop()
@@ -162,6 +153,20 @@ func (s *Session) run(ctx context.Context, buf []byte, start time.Time) error {
 		}
 	}
 	return nil
+}
+
+// begin sets up the state of call s.gen, over buf, started at start:
+// nothing done or in flight, every block counted whole until the switch
+// says otherwise, and the packets of this call that came early taken.
+func (s *Session) begin(buf []byte, start time.Time) {
+	s.trk.reset()
+	for i := range s.contrib {
+		s.contrib[i] = uint16(min(s.opts.World, 1<<16-1))
+	}
+	s.start = start
+	s.buf, s.hdr.Generation, s.sendErr = buf, s.gen, nil
+	s.wait.reset()
+	s.kind.begin(s)
 }
 
 // take handles one batch from the reader and gives it back.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -45,23 +46,20 @@ func offlineSession(t testing.TB, o Options, ack wire.JoinAckBody) *Session {
 
 // offlineCall resets s to the start of call 1 over a zero vector.
 func (s *Session) offlineCall() {
-	s.gen, s.aborted, s.start = 1, nil, time.Now()
-	s.hdr.Generation = 1
-	s.trk.reset()
+	s.gen, s.aborted = 1, nil
 	if s.opts.Sparse {
 		for b := range s.sp.asm {
 			s.sp.asm[b].Reset()
 		}
 		s.sp.next = nil
+		s.begin(nil, time.Now())
 		return
 	}
 	if s.buf == nil {
 		s.buf = make([]byte, s.opts.Elements*s.esize)
 	}
 	clear(s.buf)
-	for i := range s.contrib {
-		s.contrib[i] = uint16(s.opts.World)
-	}
+	s.begin(s.buf, time.Now())
 }
 
 // deliver hands one datagram from from to s's receive path, as a call does.
@@ -234,6 +232,67 @@ func TestReceiveFirstResultKept(t *testing.T) {
 	}
 	if st := s.Stats(); st.Duplicates != 1 {
 		t.Errorf("Duplicates = %d, want 1", st.Duplicates)
+	}
+}
+
+// A bounded-time session counts each block's contributors: a partial
+// result's count, the world for a whole one, and every block whole again
+// when the next call starts. A block released partial before this rank
+// sent it is not sent: the vector's block holds the result by then.
+func TestReceiveContributors(t *testing.T) {
+	s := offlineDense(t, true)
+	unsent := s.order[len(s.order)-1] // last in this rank's sending order: outside the first window
+	partial := func(b uint32, n uint16) []byte {
+		h := resultHeader(b, uint32(min(8, 37-8*int(b))))
+		h.Flags, h.Child = wire.FlagPartial, n
+		return wire.AppendPacket(nil, &h, make([]byte, 4*h.Count))
+	}
+	whole := resultHeader(1, 8)
+	for _, pkt := range [][]byte{partial(unsent, 3), wire.AppendPacket(nil, &whole, make([]byte, 32))} {
+		if err := s.deliver(pkt, offlineSwitch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []uint16{4, 4, 4, 4, 4}
+	want[unsent] = 3
+	if got := s.Contributors(); !slices.Equal(got, want) {
+		t.Errorf("Contributors() = %v, want %v", got, want)
+	}
+	for s.trk.next < s.blocks {
+		if err := s.launch(0); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range s.trk.flights {
+			if f.block == unsent {
+				t.Fatalf("block %d, released partial before this rank sent it, was sent", unsent)
+			}
+			s.trk.complete(f.block, 0)
+		}
+	}
+	s.gen++
+	s.begin(s.buf, time.Now())
+	if got := s.Contributors(); !slices.Equal(got, []uint16{4, 4, 4, 4, 4}) {
+		t.Errorf("Contributors() at the next call's start = %v, want every block whole", got)
+	}
+}
+
+// A sparse packet of the next call that arrives before this rank starts
+// it (a spill, sent as the other ranks' pairs fill the switch's table) is
+// kept and taken when that call starts, not dropped.
+func TestReceiveSparseEarlyKept(t *testing.T) {
+	s := offlineSparse(t)
+	h := sparseHeader(wire.TypeSpill, 2, 0, 0, 2)
+	h.Generation = 2
+	if err := s.deliver(wire.AppendPacket(nil, &h, pairsOf(1, 7)), offlineSwitch); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Stats().Dropped; d != (Drops{}) {
+		t.Fatalf("the next call's spill was dropped: %+v", d)
+	}
+	s.gen++
+	s.begin(nil, time.Now())
+	if got := s.Stats().SpilledPairs; got != 2 {
+		t.Errorf("SpilledPairs = %d once the next call started, want its early spill's 2", got)
 	}
 }
 

@@ -66,3 +66,25 @@ func TestTrackerRTO(t *testing.T) {
 		t.Errorf("rto %v past rtoMax", got)
 	}
 }
+
+// A call that ends with blocks in flight (it failed, or was abandoned)
+// leaves nothing behind: the next call's flights are its own, a late
+// result of an old flight's block takes none of them out, and a waiting
+// report about one samples nothing.
+func TestTrackerResetForgetsFlights(t *testing.T) {
+	var tr tracker
+	tr.init(8, 4)
+	for b := range uint32(4) {
+		tr.launch(b, 0)
+	}
+	tr.reset()
+	tr.launch(5, 0)
+	tr.heldUp(3, time.Second)
+	if tr.srtt != 0 {
+		t.Errorf("a waiting report about the last call's block 3 gave a sample (srtt %v)", tr.srtt)
+	}
+	tr.complete(0, time.Millisecond) // block 0's result, taken in this call without this rank's packet (a partial)
+	if len(tr.flights) != 1 || tr.flights[0].block != 5 || tr.pos[5] != 0 {
+		t.Errorf("flights %+v, block 5 at %d after block 0 completed; want block 5 still in flight, at 0", tr.flights, tr.pos[5])
+	}
+}
