@@ -1,6 +1,11 @@
 package swtch
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/flare-net/flare/wire"
+)
 
 // A reader's job look-up gives what the table holds now: a job that came,
 // went, or came back as a new job under the same id, and never the job of
@@ -31,5 +36,101 @@ func TestJobLookup(t *testing.T) {
 	tbl.update(func(m map[uint32]*job) { delete(m, 1) })
 	if j := l.get(tbl, 1); j != nil {
 		t.Fatalf("job 1 removed: got %p", j)
+	}
+}
+
+// Every join check refuses its case with a bad request that names the
+// field and what it may be, and leaves nothing behind: no job, no memory
+// reserved.
+func TestJoinChecks(t *testing.T) {
+	dense := wire.JoinBody{World: 2, Algo: wire.AlgoSingle, Elements: fzElements}
+	sparse := wire.JoinBody{World: 2, Options: wire.OptSparse, Storage: wire.StorageHash, Elements: fzSparseElems}
+	for _, tc := range []struct {
+		name string
+		base wire.JoinBody
+		mut  func(*wire.Header, *wire.JoinBody)
+		want string
+	}{
+		{"world 0", dense, func(_ *wire.Header, b *wire.JoinBody) { b.World = 0 }, "world size 0: must be in 1.."},
+		{"rank past the world", dense, func(h *wire.Header, _ *wire.JoinBody) { h.Child = 2 }, "rank 2: must be below the world size 2"},
+		{"no elements", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Elements = 0 }, "0 elements: must be in 1.."},
+		{"dense with hash storage", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Storage = wire.StorageHash }, "is for sparse jobs"},
+		{"sparse with dense storage", sparse, func(_ *wire.Header, b *wire.JoinBody) { b.Storage = wire.StorageDense }, "a sparse job needs hash or array storage"},
+		{"sparse prod", sparse, func(h *wire.Header, _ *wire.JoinBody) { h.Op = wire.OpProd }, "sparse jobs reduce with sum, min or max, not prod"},
+		{"bounded tree", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Options, b.Algo, b.DeadlineMillis = wire.OptBounded, wire.AlgoTree, 5 }, "bounded time works with the dense single-buffer design only"},
+		{"bounded sparse", sparse, func(_ *wire.Header, b *wire.JoinBody) { b.Options, b.DeadlineMillis = b.Options|wire.OptBounded, 5 }, "bounded time works with the dense single-buffer design only"},
+		{"sparse tree", sparse, func(_ *wire.Header, b *wire.JoinBody) { b.Algo = wire.AlgoTree }, "sparse jobs use single or multi buffers, not tree"},
+		{"multi with one buffer", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Algo, b.Buffers = wire.AlgoMulti, 1 }, "multi with 1 buffers: must be in 2.."},
+		{"packet past the switch's", dense, func(_ *wire.Header, b *wire.JoinBody) { b.PacketElems = fzPacketBytes/4 + 1 }, "the switch's packets carry at most"},
+		{"xor on floats", dense, func(h *wire.Header, _ *wire.JoinBody) { h.Op = wire.OpXor }, "bitwise operators are defined on integer dtypes only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newJobFixture(t, nil)
+			h := wire.Header{Job: 6, Token: 6, DType: wire.Float32, Op: wire.OpSum}
+			b := tc.base
+			tc.mut(&h, &b)
+			fx.deliver(fzRank0, wire.AppendJoin(nil, &h, &b))
+			fx.refused(6, wire.CodeBadRequest, tc.want)
+		})
+	}
+}
+
+// A member that joins with another shape than the job's (its length, its
+// dtype or op, the job's options) is refused by name, and the job goes
+// on with the members that agree.
+func TestJoinMismatch(t *testing.T) {
+	body := wire.JoinBody{World: 2, Algo: wire.AlgoSingle, Elements: fzElements}
+	for _, tc := range []struct {
+		name string
+		mut  func(*wire.Header, *wire.JoinBody)
+		want string
+	}{
+		{"elements", func(_ *wire.Header, b *wire.JoinBody) { b.Elements++ }, "rank 1 joined with float32/sum, 38 elements, world 2; the job has float32/sum, 37 elements, world 2"},
+		{"dtype", func(h *wire.Header, _ *wire.JoinBody) { h.DType = wire.Int32 }, "rank 1 joined with int32/sum"},
+		{"op", func(h *wire.Header, _ *wire.JoinBody) { h.Op = wire.OpMax }, "rank 1 joined with float32/max"},
+		{"options", func(_ *wire.Header, b *wire.JoinBody) { b.Options = wire.OptReproducible }, "rank 1 joined with"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newJobFixture(t, nil)
+			h := wire.Header{Job: 6, Token: 6, DType: wire.Float32, Op: wire.OpSum}
+			fx.deliver(fzRank0, wire.AppendJoin(nil, &h, &body))
+			h1, b1 := h, body
+			h1.Child = 1
+			tc.mut(&h1, &b1)
+			fx.deliver(fzRank1, wire.AppendJoin(nil, &h1, &b1))
+			r := fx.replies()
+			if len(r.errors) != 1 || r.errors[0].Code != wire.CodeJobMismatch || !strings.Contains(r.errors[0].Message(), tc.want) || len(r.acks) != 0 {
+				t.Fatalf("got %v and %d acks, want one job-mismatch saying %q", r.errors, len(r.acks), tc.want)
+			}
+			h1, b1 = h, body
+			h1.Child = 1
+			fx.deliver(fzRank1, wire.AppendJoin(nil, &h1, &b1))
+			if r := fx.replies(); r.acks[6] != 2 {
+				t.Fatalf("rank 1 joined again with the job's shape: %d acks (%v), want both members'", r.acks[6], r.errors)
+			}
+		})
+	}
+}
+
+// A switch with a parent refuses a bounded-time job: the parent could not
+// tell a partial block released below from a late one.
+func TestJoinBoundedUnderParent(t *testing.T) {
+	fx := newJobFixture(t, func(c *Config) { c.Parent = "10.0.0.9:7470" })
+	h := wire.Header{Job: 6, Token: 6, DType: wire.Float32, Op: wire.OpSum}
+	fx.deliver(fzRank0, wire.AppendJoin(nil, &h, &wire.JoinBody{World: 1, Options: wire.OptBounded, Elements: fzElements, DeadlineMillis: 5}))
+	fx.refused(6, wire.CodeBadRequest, "bounded time needs one switch")
+}
+
+// refused checks that the switch answered with one refusal of code
+// saying want, and holds nothing for job: no entry, no memory reserved.
+func (fx *jobFixture) refused(job uint32, code wire.ErrorCode, want string) {
+	fx.t.Helper()
+	r := fx.replies()
+	if len(r.errors) != 1 || r.errors[0].Code != code || !strings.Contains(r.errors[0].Message(), want) || len(r.acks) != 0 {
+		fx.t.Fatalf("got %v and %d acks, want one %v saying %q", r.errors, len(r.acks), code, want)
+	}
+	fx.s.wg.Wait() // a refused admission's teardown
+	if n := fx.s.budget.reserved.Load(); n != 0 || fx.s.jobs.get(job) != nil {
+		fx.t.Errorf("after the refusal: %d bytes reserved, job %d in the table: %v", n, job, fx.s.jobs.get(job) != nil)
 	}
 }
