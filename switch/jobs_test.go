@@ -57,7 +57,9 @@ func TestJoinChecks(t *testing.T) {
 		{"dense with hash storage", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Storage = wire.StorageHash }, "is for sparse jobs"},
 		{"sparse with dense storage", sparse, func(_ *wire.Header, b *wire.JoinBody) { b.Storage = wire.StorageDense }, "a sparse job needs hash or array storage"},
 		{"sparse prod", sparse, func(h *wire.Header, _ *wire.JoinBody) { h.Op = wire.OpProd }, "sparse jobs reduce with sum, min or max, not prod"},
-		{"bounded tree", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Options, b.Algo, b.DeadlineMillis = wire.OptBounded, wire.AlgoTree, 5 }, "bounded time works with the dense single-buffer design only"},
+		{"bounded tree", dense, func(_ *wire.Header, b *wire.JoinBody) {
+			b.Options, b.Algo, b.DeadlineMillis = wire.OptBounded, wire.AlgoTree, 5
+		}, "bounded time works with the dense single-buffer design only"},
 		{"bounded sparse", sparse, func(_ *wire.Header, b *wire.JoinBody) { b.Options, b.DeadlineMillis = b.Options|wire.OptBounded, 5 }, "bounded time works with the dense single-buffer design only"},
 		{"sparse tree", sparse, func(_ *wire.Header, b *wire.JoinBody) { b.Algo = wire.AlgoTree }, "sparse jobs use single or multi buffers, not tree"},
 		{"multi with one buffer", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Algo, b.Buffers = wire.AlgoMulti, 1 }, "multi with 1 buffers: must be in 2.."},
