@@ -291,6 +291,90 @@ func TestSparseTreeLoss(t *testing.T) {
 	}
 }
 
+// A leaf records its parent's stream of generation g as the parent sent
+// it: a packet of generation g-2 (the same record's parity) that arrives
+// late is stale, and a packet past the stream's last, or a second last,
+// contradicts it; neither goes down nor into the record, so what the
+// hosts hear, and what a host's retransmission replays, is g's result.
+func TestSparseTreeParentStream(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 15))
+	const n = 200
+	cfg := SparseConfig{Job: 1, Token: 7, DType: wire.Int32, Op: wire.OpSum, Storage: wire.StorageArray, Buffers: 1,
+		Elements: n, BlockElems: n, PacketPairs: 8}
+	tr := newSparseTree(t, cfg, []int{2}, 0)
+	leaf := tr.leaves[0]
+	inputs := randomSparseInputs(r, cfg.DType, cfg.Op, 2, n, 0.5, patRandom)
+	const gen = 3
+	hostPkts := sparsePackets(r, leaf.Config(), inputs, gen, 0)
+	up, rc := &treeCapture{}, &treeCapture{}
+	runOn(leaf, up, hostPkts, 0)
+	runOn(tr.root, rc, asPackets(r, up.up, 0), 0)
+	stream := slices.Clone(rc.down)
+	slices.SortFunc(stream, func(a, b sparseDown) int { return int(a.hdr.Block) - int(b.hdr.Block) })
+	if len(stream) < 4 {
+		t.Fatalf("the root's stream has %d packets; the test needs 4 or more", len(stream))
+	}
+	last := stream[len(stream)-1]
+	_, lastSeq := wire.SplitSparseBlock(last.hdr.Block)
+	// Stale copies of the second half, their values changed, and packets
+	// that contradict the stream: past its last, and a second last.
+	var stale, bad []*hpu.Packet
+	for _, d := range stream[len(stream)/2:] {
+		h := d.hdr
+		h.Generation = gen - 2
+		v := bytes.Clone(d.payload)
+		for i := 4; i < len(v); i += 8 {
+			v[i] ^= 0x55
+		}
+		stale = append(stale, &hpu.Packet{Hdr: h, Payload: v})
+	}
+	for _, seq := range []uint32{lastSeq + 1, lastSeq + 2} {
+		h := last.hdr
+		h.Block = wire.SparseBlockField(0, seq)
+		if seq == lastSeq+1 {
+			h.Flags &^= wire.FlagLast
+		}
+		bad = append(bad, &hpu.Packet{Hdr: h, Payload: last.payload})
+	}
+	down := &treeCapture{}
+	asArriving := func(ds []sparseDown) []*hpu.Packet { return asPackets(r, ds, 0) }
+	runOn(leaf.Down(), down, asArriving(stream[:len(stream)/2]), 1e6)
+	runOn(leaf.Down(), down, stale, 2e6)
+	runOn(leaf.Down(), down, asArriving(stream[len(stream)/2:]), 3e6)
+	runOn(leaf.Down(), down, bad, 4e6)
+	if got := leaf.Stats.Stale.Load(); got != int64(len(stale)) {
+		t.Errorf("%d stale packets counted, want %d", got, len(stale))
+	}
+	if got := leaf.Stats.Invalid.Load(); got != 2 {
+		t.Errorf("%d packets counted invalid, want the 2 that contradict the stream", got)
+	}
+	if len(down.down) != len(stream) {
+		t.Errorf("%d packets went down, want the stream's %d", len(down.down), len(stream))
+	}
+	check := func(what string, ds []sparseDown) {
+		t.Helper()
+		got, err := hostMerge(r, cfg, ds, gen, 0)
+		if err == nil {
+			err = elem.CheckSparse(cfg.DType, cfg.Op, inputs, got)
+		}
+		if err != nil {
+			t.Fatalf("the hosts' result from %s: %v", what, err)
+		}
+	}
+	check("what went down", down.down)
+	// A host's retransmission is answered from the record: g's stream.
+	i := slices.IndexFunc(hostPkts, func(p *hpu.Packet) bool { _, seq := wire.SplitSparseBlock(p.Hdr.Block); return seq == 0 })
+	q := *hostPkts[i]
+	q.Hdr.Flags |= wire.FlagRetransmit
+	replay := &treeCapture{}
+	runOn(leaf, replay, []*hpu.Packet{&q}, 5e9)
+	if len(replay.up) != 0 {
+		t.Fatalf("the leaf sent %d packets up; it has the parent's stream", len(replay.up))
+	}
+	check("the replayed stream", replay.down)
+	tr.root.Close()
+}
+
 // Each switch takes its own children's kind of stream only: a root of
 // switches drops a host's packet, a leaf a packet marked from-switch from a
 // host, and the parent's stream handler anything but Sparse or Spill
