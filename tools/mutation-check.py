@@ -77,6 +77,20 @@ MUTANTS = [
     ("S6", "handlers/sparse_resend.go", "if len(r.lens) > 0 && r.gen > h.Generation {", "if false {", None),
     ("S7", "handlers/sparse_resend.go", "if r.gen == gen && !r.unstored {", "if !r.unstored {",
      "a record of another generation replays packets that carry that generation, which hosts drop"),
+    # the sparse tree (handlers/sparse_tree.go): a child switch's record of its parent's stream
+    ("R1", "handlers/sparse_tree.go", "\tcase p.Hdr.Generation < r.gen:\n", "\tcase false:\n", None),
+    ("R2", "handlers/sparse_tree.go", "\tcase r.seen[seq/64]&bit != 0:", "\tcase false:", None),
+    ("R3", "handlers/sparse_tree.go", "\tcase r.last >= 0 && (last || int(seq) > r.last):", "\tcase false:", None),
+    ("R4", "handlers/sparse_tree.go", "\tif down.complete(gen) {", "\tif down.started && down.gen == gen {", None),
+    ("R5", "handlers/sparse_tree.go", "r.got == r.last+1", "r.got >= r.last", None),
+    # the multi-buffer design and the sparse tables' flush (handlers/dense.go, sparse_store.go, sparse_flush.go)
+    ("M1", "handlers/dense.go", "\tfor k := range nb {", "\tfor k := range nb - 1 {", None),
+    ("M2", "handlers/dense.go", "\tif w.filled[j] {\n\t\td.kernel(w.bufs[j].Data[:n], p.Payload)", "\tif false {\n\t\td.kernel(w.bufs[j].Data[:n], p.Payload)", None),
+    ("M3", "handlers/dense.go", "\t\t\tw.filled[j] = false\n", "", None),
+    ("M4", "handlers/sparse_flush.go", "\t\t\t\tif w.occ[j*s.occWords+wi]&(1<<b) == 0 {", "\t\t\t\tif false {", None),
+    ("M5", "handlers/sparse_flush.go", "\t\tcopy(v, s.cell(w, g/s.cells, g%s.cells)[wire.IndexLen:])", "\t\tcopy(v, s.cell(w, 0, g%s.cells)[wire.IndexLen:])", None),
+    ("M6", "handlers/sparse_flush.go", "\tif w.nspill > 0 {", "\tif w.nspill > 1 {", None),
+    ("M7", "handlers/sparse_store.go", "\tif w.nspill == s.cfg.PacketPairs {", "\tif w.nspill == s.cfg.PacketPairs+1 {", None),
     # the host's sparse stream and merge (proto/)
     ("P1", "proto/sparse_stream.go", "\tcase a.seen[seq/64]&bit != 0:\n\t\treturn a.Complete(), nil", "\tcase false:\n\t\treturn a.Complete(), nil", None),
     ("P2", "proto/sparse_stream.go", "\tcase a.last >= 0 && (last || int(seq) > a.last):", "\tcase a.last >= 0 && last:", None),
@@ -107,12 +121,13 @@ MUTANTS = [
     ("C5", "conn/udp_linux.go", "\treturn w.offs[w.start-1]", "\treturn 0", None),
     ("C6", "conn/udp_linux.go", "(end-off+d.Seg-1)/d.Seg, d.Seg)", "(end-off)/d.Seg, d.Seg)", None),
     ("C7", "conn/udp_linux.go", "\t\t\treturn int(int32(binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):])))", "\t\t\treturn 0", None),
-    # the wire's header checks (wire/header.go)
+    # the wire's checks (wire/): the header's, and a sparse payload's pair count
     ("X1", "wire/header.go", "\tif h.Version != Version {\n\t\treturn nil, ErrVersion", "\tif false {\n\t\treturn nil, ErrVersion", None),
     ("X2", "wire/header.go", "\tif !h.Flags.Known() {", "\tif false {", None),
     ("X3", "wire/header.go", "\t\tif h.Count == 0 {\n\t\t\treturn ErrLength", "\t\tif false {\n\t\t\treturn ErrLength", None),
     ("X4", "wire/header.go", "\tif uint64(len(p)) != h.payloadLen() {", "\tif uint64(len(p)) < h.payloadLen() {", None),
     ("X5", "wire/header.go", "\tif (required || h.DType != 0) && !h.DType.Valid() {", "\tif required && !h.DType.Valid() {", None),
+    ("X6", "wire/pairs.go", "\tif uint64(len(payload)) != uint64(count)*uint64(size) {", "\tif uint64(len(payload)) < uint64(count)*uint64(size) {", None),
     # the daemon's member checks and memory budget (switch/)
     ("W1", "switch/switch.go", "\tcase p.Hdr.Token != j.token:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:",
      "\tcase false:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:", None),
@@ -141,12 +156,6 @@ MUTANTS = [
     ("A10", "hostlib/receive.go", "\tif e.Code == wire.CodeAborted {", "\tif false {", None),
     ("A11", "hostlib/tracker.go", "if f := &t.flights[i]; !f.again {", "if f := &t.flights[i]; true {", None),
     ("A12", "hostlib/allreduce.go", "\t\tnext = min(next, f.due)\n", "", None),
-    # the sparse tree (handlers/sparse_tree.go): a child switch's record of its parent's stream
-    ("R1", "handlers/sparse_tree.go", "\tcase p.Hdr.Generation < r.gen:\n", "\tcase false:\n", None),
-    ("R2", "handlers/sparse_tree.go", "\tcase r.seen[seq/64]&bit != 0:", "\tcase false:", None),
-    ("R3", "handlers/sparse_tree.go", "\tcase r.last >= 0 && (last || int(seq) > r.last):", "\tcase false:", None),
-    ("R4", "handlers/sparse_tree.go", "\tif down.complete(gen) {", "\tif down.started && down.gen == gen {", None),
-    ("R5", "handlers/sparse_tree.go", "r.got == r.last+1", "r.got >= r.last", None),
     # the host's receive path (hostlib/receive.go)
     ("H1", "hostlib/receive.go", "\tcase h.Generation != s.gen:\n\t\treturn dropGeneration", "\tcase false:\n\t\treturn dropGeneration", None),
     ("H2", "hostlib/receive.go", "\tcase int64(h.Block) >= int64(s.blocks):\n\t\treturn dropBlock", "\tcase false:\n\t\treturn dropBlock", None),
