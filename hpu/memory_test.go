@@ -40,10 +40,11 @@ func TestReserveRefusesWithNumbers(t *testing.T) {
 	if f := m.Free(); f != 10 {
 		t.Fatalf("free after release with 30 held = %d, want 10", f)
 	}
+	q.Free(got[0]) // room under the limit: the release alone must refuse
 	if q.Alloc(0) != nil {
 		t.Fatal("alloc on a released quota succeeded")
 	}
-	for _, b := range got {
+	for _, b := range got[1:] {
 		q.Free(b)
 	}
 	if f := m.Free(); f != 40 || m.InUse() != 0 {
@@ -77,6 +78,27 @@ func TestDoubleFreePanics(t *testing.T) {
 		}
 	}()
 	q.Free(b)
+}
+
+// A buffer freed through another job's quota panics, before either
+// quota's count or the arena changes: the other job would otherwise
+// take it while its owner still writes to it.
+func TestFreeThroughOtherQuotaPanics(t *testing.T) {
+	m := newMemory(Config{}.WithDefaults())
+	q1, _ := m.Reserve(1)
+	q2, _ := m.Reserve(1)
+	b := q1.Alloc(0)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a buffer of quota 1 freed through quota 2 did not panic")
+			}
+		}()
+		q2.Free(b)
+	}()
+	if q1.InUse() != 1 || q2.InUse() != 0 || m.InUse() != 1 {
+		t.Errorf("after the refused free: quota 1 holds %d, quota 2 %d, the memory %d; want 1, 0, 1", q1.InUse(), q2.InUse(), m.InUse())
+	}
 }
 
 // The buffers in use are integrated exactly, every allocation and free

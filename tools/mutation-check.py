@@ -94,6 +94,15 @@ MUTANTS = [
     ("M5", "handlers/sparse_flush.go", "\t\tcopy(v, s.cell(w, g/s.cells, g%s.cells)[wire.IndexLen:])", "\t\tcopy(v, s.cell(w, 0, g%s.cells)[wire.IndexLen:])", None),
     ("M6", "handlers/sparse_flush.go", "\tif w.nspill > 0 {", "\tif w.nspill > 1 {", None),
     ("M7", "handlers/sparse_store.go", "\tif w.nspill == s.cfg.PacketPairs {", "\tif w.nspill == s.cfg.PacketPairs+1 {", None),
+    # the processing unit's L1 memory (hpu/memory.go): quotas, reservations, the arenas' free stacks
+    ("U1", "hpu/memory.go", "\tif u > q.limit || q.released.Load() {", "\tif q.released.Load() {", None),
+    ("U2", "hpu/memory.go", "\tif free := m.freeLocked(); n > free {", "\tif free := m.freeLocked(); n > free+1 {", None),
+    ("U3", "hpu/memory.go", "\t\t\theld += u\n", "", None),
+    ("U4", "hpu/memory.go", "\tq.mem.reserved -= int(q.limit)\n", "", None),
+    ("U5", "hpu/memory.go", "\tif !b.inUse {\n\t\ta.mu.Unlock()", "\tif false {\n\t\ta.mu.Unlock()",
+     "put's only caller is Quota.Free, whose owner check refuses a second free first (Free clears the owner): the arena's check is a second line"),
+    ("U6", "hpu/memory.go", "\tif u > q.limit || q.released.Load() {", "\tif u > q.limit {", None),
+    ("U7", "hpu/memory.go", "\tif b.owner != q {", "\tif false {", None),
     # the host's sparse stream and merge (proto/)
     ("P1", "proto/sparse_stream.go", "\tcase a.seen[seq/64]&bit != 0:\n\t\treturn a.Complete(), nil", "\tcase false:\n\t\treturn a.Complete(), nil", None),
     ("P2", "proto/sparse_stream.go", "\tcase a.last >= 0 && (last || int(seq) > a.last):", "\tcase a.last >= 0 && last:", None),
