@@ -103,7 +103,7 @@ MUTANTS = [
      "put's only caller is Quota.Free, whose owner check refuses a second free first (Free clears the owner): the arena's check is a second line"),
     ("U6", "hpu/memory.go", "\tif u > q.limit || q.released.Load() {", "\tif u > q.limit {", None),
     ("U7", "hpu/memory.go", "\tif b.owner != q {", "\tif false {", None),
-    # the host's sparse stream and merge (proto/)
+    # the host's sparse stream and merge, and the staggered sending order (proto/)
     ("P1", "proto/sparse_stream.go", "\tcase a.seen[seq/64]&bit != 0:\n\t\treturn a.Complete(), nil", "\tcase false:\n\t\treturn a.Complete(), nil", None),
     ("P2", "proto/sparse_stream.go", "\tcase a.last >= 0 && (last || int(seq) > a.last):", "\tcase a.last >= 0 && last:", None),
     ("P3", "proto/sparse_stream.go", "\tcase last && a.highest() > int(seq):", "\tcase false:", None),
@@ -111,6 +111,8 @@ MUTANTS = [
     ("P5", "proto/sparse_merge.go", "\t\t\tk(v, sp.Value(order[j]))", "\t\t\t_, _ = k, v", None),
     ("P6", "proto/sparse_merge.go", "res.Index(i) <= sp.Index(order[j])", "res.Index(i) < sp.Index(order[j])", None),
     ("P7", "proto/sparse_merge.go", "\t\tif res.Index(i) <= res.Index(i-1) {", "\t\tif res.Index(i) < res.Index(i-1) {", None),
+    ("P8", "proto/stagger.go", "\t\t\tdst = append(dst, uint32(g+(off+k)%r))", "\t\t\tdst = append(dst, uint32(g+(off+k)%window))", None),
+    ("P9", "proto/stagger.go", "\t\t\toff = rank % world * r / world", "\t\t\toff = 0", None),
     # the element kernels (elem): the vector sums, the narrow integers' lanes, float min/max, float16 and bfloat16 rounding
     ("E1", "elem/sum_amd64.go", "\tif n := len(dst) &^ 127; n < len(dst) {", "\tif n := len(dst) &^ 127; false {", None),
     ("E2", "elem/sum_amd64.s", "\tSHRQ $7, CX \\", "\tSHRQ $8, CX \\", None),
