@@ -469,6 +469,69 @@ func TestDenseUplinkWaitsForParent(t *testing.T) {
 	}
 }
 
+// A leaf's block holds its partial until the parent's result comes down,
+// and then the result: a host's retransmission is answered from it, with
+// nothing sent up. Two generations on (the same slot), the block's new
+// partial is not final again: a late copy of the old generation's result
+// from the parent is stale and goes nowhere, and a retransmission waits
+// for the parent, the partial going up, never down as a result.
+func TestDenseUplinkParentResult(t *testing.T) {
+	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: 64 * 1024, BufferBytes: 1024}, nopEgress{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := unit.Memory().Reserve(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDense(DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
+		Elements: 4, PacketElems: 4, Quota: q, KeepResults: true, Uplink: &Uplink{Child: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(10, 10))
+	inputs := randomInputs(r, wire.Int32, wire.OpSum, 2, 4)
+	c := &treeCapture{}
+	v := newVUnit(c, 1)
+	defer v.close()
+	run := func(p *hpu.Packet, at int64) {
+		p.Handler = d
+		v.run(p, at)
+	}
+	parent := []byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0} // the whole job's sum, from above
+	fromParent := func(gen uint32) *hpu.Packet {
+		return &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 1, Generation: gen,
+			DType: wire.Int32, Op: wire.OpSum, Count: 4}, Payload: parent}
+	}
+	retransmit := func(gen uint32, at int64) {
+		p := makePackets(r, inputs, wire.Int32, wire.OpSum, 4, gen, 0)[0]
+		p.Hdr.Flags |= wire.FlagRetransmit
+		run(p, at)
+	}
+	for _, p := range makePackets(r, inputs, wire.Int32, wire.OpSum, 4, 1, 0) {
+		run(p, 1)
+	}
+	run(fromParent(1), 2)
+	if len(c.up) != 1 || len(c.down) != 1 || !bytes.Equal(c.down[0].payload, parent) {
+		t.Fatalf("generation 1: %d up, %d down; want the partial up, the parent's result down", len(c.up), len(c.down))
+	}
+	retransmit(1, 1e9)
+	if len(c.up) != 1 || len(c.down) != 2 || c.down[1].hdr.Flags&wire.FlagRetransmit == 0 || !bytes.Equal(c.down[1].payload, parent) {
+		t.Fatalf("a retransmission with the parent's result here: %d up, %d down; want it answered with that result, nothing up", len(c.up), len(c.down))
+	}
+	for _, p := range makePackets(r, inputs, wire.Int32, wire.OpSum, 4, 3, 0) {
+		run(p, 2e9)
+	}
+	run(fromParent(1), 2e9+1) // the parent answering generation 1's retransmission, late
+	if got := d.Stats.Stale.Load(); got != 1 || len(c.down) != 2 {
+		t.Fatalf("generation 1's result after generation 3's partial: %d stale, %d down; want it stale, not sent down", got, len(c.down))
+	}
+	retransmit(3, 3e9)
+	if len(c.up) != 3 || c.up[2].hdr.Generation != 3 || c.up[2].hdr.Flags&wire.FlagRetransmit == 0 || len(c.down) != 2 {
+		t.Fatalf("generation 3's retransmission before the parent's result: %d up, %d down; want the partial up again, nothing down", len(c.up), len(c.down))
+	}
+}
+
 // Steady state on the handler path allocates nothing.
 func TestDenseZeroAlloc(t *testing.T) {
 	for _, dg := range designs {

@@ -64,6 +64,12 @@ MUTANTS = [
     ("T2", "handlers/dense.go", "\t\tif w.gs.abandoned {\n\t\t\td.settle(t, b, w, x)\n\t\t\treturn",
      "\t\tif false {\n\t\t\td.settle(t, b, w, x)\n\t\t\treturn",
      "a handler of an abandoned work that climbs on folds only that work's buffers; every settle finds the work abandoned, so nothing is emitted, and its release frees what the work holds: cycles wasted, nothing else"),
+    # a non-root switch's dense blocks (handlers/dense.go): its partial until the parent's result, and bounded resends
+    ("N1", "handlers/dense.go", "\tif d.cfg.Uplink != nil && (d.final[0] == nil || !d.final[slot][p.Hdr.Block]) {", "\tif false {", None),
+    ("N2", "handlers/dense.go", "\tif d.resultGen[slot][p.Hdr.Block] != p.Hdr.Generation+1 {\n\t\tt.Unlock(&b.lock)\n\t\td.Stats.Stale", "\tif false {\n\t\tt.Unlock(&b.lock)\n\t\td.Stats.Stale", None),
+    ("N3", "handlers/dense.go", "\td.final[slot][p.Hdr.Block] = true\n", "", None),
+    ("N4", "handlers/dense.go", "\t\t\td.final[slot][blk] = false\n", "", None),
+    ("N5", "handlers/dense.go", "\t\th.Flags |= wire.FlagPartial\n\t\th.Child = d.resultCount[slot][p.Hdr.Block]\n", "", None),
     # bounded-time mode (handlers/bounded.go)
     ("B1", "handlers/bounded.go", "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)",
      "w, gen, count := b.work, b.gen, int(b.work.gs.admitted)+1", None),
