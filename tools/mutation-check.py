@@ -148,7 +148,7 @@ MUTANTS = [
     ("X4", "wire/header.go", "\tif uint64(len(p)) != h.payloadLen() {", "\tif uint64(len(p)) < h.payloadLen() {", None),
     ("X5", "wire/header.go", "\tif (required || h.DType != 0) && !h.DType.Valid() {", "\tif required && !h.DType.Valid() {", None),
     ("X6", "wire/pairs.go", "\tif uint64(len(payload)) != uint64(count)*uint64(size) {", "\tif uint64(len(payload)) < uint64(count)*uint64(size) {", None),
-    # the daemon's member checks and memory budget (switch/)
+    # the daemon's member checks, its parent's packets, and the memory budget (switch/)
     ("W1", "switch/switch.go", "\tcase p.Hdr.Token != j.token:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:",
      "\tcase false:\n\t\ts.drops.add(dropToken)\n\t\treturn false\n\tcase live == nil:", None),
     ("W2", "switch/switch.go", "\tcase int(p.Hdr.Child) >= len(live.addrs) || live.addrs[p.Hdr.Child] != d.Addr:",
@@ -163,6 +163,11 @@ MUTANTS = [
     ("W10", "switch/admit.go", "\tif s.hasParent() && j.spec.Options&wire.OptBounded != 0 {", "\tif false {", None),
     ("W11", "switch/admit.go", "cfg.Uplink = &handlers.Uplink{Child: uint16(s.cfg.ChildIndex)}", "cfg.Uplink = &handlers.Uplink{Child: 0}", None),
     ("W12", "switch/jobs.go", "case b.Options&wire.OptSparse != 0 && h.Op != wire.OpSum && h.Op != wire.OpMin && h.Op != wire.OpMax:", "case false:", None),
+    ("W13", "switch/switch.go", "\tcase wire.TypeResult, wire.TypeSpill: // a parent's result or spill, for this switch's members\n\t\tif !fromParent {",
+     "\tcase wire.TypeResult, wire.TypeSpill: // a parent's result or spill, for this switch's members\n\t\tif false {", None),
+    ("W14", "switch/switch.go", "\tfromParent := s.hasParent() && d.Addr == s.parent", "\tfromParent := s.hasParent()", None),
+    ("W15", "switch/switch.go", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif !fromParent {", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif false {", None),
+    ("W16", "switch/switch.go", "\t\tif live.sparse == (p.Hdr.Type == wire.TypeResult) || p.Hdr.Type == wire.TypeData {", "\t\tif p.Hdr.Type == wire.TypeData {", None),
     # the host's call (hostlib): the tracker, the window's launches, retransmission, partial results, sparse calls, a member's abort
     ("A1", "hostlib/allreduce.go", "\t\tif t.isDone(b) {\n\t\t\tcontinue // released before", "\t\tif false {\n\t\t\tcontinue // released before", None),
     ("A2", "hostlib/tracker.go", "\t\tt.pos[t.flights[i].block] = i\n", "", None),
