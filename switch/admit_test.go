@@ -309,6 +309,45 @@ func TestPendingLimits(t *testing.T) {
 	}
 }
 
+// An admitted job that no packet has touched for JobIdle ends and gives
+// back what it reserved; one touched within it stays.
+func TestIdleJobEnds(t *testing.T) {
+	fx := newJobFixture(t, nil)
+	s := fx.s
+	fx.deliver(fzRank0, testJoin(5, 5, 0, 1, 0))
+	fx.waitAdmitted(5)
+	start := time.Now()
+	s.reap(start.Add(s.cfg.JobIdle / 2))
+	if s.jobs.get(5) == nil {
+		t.Fatal("the job ended at half its idle time")
+	}
+	s.reap(start.Add(s.cfg.JobIdle + time.Second))
+	s.wg.Wait()
+	if s.jobs.get(5) != nil || s.budget.reserved.Load() != 0 {
+		t.Fatalf("after JobIdle with no packet: the job is there %v, %d bytes reserved", s.jobs.get(5) != nil, s.budget.reserved.Load())
+	}
+}
+
+// Joins beyond JoinRate a second are refused with too-many-jobs, naming
+// the setting, and leave nothing behind.
+func TestJoinRateLimited(t *testing.T) {
+	fx := newJobFixture(t, func(c *Config) { c.JoinRate = 3 })
+	for i := range 10 {
+		fx.deliver(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 3, 0, byte(i)}), 1), testJoin(uint32(100+i), 1, 0, 2, 0))
+	}
+	r := fx.replies()
+	limited := 0
+	for _, e := range r.errors {
+		if e.Code == wire.CodeTooManyJobs && strings.Contains(e.Message(), "too many joins per second (Config.JoinRate 3)") {
+			limited++
+		}
+	}
+	if limited < 5 || fx.s.refusals.get(refusalJoinRate) != int64(limited) || fx.s.pending.order.Len() != 10-limited {
+		t.Fatalf("10 joins at once with JoinRate 3: %d refused for the rate (%v), %d pending; want 5 or more refused (3 allowed at once, 3 more a second), the rest pending",
+			limited, r.errors, fx.s.pending.order.Len())
+	}
+}
+
 // TestPendingCharges checks that the budget's charges for pending state
 // bound what it really holds: a job's entry and each rank's.
 func TestPendingCharges(t *testing.T) {

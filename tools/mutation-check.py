@@ -168,6 +168,17 @@ MUTANTS = [
     ("W14", "switch/switch.go", "\tfromParent := s.hasParent() && d.Addr == s.parent", "\tfromParent := s.hasParent()", None),
     ("W15", "switch/switch.go", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif !fromParent {", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif false {", None),
     ("W16", "switch/switch.go", "\t\tif live.sparse == (p.Hdr.Type == wire.TypeResult) || p.Hdr.Type == wire.TypeData {", "\t\tif p.Hdr.Type == wire.TypeData {", None),
+    # the daemon's limits on what strangers can make it hold (switch/): half-open jobs, idle jobs, join floods, registration
+    ("L1", "switch/pending.go", "\tif p.bySource[src] >= s.cfg.MaxPendingPerSource {", "\tif false {", None),
+    ("L2", "switch/pending.go", "\tif p.order.Len() >= s.cfg.MaxPending {", "\tif false {", None),
+    ("L3", "switch/pending.go", "\tif len(s.jobs.all()) >= s.cfg.MaxJobs && !s.evictOldest(nil, evictTableFull) {", "\tif false {", None),
+    ("L4", "switch/jobs.go", "\t\tcase j.pend != nil && now.Sub(time.Unix(0, j.created)) > s.cfg.JoinTimeout:", "\t\tcase false:", None),
+    ("L5", "switch/jobs.go", "\t\tcase now.Sub(time.Unix(0, j.lastActive())) > s.cfg.JobIdle:", "\t\tcase false:", None),
+    ("L6", "switch/jobs.go", "\tif !s.joinLimit.allow(time.Now()) {", "\tif false {", None),
+    ("L7", "switch/registry.go", "\tcase !g.allows(from.Addr()):", "\tcase false:", None),
+    ("L8", "switch/registry.go", "\tcase !g.tokenIs(h.Token):", "\tcase false:", None),
+    ("L9", "switch/registry.go", "\tif held := s.heldBytes(j.charge, p.quota); held > g.memoryCap {", "\tif held := s.heldBytes(j.charge, p.quota); held > g.memoryCap && false {", None),
+    ("L10", "switch/pending.go", "\tif !s.budget.reserve(charge) {", "\tif false {", None),
     # the host's call (hostlib): the tracker, the window's launches, retransmission, partial results, sparse calls, a member's abort
     ("A1", "hostlib/allreduce.go", "\t\tif t.isDone(b) {\n\t\t\tcontinue // released before", "\t\tif false {\n\t\t\tcontinue // released before", None),
     ("A2", "hostlib/tracker.go", "\t\tt.pos[t.flights[i].block] = i\n", "", None),
