@@ -168,6 +168,7 @@ MUTANTS = [
     ("W14", "switch/switch.go", "\tfromParent := s.hasParent() && d.Addr == s.parent", "\tfromParent := s.hasParent()", None),
     ("W15", "switch/switch.go", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif !fromParent {", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif false {", None),
     ("W16", "switch/switch.go", "\t\tif live.sparse == (p.Hdr.Type == wire.TypeResult) || p.Hdr.Type == wire.TypeData {", "\t\tif p.Hdr.Type == wire.TypeData {", None),
+    ("W17", "switch/abort.go", "\t\tif i == skip || !addr.IsValid() {", "\t\tif i != skip || !addr.IsValid() {", None),
     # the daemon's limits on what strangers can make it hold (switch/): half-open jobs, idle jobs, join floods, registration
     ("L1", "switch/pending.go", "\tif p.bySource[src] >= s.cfg.MaxPendingPerSource {", "\tif false {", None),
     ("L2", "switch/pending.go", "\tif p.order.Len() >= s.cfg.MaxPending {", "\tif false {", None),
@@ -192,6 +193,7 @@ MUTANTS = [
     ("A10", "hostlib/receive.go", "\tif e.Code == wire.CodeAborted {", "\tif false {", None),
     ("A11", "hostlib/tracker.go", "if f := &t.flights[i]; !f.again {", "if f := &t.flights[i]; true {", None),
     ("A12", "hostlib/allreduce.go", "\t\tnext = min(next, f.due)\n", "", None),
+    ("A13", "hostlib/allreduce.go", "\t\ts.stats.failed.Add(1)\n\t\ts.abortFor(err, s.gen)\n", "\t\ts.stats.failed.Add(1)\n", None),
     # the host's receive path (hostlib/receive.go)
     ("H1", "hostlib/receive.go", "\tcase h.Generation != s.gen:\n\t\treturn dropGeneration", "\tcase false:\n\t\treturn dropGeneration", None),
     ("H2", "hostlib/receive.go", "\tcase int64(h.Block) >= int64(s.blocks):\n\t\treturn dropBlock", "\tcase false:\n\t\treturn dropBlock", None),
@@ -204,8 +206,9 @@ MUTANTS = [
 ]
 
 # Packages whose tests guard a mutant besides its own: the host library's
-# sparse calls are tested through the daemon's package, with a real switch.
-ALSO = {name: ["./switch"] for name in ("A7", "A8")}
+# sparse calls, and the Abort a failed call sends the other ranks, are
+# tested through the daemon's package, with a real switch.
+ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 
 
 def change(old, new):
