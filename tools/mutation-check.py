@@ -194,6 +194,13 @@ MUTANTS = [
     ("A11", "hostlib/tracker.go", "if f := &t.flights[i]; !f.again {", "if f := &t.flights[i]; true {", None),
     ("A12", "hostlib/allreduce.go", "\t\tnext = min(next, f.due)\n", "", None),
     ("A13", "hostlib/allreduce.go", "\t\ts.stats.failed.Add(1)\n\t\ts.abortFor(err, s.gen)\n", "\t\ts.stats.failed.Add(1)\n", None),
+    # the Python package (python/flare): what it hands the library, and the PyTorch backend's reducer
+    ("Y1", "python/flare/torch/reducer.py", "        if buf.data_ptr() != t.data_ptr():\n            t.detach().copy_(buf)\n", "", None),
+    ("Y2", "python/flare/torch/reducer.py", "        if avg:\n            buf.div_(self.world)\n", "", None),
+    ("Y3", "python/flare/torch/reducer.py", "        if avg:\n            t.detach().div_(self.world)\n", "", None),
+    ("Y4", "python/flare/buffers.py", "    if not a.flags.c_contiguous:", "    if False:", None),
+    ("Y5", "python/flare/buffers.py", "    if not a.dtype.isnative:", "    if False:", None),
+    ("Y6", "python/flare/buffers.py", "    if not t.is_contiguous():", "    if False:", None),
     # the host's receive path (hostlib/receive.go)
     ("H1", "hostlib/receive.go", "\tcase h.Generation != s.gen:\n\t\treturn dropGeneration", "\tcase false:\n\t\treturn dropGeneration", None),
     ("H2", "hostlib/receive.go", "\tcase int64(h.Block) >= int64(s.blocks):\n\t\treturn dropBlock", "\tcase false:\n\t\treturn dropBlock", None),
@@ -228,17 +235,25 @@ def run(root, name, path, old, new):
     with open(full, "w") as f:
         f.write(src.replace(old, new))
     try:
-        pkgs = ["./" + os.path.dirname(path)] + ALSO.get(name, [])
-        r = subprocess.run(["go", "test", "-count=1", "-failfast", "-timeout", "600s", "-p", "1"] + pkgs, cwd=root,
-                           capture_output=True, text=True, timeout=700)
+        if path.endswith(".py"):  # the Python package: its tests, against the library built from this tree
+            cmd = ["make", "-s", "python-test"]
+        else:
+            cmd = ["go", "test", "-count=1", "-failfast", "-timeout", "600s", "-p", "1", "./" + os.path.dirname(path)]
+            cmd += ALSO.get(name, [])
+        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=700)
     except subprocess.TimeoutExpired:
         return "killed (the tests did not end in 700 s)"
     finally:
         with open(full, "w") as f:
             f.write(src)
     out = r.stdout + r.stderr
+    if "python-test: SKIPPED" in out:
+        return "COULD NOT RUN: " + out.strip().splitlines()[-1]
     if r.returncode == 0:
         return "SURVIVED"
+    failed = re.findall(r"^_{3,} (test\w+)(?:\[.*\])? _{3,}$", out, re.M)  # pytest's header of each failure
+    if failed:
+        return "killed by " + ", ".join(sorted(set(failed)))
     if "[build failed]" in out or "[setup failed]" in out:
         return "BUILD FAILED: the mutant does not compile; fix its replacement"
     fails = sorted({m.split("/")[0] for m in re.findall(r"--- FAIL: (\S+)", out)})

@@ -154,6 +154,11 @@ def test_bad_buffers_say_why(switch, job):
         ro = np.zeros(8, dtype=np.float32)
         ro.flags.writeable = False
         cases.append((ro, "read-only"))
+        try:
+            import torch
+            cases.append((torch.zeros(16)[::2], "not contiguous"))
+        except ImportError:
+            pass
         for x, msg in cases:
             with pytest.raises(flare.InvalidArgumentError, match=msg):
                 s.allreduce(x)

@@ -111,6 +111,9 @@ def _collectives(rank, world, port, addr, out):
     dist.all_reduce(u8)
     res["uint8"] = u8
     res["uint8 via"] = any(k[0] == "uint8" for k in sessions)
+    z = torch.full((4,), complex(rank + 1, 1))  # no complex on the switch: gloo's sum, then the mean
+    dist.all_reduce(z, op=dist.ReduceOp.AVG)
+    res["complex avg"] = z
     if rank == 0:
         torch.save(res, out)
     dist.destroy_process_group()
@@ -132,6 +135,7 @@ def test_collectives(switch, tmp_path):
     assert torch.equal(res["allgather"], torch.tensor([0.0, 0, 1, 1, 2, 2]))
     assert torch.equal(res["noncontiguous"], torch.full((6, 4), 3.0))
     assert torch.equal(res["uint8"], torch.full((8,), 3, dtype=torch.uint8)) and not res["uint8 via"]
+    assert torch.equal(res["complex avg"], torch.full((4,), complex(2, 1))), res["complex avg"]
 
 
 def test_config_busy_poll():
