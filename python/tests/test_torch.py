@@ -111,7 +111,7 @@ def _collectives(rank, world, port, addr, out):
     dist.all_reduce(u8)
     res["uint8"] = u8
     res["uint8 via"] = any(k[0] == "uint8" for k in sessions)
-    z = torch.full((4,), complex(rank + 1, 1))  # no complex on the switch: gloo's sum, then the mean
+    z = torch.full((4,), complex(rank + 1, 1))  # torch hands the backend its real view: float32 through the switch
     dist.all_reduce(z, op=dist.ReduceOp.AVG)
     res["complex avg"] = z
     if rank == 0:
@@ -136,6 +136,22 @@ def test_collectives(switch, tmp_path):
     assert torch.equal(res["noncontiguous"], torch.full((6, 4), 3.0))
     assert torch.equal(res["uint8"], torch.full((8,), 3, dtype=torch.uint8)) and not res["uint8 via"]
     assert torch.equal(res["complex avg"], torch.full((4,), complex(2, 1))), res["complex avg"]
+
+
+def test_reducer_avg_through_gloo_is_the_mean():
+    """After a fallback, AVG is gloo's sum divided by the world."""
+    from flare.torch.reducer import Reducer
+    ops = []
+
+    def gloo(t, op):  # two ranks with the same tensor: the sum is twice it
+        ops.append(op)
+        t.mul_(2)
+    r = Reducer(None, 0, 2, 0, 1, None, gloo)
+    r.fallen = "no switch"
+    t = torch.arange(4, dtype=torch.float32)
+    r.allreduce(t, dist.ReduceOp.AVG)
+    assert torch.equal(t, torch.arange(4, dtype=torch.float32)), t
+    assert ops == [dist.ReduceOp.SUM]
 
 
 def test_config_busy_poll():
