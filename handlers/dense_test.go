@@ -152,17 +152,22 @@ func newTestDense(t testing.TB, dg design, dt wire.DType, op wire.Op, p, n, pe i
 	} else if dg.algo == wire.AlgoTree {
 		per = p
 	}
-	bufs := max(nblocks*per, 4)
+	return buildDense(t, DenseConfig{Job: 1, Algo: dg.algo, Buffers: dg.b, Children: p, DType: dt, Op: op,
+		Elements: n, PacketElems: pe}, max(nblocks*per, 4))
+}
+
+// buildDense builds a Dense of cfg with a quota of bufs 1 KiB buffers, on
+// a unit of one cluster whose L1 holds just those.
+func buildDense(t testing.TB, cfg DenseConfig, bufs int) *Dense {
+	t.Helper()
 	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: bufs * 1024, BufferBytes: 1024}, &nopEgress{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := unit.Memory().Reserve(bufs)
-	if err != nil {
+	if cfg.Quota, err = unit.Memory().Reserve(bufs); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDense(DenseConfig{Job: 1, Algo: dg.algo, Buffers: dg.b, Children: p, DType: dt, Op: op,
-		Elements: n, PacketElems: pe, Quota: q})
+	d, err := NewDense(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,23 +433,18 @@ func TestDenseUplink(t *testing.T) {
 	}
 }
 
+// newUplinkDense is a leaf's job: 2 children, one block of 4 int32, its
+// partial sent up as child 3, results kept.
+func newUplinkDense(t *testing.T) *Dense {
+	return buildDense(t, DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
+		Elements: 4, PacketElems: 4, KeepResults: true, Uplink: &Uplink{Child: 3}}, 8)
+}
+
 // A host retransmitting a block its leaf sent up, before the parent's
 // result came down, hears that the block waits for the parent, and the
 // partial goes up again once per UplinkResendGap.
 func TestDenseUplinkWaitsForParent(t *testing.T) {
-	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: 64 * 1024, BufferBytes: 1024}, nopEgress{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := unit.Memory().Reserve(8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDense(DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
-		Elements: 4, PacketElems: 4, Quota: q, KeepResults: true, Uplink: &Uplink{Child: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newUplinkDense(t)
 	r := rand.New(rand.NewPCG(9, 9))
 	pkts := makePackets(r, randomInputs(r, wire.Int32, wire.OpSum, 2, 4), wire.Int32, wire.OpSum, 4, 1, 0)
 	c := &treeCapture{}
@@ -476,19 +476,7 @@ func TestDenseUplinkWaitsForParent(t *testing.T) {
 // from the parent is stale and goes nowhere, and a retransmission waits
 // for the parent, the partial going up, never down as a result.
 func TestDenseUplinkParentResult(t *testing.T) {
-	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: 64 * 1024, BufferBytes: 1024}, nopEgress{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := unit.Memory().Reserve(8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDense(DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
-		Elements: 4, PacketElems: 4, Quota: q, KeepResults: true, Uplink: &Uplink{Child: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newUplinkDense(t)
 	r := rand.New(rand.NewPCG(10, 10))
 	inputs := randomInputs(r, wire.Int32, wire.OpSum, 2, 4)
 	c := &treeCapture{}

@@ -40,19 +40,8 @@ func (c *waitingCapture) Emit(h *wire.Header, payload []byte) {
 // The header's block field is the retransmitted packet's.
 func TestWaitingNamesLargeBlocks(t *testing.T) {
 	const nblocks = 1<<16 + 3
-	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: 64 << 10, BufferBytes: 1024}, nopEgress{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := unit.Memory().Reserve(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDense(DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
-		Elements: nblocks, PacketElems: 1, Quota: q})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := buildDense(t, DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
+		Elements: nblocks, PacketElems: 1}, 4)
 	c := &waitingCapture{}
 	v := newVUnit(c, 1)
 	defer v.close()
