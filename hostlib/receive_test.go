@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,17 @@ var (
 // state of call 1 set up (offlineCall).
 func offlineSession(t testing.TB, o Options, ack wire.JoinAckBody) *Session {
 	t.Helper()
+	s := unadmitted(t, o)
+	if err := s.admit(&ack); err != nil {
+		t.Fatal(err)
+	}
+	s.offlineCall()
+	return s
+}
+
+// unadmitted is an offline session before the switch's join-ack.
+func unadmitted(t testing.TB, o Options) *Session {
+	t.Helper()
 	o.Switch = offlineSwitch.String()
 	o = o.withDefaults()
 	if err := o.validate(); err != nil {
@@ -37,11 +49,37 @@ func offlineSession(t testing.TB, o Options, ack wire.JoinAckBody) *Session {
 	// No reader, no receive batches: the tests hand datagrams to results.
 	s := &Session{opts: o, sw: offlineSwitch, conn: offlineConn, esize: o.DType.Size(), closing: make(chan struct{})}
 	s.hdr = wire.Header{Type: wire.TypeData, Job: o.Job, Token: o.Token, Child: uint16(o.Rank), DType: o.DType, Op: o.Op}
-	if err := s.admit(&ack); err != nil {
-		t.Fatal(err)
-	}
-	s.offlineCall()
 	return s
+}
+
+// A join-ack that does not fit the job (a switch out of step with it, or
+// lying) is refused by name before anything is sized from it: the
+// window, the elements or pairs per packet, the block count.
+func TestAdmitChecksJoinAck(t *testing.T) {
+	dense := Options{Job: 7, Token: 1, Rank: 1, World: 4, DType: wire.Float32, Op: wire.OpSum, Elements: 37}
+	sparse := dense
+	sparse.Sparse, sparse.Elements = true, 100
+	ok := wire.JoinAckBody{Window: 4, Algo: wire.AlgoSingle, PacketElems: 8, Blocks: 5, QuotaBuffers: 8}
+	with := func(f func(*wire.JoinAckBody)) wire.JoinAckBody { a := ok; f(&a); return a }
+	for _, tc := range []struct {
+		name string
+		o    Options
+		ack  wire.JoinAckBody
+		want string
+	}{
+		{"no window", dense, with(func(a *wire.JoinAckBody) { a.Window = 0 }), "grants a window of 0 blocks"},
+		{"no elements per packet", dense, with(func(a *wire.JoinAckBody) { a.PacketElems = 0 }), "asks for 0 elements per packet, outside 1.."},
+		{"a packet past a datagram", dense, with(func(a *wire.JoinAckBody) { a.PacketElems = 1 << 20 }), "asks for 1048576 elements per packet, outside 1.."},
+		{"blocks that do not cut the vector", dense, with(func(a *wire.JoinAckBody) { a.Blocks = 4 }), "says 4 blocks, but 37 elements in packets of 8 make 5"},
+		{"no pairs per packet", sparse, with(func(a *wire.JoinAckBody) { a.PacketElems = 0 }), "asks for 0 pairs per packet, outside 1.."},
+		{"more sparse blocks than elements", sparse, with(func(a *wire.JoinAckBody) { a.Blocks = 101 }), "says 101 blocks for 100 elements, outside 1..100"},
+		{"sparse blocks that do not cut the vector", sparse, with(func(a *wire.JoinAckBody) { a.Blocks = 40 }), "says 40 blocks, but 100 elements in blocks of 3 make 34"},
+	} {
+		err := unadmitted(t, tc.o).admit(&tc.ack)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: admit = %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
 }
 
 // offlineCall resets s to the start of call 1 over a zero vector.

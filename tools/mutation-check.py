@@ -205,6 +205,13 @@ MUTANTS = [
     ("Y4", "python/flare/buffers.py", "    if not a.flags.c_contiguous:", "    if False:", None),
     ("Y5", "python/flare/buffers.py", "    if not a.dtype.isnative:", "    if False:", None),
     ("Y6", "python/flare/buffers.py", "    if not t.is_contiguous():", "    if False:", None),
+    # the host's checks of the switch's join-ack (hostlib/kind.go, sparse.go; wire/body.go): a switch out of step with the job, or lying
+    ("K1", "hostlib/kind.go", "\tif a.Window == 0 {", "\tif false {", None),
+    ("K2", "hostlib/kind.go", "\tcase int64(a.Blocks) != int64(blockCount(n, pe)):", "\tcase false:", None),
+    ("K3", "hostlib/kind.go", "\tcase pe < 1 || pe > maxPE:", "\tcase pe < 1:", None),
+    ("K4", "hostlib/sparse.go", "\tif blockCount(n, be) != blocks {", "\tif false {", None),
+    ("K5", "hostlib/sparse.go", "\tcase blocks < 1 || blocks > wire.MaxSparseBlocks || blocks > n:", "\tcase blocks < 1:", None),
+    ("K6", "wire/body.go", "\tif !g.Addr().IsMulticast() || g.Port() == 0 || binary.BigEndian.Uint16(b[ackOffGroupRes:]) != 0 {", "\tif g.Port() == 0 {", None),
     # the host's receive path (hostlib/receive.go)
     ("H1", "hostlib/receive.go", "\tcase h.Generation != s.gen:\n\t\treturn dropGeneration", "\tcase false:\n\t\treturn dropGeneration", None),
     ("H2", "hostlib/receive.go", "\tcase int64(h.Block) >= int64(s.blocks):\n\t\treturn dropBlock", "\tcase false:\n\t\treturn dropBlock", None),
