@@ -8,20 +8,20 @@ sparse handler (its tables' flush and the sparse tree), bounded mode,
 the element kernels, the socket layer's GRO split and GSO runs, the
 wire's checks, the processing unit's L1 memory, the daemon's member,
 join, abort, admission and parent checks and its limits on what
-strangers can make it hold, the host's call, receive path, sparse stream
-assembly and merge and staggered order, and the Python package's buffers
-and PyTorch reducer. A guard removed, a comparison moved by one, a sum
-made a copy. For each, the script applies it to a scratch copy of the
-tree (a git worktree of HEAD under a temporary directory; this tree is
-never touched), runs `go test` on the mutant's package (and on any
-package ALSO names for it), or `make python-test` for a mutant in
-python/, and says which test failed first ("killed"; -failfast stops
-there, as a mutant of the generation rule can make a real-time test wait
-out its timeouts) or that every test passed ("SURVIVED"). A survivor is
-a defect the tests let through, unless the mutant is marked equivalent:
-one that cannot change what the code does for any input (the reason is
-given). A mutant whose text is no longer in its file is reported, so the
-list goes stale loudly.
+strangers can make it hold, the host's call, its checks of a join-ack,
+its receive path, sparse stream assembly and merge and staggered order,
+and the Python package's buffers and PyTorch reducer. A guard removed, a
+comparison moved by one, a sum made a copy. For each, the script applies
+it to a scratch copy of the tree (a git worktree of HEAD under a
+temporary directory; this tree is never touched), runs `go test` on the
+mutant's package (and on any package ALSO names for it), or `make
+python-test` for a mutant in python/, and says which test failed first
+("killed"; -failfast stops there, as a mutant of the generation rule can
+make a real-time test wait out its timeouts) or that every test passed
+("SURVIVED"). A survivor is a defect the tests let through, unless the
+mutant is marked equivalent: one that cannot change what the code does
+for any input (the reason is given). A mutant whose text is no longer in
+its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
