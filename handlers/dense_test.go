@@ -433,27 +433,28 @@ func TestDenseUplink(t *testing.T) {
 	}
 }
 
-// newUplinkDense is a leaf's job: 2 children, one block of 4 int32, its
-// partial sent up as child 3, results kept.
-func newUplinkDense(t *testing.T) *Dense {
-	return buildDense(t, DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
+// newUplinkLeaf is a leaf's job (2 children, one block of 4 int32, its
+// partial sent up as child 3, results kept) on a unit of one core, what
+// it emits captured, and run, which hands it a packet at a time.
+func newUplinkLeaf(t *testing.T) (*Dense, *treeCapture, func(p *hpu.Packet, at int64)) {
+	d := buildDense(t, DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 2, DType: wire.Int32, Op: wire.OpSum,
 		Elements: 4, PacketElems: 4, KeepResults: true, Uplink: &Uplink{Child: 3}}, 8)
+	c := &treeCapture{}
+	v := newVUnit(c, 1)
+	t.Cleanup(v.close)
+	return d, c, func(p *hpu.Packet, at int64) {
+		p.Handler = d
+		v.run(p, at)
+	}
 }
 
 // A host retransmitting a block its leaf sent up, before the parent's
 // result came down, hears that the block waits for the parent, and the
 // partial goes up again once per UplinkResendGap.
 func TestDenseUplinkWaitsForParent(t *testing.T) {
-	d := newUplinkDense(t)
+	_, c, run := newUplinkLeaf(t)
 	r := rand.New(rand.NewPCG(9, 9))
 	pkts := makePackets(r, randomInputs(r, wire.Int32, wire.OpSum, 2, 4), wire.Int32, wire.OpSum, 4, 1, 0)
-	c := &treeCapture{}
-	v := newVUnit(c, 1)
-	defer v.close()
-	run := func(p *hpu.Packet, at int64) {
-		p.Handler = d
-		v.run(p, at)
-	}
 	for _, p := range pkts {
 		run(p, 1)
 	}
@@ -476,16 +477,9 @@ func TestDenseUplinkWaitsForParent(t *testing.T) {
 // from the parent is stale and goes nowhere, and a retransmission waits
 // for the parent, the partial going up, never down as a result.
 func TestDenseUplinkParentResult(t *testing.T) {
-	d := newUplinkDense(t)
+	d, c, run := newUplinkLeaf(t)
 	r := rand.New(rand.NewPCG(10, 10))
 	inputs := randomInputs(r, wire.Int32, wire.OpSum, 2, 4)
-	c := &treeCapture{}
-	v := newVUnit(c, 1)
-	defer v.close()
-	run := func(p *hpu.Packet, at int64) {
-		p.Handler = d
-		v.run(p, at)
-	}
 	parent := []byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0} // the whole job's sum, from above
 	fromParent := func(gen uint32) *hpu.Packet {
 		return &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 1, Generation: gen,

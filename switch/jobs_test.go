@@ -118,8 +118,7 @@ func TestJoinMismatch(t *testing.T) {
 // tell a partial block released below from a late one.
 func TestJoinBoundedUnderParent(t *testing.T) {
 	fx := newJobFixture(t, func(c *Config) { c.Parent = "10.0.0.9:7470" })
-	h := wire.Header{Job: 6, Token: 6, DType: wire.Float32, Op: wire.OpSum}
-	fx.deliver(fzRank0, wire.AppendJoin(nil, &h, &wire.JoinBody{World: 1, Options: wire.OptBounded, Elements: fzElements, DeadlineMillis: 5}))
+	fx.deliver(fzRank0, testJoin(6, 6, 0, 1, wire.OptBounded))
 	fx.refused(6, wire.CodeBadRequest, "bounded time needs one switch")
 }
 
