@@ -150,7 +150,7 @@ func TestRingCancel(t *testing.T) {
 	start := time.Now()
 	wg.Go(func() { errs[0] = rings[0].AllReduce(short, make([]byte, 4096), wire.Float32, wire.OpSum) })
 	wg.Go(func() { errs[1] = rings[1].AllReduce(long, make([]byte, 4096), wire.Float32, wire.OpSum) })
-	wg.Wait()
+	waitGroupFor(t, &wg, 20*time.Second, "the cancelled call and its neighbour's")
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("cancelled calls took %v", d)
 	}
@@ -246,13 +246,18 @@ func TestRingBadArguments(t *testing.T) {
 		n    int
 		dt   wire.DType
 		op   wire.Op
+		want string
 	}{
-		{"partial element", 3, wire.Int16, wire.OpSum},
-		{"bitwise on float", 8, wire.Float32, wire.OpXor},
-		{"unknown dtype", 8, wire.DType(99), wire.OpSum},
+		{"partial element", 3, wire.Int16, wire.OpSum, "buffer of 3 bytes is not a whole number of int16 elements"},
+		{"bitwise on float", 8, wire.Float32, wire.OpXor, "xor"},
+		{"unknown dtype", 8, wire.DType(99), wire.OpSum, "dtype(99)"},
 	} {
-		if err := rings[0].AllReduce(t.Context(), make([]byte, c.n), c.dt, c.op); err == nil {
-			t.Errorf("%s: no error", c.name)
+		// (Bounded: a call that went ahead would wait for rank 1.)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		err := rings[0].AllReduce(ctx, make([]byte, c.n), c.dt, c.op)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
 	inputs := [][]byte{{1, 0}, {2, 0}}
@@ -410,6 +415,19 @@ func checkRingResult(t *testing.T, name string, dt wire.DType, op wire.Op, input
 		if !bytes.Equal(g, got[0]) {
 			t.Errorf("%s: rank %d's result differs from rank 0's", name, i)
 		}
+	}
+}
+
+// waitGroupFor waits for wg, failing the test if that takes longer than
+// d: a call that should have returned and hangs.
+func waitGroupFor(t *testing.T, wg *sync.WaitGroup, d time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
 	}
 }
 
