@@ -91,7 +91,8 @@ func TestMulticastResults(t *testing.T) {
 
 // A job with one rank that does not ask runs unicast for everyone; a
 // pool of one group serves one job at a time, and a second job running
-// alongside falls back to unicast. Both sum right.
+// alongside falls back to unicast. Both sum right. Once the first ends,
+// a third job gets the group.
 func TestMulticastFallsBackToUnicast(t *testing.T) {
 	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.81.8/32")})
 	const elements = 20_000
@@ -106,6 +107,17 @@ func TestMulticastFallsBackToUnicast(t *testing.T) {
 	checkSums(t, second, elements, 2)
 	if got := sw.MulticastGroupsInUse(); got != 1 {
 		t.Errorf("%d groups in use with a pool of one and two jobs asking, want 1", got)
+	}
+	// Once the job holding it ends, the group serves the next job.
+	for _, s := range first {
+		s.Close()
+	}
+	waitFor(t, "the group back in the pool", func() bool { return sw.MulticastGroupsInUse() == 0 })
+	third := mcRanks(t, sw, 6, 2, elements, func(int) bool { return true })
+	before := groupTxPackets(sw)
+	checkSums(t, third, elements, 1)
+	if got := sw.MulticastGroupsInUse(); got != 1 || groupTxPackets(sw) == before {
+		t.Errorf("a job asking after the group came back: %d groups in use and %d datagrams sent to it, want 1 and more than %d", got, groupTxPackets(sw), before)
 	}
 }
 

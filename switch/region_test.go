@@ -54,3 +54,41 @@ func TestRegionPoolLastBackFirstOut(t *testing.T) {
 		t.Fatalf("with all lent and the context ended: %p, %v; want nil and the context's error", r, err)
 	}
 }
+
+// TestHeldRefsGiveBackToTheirOwn drops finished packets of two jobs and
+// two regions, interleaved as a core runs them, into one heldRefs: each
+// job's count in flight and each region's holds fall by its own packets
+// alone, so a job's teardown neither waits forever for another's packets
+// nor frees the job while its own are in flight, and a region goes back
+// to its reader when its last packet is done, not before.
+func TestHeldRefsGiveBackToTheirOwn(t *testing.T) {
+	var a, b readerCounts
+	a.inflight.Store(4) // one more than the packets below: one still runs
+	b.inflight.Store(2)
+	p := newRegionPool(2)
+	g1, g2 := &inRegion{pool: p}, &inRegion{pool: p}
+	g1.refs.Store(3)
+	g2.refs.Store(3) // one more than its packets: the reader still holds it
+	var h heldRefs
+	for _, d := range []struct {
+		c *readerCounts
+		g *inRegion
+	}{{&a, g1}, {&a, g1}, {&b, g1}, {&a, g2}, {&b, g2}} {
+		h.drop(d.c, d.g)
+	}
+	h.flush()
+	if n, m := a.inflight.Load(), b.inflight.Load(); n != 1 || m != 0 {
+		t.Errorf("in flight after the packets were done: job a %d, job b %d; want 1 and 0", n, m)
+	}
+	if n, m := g1.refs.Load(), g2.refs.Load(); n != 0 || m != 1 {
+		t.Errorf("region holds after the packets were done: %d and %d, want 0 and 1 (the reader's)", n, m)
+	}
+	if r := p.free.get(); r != g1 || p.free.get() != nil {
+		t.Errorf("the regions back with the reader: %p first, want the first region (%p) alone", r, g1)
+	}
+	h.drop(&a, nil) // the last, received into a packet buffer: it holds no region
+	h.flush()
+	if n := a.inflight.Load(); n != 0 {
+		t.Errorf("job a's count is %d after its last packet was done, want 0", n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/wire"
 )
 
 // TestSendOwn checks what a reader sends itself after its batch: with
@@ -133,5 +134,33 @@ func TestSendRun(t *testing.T) {
 				t.Errorf("%d send buffers back on the reader's list, want the run's %d", n, coreRun-1)
 			}
 		})
+	}
+}
+
+// TestEmitFromCollectsOnItsCore: with Config.SharedCPUs, a core running
+// on its own goroutine (not borrowed by a reader) collects what it emits
+// in its own run for the writer; only a borrowed core's emits join the
+// reader's own batch, which the reader alone may touch.
+func TestEmitFromCollectsOnItsCore(t *testing.T) {
+	const id, token = 7, 0x1234
+	fx := newJobFixture(t, func(c *Config) { c.SharedCPUs = true })
+	s := fx.s
+	fx.deliver(fzRank0, testJoin(id, token, 0, 2, 0))
+	fx.deliver(fzRank1, testJoin(id, token, 1, 2, 0))
+	ip := fx.deliver(fzRank0, testData(id, token, 0, 1, 0, 0))
+	if ip == nil {
+		t.Fatal("the data packet was not accepted")
+	}
+	defer s.inFree[ip.rd].put(ip)
+	if s.sends[ip.rd].own == nil || s.unit.Borrowed(0) {
+		t.Fatal("want a reader that sends its own batch, and core 0 not borrowed")
+	}
+	h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: id, Token: token, Generation: 1, Count: 1}
+	s.EmitFrom(0, &ip.pkt, &h, make([]byte, 4))
+	if n := len(s.sends[ip.rd].own.held); n != 0 {
+		t.Errorf("%d packets in the reader's own batch from a core on its own goroutine, want 0", n)
+	}
+	if n := s.cores[0][ip.rd].run.n; n != 1 {
+		t.Errorf("core 0's run holds %d packets, want the 1 it emitted", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,14 +20,27 @@ import (
 	"github.com/flare-net/flare/internal/inproc"
 )
 
+// stopWithin is how long a group's servers get to stop when a test ends.
+const stopWithin = time.Minute
+
 // Group returns an empty group that is closed when t and its subtests end;
-// an error from Close (the first a server stopped with) fails t.
+// an error from Close (the first a server stopped with) fails t, and so
+// does a server that has not stopped within a minute (a job's teardown
+// waiting for packets that will never be done, say), instead of the
+// test binary hanging until its timeout.
 func Group(t testing.TB) *inproc.Group {
 	t.Helper()
 	g := inproc.New(context.Background())
 	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+		closed := make(chan error, 1)
+		go func() { closed <- g.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		case <-time.After(stopWithin):
+			t.Errorf("a server of the group did not stop within %v of the test's end", stopWithin)
 		}
 	})
 	return g
