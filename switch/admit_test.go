@@ -101,7 +101,7 @@ func TestHugeShapesRefused(t *testing.T) {
 			if grow := after.TotalAlloc - before.TotalAlloc; grow > tc.maxHeapGrow {
 				t.Errorf("refusing the join allocated %d bytes", grow)
 			}
-			fx.s.wg.Wait() // the refused job's teardown
+			waitTeardowns(t, fx.s) // the refused job's teardown
 			if n := fx.s.budget.reserved.Load(); n != 0 || fx.s.jobs.get(9) != nil {
 				t.Errorf("after the refusal: %d bytes reserved, job in table %v", n, fx.s.jobs.get(9) != nil)
 			}
@@ -132,7 +132,7 @@ func TestRefusalNamesSetting(t *testing.T) {
 			t.Errorf("refusal %q does not say %q", msg, w)
 		}
 	}
-	fx.s.wg.Wait()
+	waitTeardowns(t, fx.s)
 }
 
 // TestBudgetAccounting checks that admitted jobs reserve their footprint
@@ -162,7 +162,7 @@ func TestBudgetAccounting(t *testing.T) {
 	}
 	fx.end(1)
 	fx.end(3)
-	s.wg.Wait()
+	waitTeardowns(t, s)
 	if n := s.budget.reserved.Load(); n != 0 {
 		t.Errorf("%d bytes still reserved after every job ended", n)
 	}
@@ -223,7 +223,7 @@ func TestAdmissionOffTheReader(t *testing.T) {
 	s.settle()
 	fx.end(1)
 	fx.end(2)
-	s.wg.Wait()
+	waitTeardowns(t, s)
 	if n := s.budget.reserved.Load(); n != 0 || len(fx.replies().acks) != 0 {
 		t.Errorf("after the jobs ended: %d bytes reserved", n)
 	}
@@ -262,7 +262,7 @@ func TestHalfJoinedFlood(t *testing.T) {
 	// in goroutines of their own: what is still reserved once they are
 	// done is what the switch holds.
 	s.settle()
-	s.wg.Wait()
+	waitTeardowns(t, s)
 	if n := s.budget.reserved.Load(); n > int64(s.cfg.MaxPendingPerSource)*(s.pendingJobCharge()+pendingMemberBytes)+4<<20 {
 		t.Errorf("%d bytes reserved: more than the pending limit's worth and the two jobs", n)
 	}
@@ -322,7 +322,7 @@ func TestIdleJobEnds(t *testing.T) {
 		t.Fatal("the job ended at half its idle time")
 	}
 	s.reap(start.Add(s.cfg.JobIdle + time.Second))
-	s.wg.Wait()
+	waitTeardowns(t, s)
 	if s.jobs.get(5) != nil || s.budget.reserved.Load() != 0 {
 		t.Fatalf("after JobIdle with no packet: the job is there %v, %d bytes reserved", s.jobs.get(5) != nil, s.budget.reserved.Load())
 	}

@@ -428,7 +428,7 @@ func (fx *handleFixture) close(t *testing.T) {
 		s.endLocked(j, "test")
 	}
 	s.jobs.mu.Unlock()
-	s.wg.Wait()
+	waitTeardowns(t, s)
 	if m := s.unit.Memory(); m.InUse() != 0 || m.Free() != m.Total() {
 		t.Fatalf("after every job ended: %d buffers in use, %d of %d free", m.InUse(), m.Free(), m.Total())
 	}

@@ -130,7 +130,7 @@ func (fx *jobFixture) refused(job uint32, code wire.ErrorCode, want string) {
 	if len(r.errors) != 1 || r.errors[0].Code != code || !strings.Contains(r.errors[0].Message(), want) || len(r.acks) != 0 {
 		fx.t.Fatalf("got %v and %d acks, want one %v saying %q", r.errors, len(r.acks), code, want)
 	}
-	fx.s.wg.Wait() // a refused admission's teardown
+	waitTeardowns(fx.t, fx.s) // a refused admission's teardown
 	if n := fx.s.budget.reserved.Load(); n != 0 || fx.s.jobs.get(job) != nil {
 		fx.t.Errorf("after the refusal: %d bytes reserved, job %d in the table: %v", n, job, fx.s.jobs.get(job) != nil)
 	}

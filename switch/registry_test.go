@@ -294,7 +294,7 @@ func TestAdmissionMemoryCap(t *testing.T) {
 	if s.jobs.get(7) != nil {
 		t.Error("the refused job is still in the table")
 	}
-	s.wg.Wait()
+	waitTeardowns(t, s)
 	if n := s.unit.Memory().InUse(); n != 0 {
 		t.Errorf("%d buffers in use after the refused job ended, want 0", n)
 	}
@@ -451,7 +451,7 @@ func checkEnded(t *testing.T, s *Switch, why string) {
 			t.Errorf("sent %+v, want unknown-job to %v saying %q with the job's token", p, to, why)
 		}
 	}
-	s.wg.Wait()
+	waitTeardowns(t, s)
 	if n := s.unit.Memory().InUse(); n != 0 {
 		t.Errorf("%d buffers in use after job 7 ended, want 0", n)
 	}

@@ -85,6 +85,20 @@ func (fx *jobFixture) waitAdmitted(id uint32) {
 	fx.t.Fatalf("job %d was not admitted within 20 s", id)
 }
 
+// waitTeardowns waits for the teardowns of the jobs that ended on s, for
+// at most 20 s: a teardown that waits for packets never given back fails
+// the test rather than hanging the binary until its timeout.
+func waitTeardowns(t *testing.T, s *Switch) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the ended jobs' teardowns did not finish within 20 s: a job's packets in flight were never all given back")
+	}
+}
+
 func (fx *jobFixture) end(id uint32) {
 	s := fx.s
 	s.jobs.mu.Lock()
@@ -157,7 +171,7 @@ func TestLookedUpPacketAfterTeardown(t *testing.T) {
 				t.Fatal("the job was not admitted")
 			}
 			fx.end(id)
-			fx.s.wg.Wait() // the teardown has closed the handler and released the quota
+			waitTeardowns(t, fx.s) // the teardown has closed the handler and released the quota
 			tc.step(fx, j)
 		})
 	}
@@ -208,7 +222,7 @@ func TestRunHoldsItsJob(t *testing.T) {
 		t.Fatalf("the job's memory went back (%d of %d bytes reserved) while its packet was in flight", n, reserved)
 	}
 	fx.run(first) // runs on the open handler; done and Flush give its count back
-	fx.s.wg.Wait()
+	waitTeardowns(t, fx.s)
 	if n := j.inflight(); n != 0 {
 		t.Errorf("%d in flight after the packet ran", n)
 	}
@@ -272,5 +286,5 @@ func TestEmitFindsThePacketsJob(t *testing.T) {
 		}
 		t.Errorf("the old job's result goes to %v (unicast %v), want its own members %v", addrs, out[0].to, old.addrs)
 	}
-	fx.s.wg.Wait()
+	waitTeardowns(t, fx.s)
 }
