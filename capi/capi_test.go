@@ -23,22 +23,7 @@ import (
 // itself; this test checks that each rank passed every step and that the
 // example covered exactly the (dtype, op) pairs the switch supports.
 func TestCExample(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: cannot compile examples/c/allreduce.c against libflare (apt-get install gcc)")
-	}
-	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err != nil || strings.TrimSpace(string(out)) != "1" {
-		t.Skipf("cgo is disabled (go env CGO_ENABLED = %q, %v): libflare needs it (CGO_ENABLED=1)", strings.TrimSpace(string(out)), err)
-	}
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libflare.so")
-	flare := filepath.Join(dir, "flare")
-	example := filepath.Join(dir, "allreduce")
-	run(t, "go", "build", "-buildmode=c-shared", "-o", lib, ".")
-	run(t, "go", "build", "-o", flare, "../cmd/flare")
-	run(t, gcc, "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-o", example, "../examples/c/allreduce.c",
-		"-L"+dir, "-lflare", "-Wl,-rpath,"+dir)
-
+	example, flare := buildC(t, "../examples/c/allreduce.c")
 	sw, stop := startSwitch(t, flare)
 	defer stop()
 	const world = 3
@@ -79,6 +64,55 @@ func TestCExample(t *testing.T) {
 		}
 	}
 	t.Logf("rank 0:\n%s", &outs[0])
+}
+
+// TestCChecks runs testdata/checks.c against `flare switch`: the C
+// library's own checks of a caller's arguments (options a C type allows
+// and hostlib's cannot hold, a call's count, dtype and op against the
+// job's, NULL pointers, a dense call on a sparse job and the reverse,
+// a closed handle, the contributors' capacity), each refused by name,
+// leaving the buffer and the session as they were, and the last error
+// cleared by the next call that succeeds.
+func TestCChecks(t *testing.T) {
+	checks, flare := buildC(t, "testdata/checks.c")
+	sw, stop := startSwitch(t, flare)
+	defer stop()
+	cmd := exec.Command(checks, sw)
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitTimeout(cmd, time.Minute); err != nil {
+		t.Errorf("checks: %v\n%s", err, &errs)
+	}
+	t.Logf("%s", &out)
+	if n := len(okLines(out.String())); !t.Failed() && n < 23 {
+		t.Errorf("%d checks passed, want all 23", n)
+	}
+}
+
+// buildC builds libflare.so, the flare binary and the C program src
+// against the library, in a directory of the test's, and returns the
+// program's and flare's paths. It skips the test where there is no C
+// compiler or cgo is off.
+func buildC(t *testing.T, src string) (prog, flare string) {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skipf("gcc not found: cannot compile %s against libflare (apt-get install gcc)", src)
+	}
+	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Skipf("cgo is disabled (go env CGO_ENABLED = %q, %v): libflare needs it (CGO_ENABLED=1)", strings.TrimSpace(string(out)), err)
+	}
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libflare.so")
+	flare = filepath.Join(dir, "flare")
+	prog = filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
+	run(t, "go", "build", "-buildmode=c-shared", "-o", lib, ".")
+	run(t, "go", "build", "-o", flare, "../cmd/flare")
+	run(t, gcc, "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-o", prog, src, "-L"+dir, "-lflare", "-Wl,-rpath,"+dir)
+	return prog, flare
 }
 
 // supportedPairs lists "dtype op" for every built-in op defined on every
