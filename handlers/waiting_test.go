@@ -218,3 +218,49 @@ func (c *countingEgress) Emit(h *wire.Header, payload []byte) {
 		}
 	}
 }
+
+// A waiting report answers a retransmission alone: a plain duplicate (the
+// network's copy) gets none. It goes to the rank that retransmitted (the
+// header's child), and names at most eight missing ranks, counting the
+// rest. A leaf's report that its block waits for the parent is for a
+// retransmission alone too.
+func TestWaitingOnlyForRetransmissions(t *testing.T) {
+	d := buildDense(t, DenseConfig{Job: 1, Algo: wire.AlgoSingle, Children: 12, DType: wire.Int32, Op: wire.OpSum,
+		Elements: 1, PacketElems: 1}, 4)
+	c := &waitingCapture{}
+	v := newVUnit(c, 1)
+	defer v.close()
+	p := &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: 2, Child: 5,
+		DType: wire.Int32, Op: wire.OpSum, Count: 1}, Payload: make([]byte, 4), Handler: d}
+	v.run(p, 0)
+	dup := *p
+	v.run(&dup, 0)
+	if len(c.texts) != 0 {
+		t.Fatalf("a plain duplicate got reports %q, want none", c.texts)
+	}
+	again := *p
+	again.Hdr.Flags |= wire.FlagRetransmit
+	v.run(&again, 0)
+	want := "block 0 of allreduce 2 waits for ranks 0, 1, 2, 3, 4, 6, 7, 8 and 3 more: nothing from them yet"
+	if len(c.texts) != 1 || c.texts[0] != want || c.hdrs[0].Child != 5 {
+		t.Fatalf("reports %q (to child %v), want [%q] to child 5", c.texts, c.hdrs, want)
+	}
+	d.Close()
+
+	_, tc, run := newUplinkLeaf(t)
+	for rank := range 2 { // the block completes here and goes up
+		run(&hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: 1, Child: uint16(rank),
+			DType: wire.Int32, Op: wire.OpSum, Count: 4}, Payload: make([]byte, 16)}, 1)
+	}
+	late := &hpu.Packet{Hdr: wire.Header{Version: wire.Version, Type: wire.TypeData, Job: 1, Generation: 1, Child: 1,
+		DType: wire.Int32, Op: wire.OpSum, Count: 4}, Payload: make([]byte, 16)}
+	run(late, 2)
+	if len(tc.waiting) != 0 {
+		t.Fatalf("a plain duplicate at a leaf got reports %q, want none", tc.waiting)
+	}
+	late.Hdr.Flags |= wire.FlagRetransmit
+	run(late, 3)
+	if len(tc.waiting) != 1 || !strings.Contains(tc.waiting[0], "waits for the parent switch") {
+		t.Fatalf("a retransmission at a leaf got reports %q, want one saying the block waits for the parent", tc.waiting)
+	}
+}

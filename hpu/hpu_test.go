@@ -284,6 +284,40 @@ func TestCompletionStage(t *testing.T) {
 	}
 }
 
+// gatekeeper is a recorder with a header stage that rejects odd blocks.
+type gatekeeper struct{ *recorder }
+
+func (g gatekeeper) Header(t *Task) bool { return t.Pkt.Hdr.Block%2 == 0 }
+
+// A packet the header stage rejects runs neither Payload nor Completion,
+// is given back all the same, and is counted rejected, not handled.
+func TestHeaderStageRejects(t *testing.T) {
+	u, wg := startUnit(t, Config{})
+	g := gatekeeper{newRecorder()}
+	for i := range 10 {
+		p := pkt(g, uint32(i))
+		p.Hdr.Flags = wire.FlagLast
+		wg.Add(1)
+		if err := u.SubmitWait(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	g.mu.Lock()
+	for blk := range g.ran {
+		if blk%2 != 0 {
+			t.Errorf("Payload ran for block %d, which the header stage rejected", blk)
+		}
+	}
+	g.mu.Unlock()
+	if n := g.complete.Load(); n != 5 {
+		t.Errorf("completion ran %d times, want 5 (the accepted packets)", n)
+	}
+	if st := u.Stats().Total(); st.Packets != 5 || st.Rejected != 5 {
+		t.Errorf("stats: %d packets handled, %d rejected; want 5 and 5", st.Packets, st.Rejected)
+	}
+}
+
 func TestSubmitAfterStop(t *testing.T) {
 	u, err := New(Config{}, &nopEgress{}, nil)
 	if err != nil {

@@ -221,12 +221,104 @@ MUTANTS = [
     ("H6", "hostlib/receive.go", "\tcase d.Addr != s.sw:\n\t\tr = dropSource", "\tcase false:\n\t\tr = dropSource", None),
     ("H7", "hostlib/receive.go", "\t\tcase h.Token != s.opts.Token:", "\t\tcase false:", None),
     ("H8", "hostlib/receive.go", "\t\tif int64(p.Index(i)) >= int64(n) {", "\t\tif int64(p.Index(i)) > int64(n) {", None),
+    # the host ring, the baseline (hostlib/ring.go, ring_sparse.go): its chunks, its folds, its frame and hello checks, its failure
+    ("O1", "hostlib/ring.go", "\t\treturn buf[i*n/p*size : (i+1)*n/p*size]", "\t\treturn buf[i*n/p*size : (i+1)*n/p*size-size*(i&1)]", None),
+    ("O2", "hostlib/ring.go", "chunk(r.pos-s), chunk(r.pos-s-1), fold)", "chunk(r.pos-s), chunk(r.pos-s+1), fold)", None),
+    ("O3", "hostlib/ring.go", "chunk(r.pos+1-s), chunk(r.pos-s), nil)", "chunk(r.pos+1-s), chunk(r.pos-s), fold)", None),
+    ("O4", "hostlib/ring.go", "\t\t\tfold(in[off:off+len(piece)], piece)", "\t\t\tcopy(in[off:off+len(piece)], piece)", None),
+    ("O5", "hostlib/ring.go", "gen != r.gen || step", "step", None),
+    ("O6", "hostlib/ring.go", "step != uint16(s) || gotDT", "gotDT", None),
+    ("O7", "hostlib/ring.go", "gotDT != dt || gotOp", "gotOp", None),
+    ("O8", "hostlib/ring.go", "gotOp != op || gotLen", "gotLen", None),
+    ("O9", "hostlib/ring.go", " || gotLen != uint32(length):", ":", None),
+    ("O10", "hostlib/ring.go", "\tcase marker != ringMarker:", "\tcase false && marker != ringMarker:", None),
+    ("O11", "hostlib/ring.go", "\tcase world != uint32(r.world):", "\tcase false:", None),
+    ("O12", "hostlib/ring.go", "\tcase rank != uint32(want):", "\tcase false:", None),
+    ("O13", "hostlib/ring.go", "\tcase binary.BigEndian.Uint64(h[16:]) != r.fingerprint:", "\tcase false:", None),
+    ("O14", "hostlib/ring.go", "rank < 0 || rank >= p || seen[rank]", "rank < 0 || rank >= p", None),
+    ("O15", "hostlib/ring.go", "\tif err := receive(); err != nil {\n\t\tr.abort(err)\n\t}", "\t_ = receive()", None),
+    ("O16", "hostlib/ring.go", "\t\treturn fmt.Errorf(\"hostlib: ring rank %d: unusable after an earlier failure: %w\", r.rank, err)\n\t}\n\tif r.world == 1 {",
+     "\t\t_ = err\n\t}\n\tif r.world == 1 {", None),
+    ("O17", "hostlib/ring.go", "\tstop := context.AfterFunc(ctx, func() {\n\t\tr.abort(fmt.Errorf(\"hostlib: ring rank %d: allreduce interrupted",
+     "\tstop := context.AfterFunc(context.Background(), func() {\n\t\tr.abort(fmt.Errorf(\"hostlib: ring rank %d: allreduce interrupted", None),
+    ("O18", "hostlib/ring.go", "\tcase h[4] != ringVersion:", "\tcase false:", None),
+    ("O19", "hostlib/ring.go", "\tif len(buf)%dt.Size() != 0 {", "\tif false {", None),
+    ("O20", "hostlib/ring_sparse.go", "\t\tall = append(all, next...)\n\t\tcur = next", "\t\tall = append(all, next...)", None),
+    ("O21", "hostlib/ring_sparse.go", "\tif n > ringSparseMax || int(n)%wire.PairSize(dt) != 0 {", "\tif n > ringSparseMax {", None),
+    ("O22", "hostlib/ring_sparse.go", "\tr.gen++\n\tall :=", "\tall :=", None),
+    # the switch's egress (switch/egress.go, multicast.go): who a packet goes to, the writer's batches and fan-out, what finished packets give back, the multicast pool
+    ("F1", "switch/egress.go", "\t\top.to = live.addrs[h.Child]", "\t\top.to = live.addrs[0]", None),
+    ("F2", "switch/egress.go", "\tcase h.Flags&wire.FlagFromSwitch != 0: // a non-root switch's aggregate, up\n\t\top.to = s.parent\n", "", None),
+    ("F3", "switch/egress.go", "\tif w.rest == nil {\n\t\tw.rest = op\n\t\treturn\n\t}", "\tif w.rest == nil {\n\t\treturn\n\t}", None),
+    ("F4", "switch/egress.go", "\tfor m := 0; m < fan; m++ {\n\t\tfor _, op := range w.held {", "\tfor m := 1; m < fan; m++ {\n\t\tfor _, op := range w.held {", None),
+    ("F5", "switch/egress.go", "\tfor m := 0; m < fan; m++ {\n\t\tfor i := range w.spans {", "\tfor m := 1; m < fan; m++ {\n\t\tfor i := range w.spans {", None),
+    ("F6", "switch/egress.go", "sp.job == op.job && size <= sp.seg && sp.n%sp.seg == 0", "sp.job == op.job && sp.n%sp.seg == 0", None),
+    ("F7", "switch/egress.go", "sp.job == op.job && size <= sp.seg", "size <= sp.seg", None),
+    ("F8", "switch/egress.go", "\tif c != r.c {\n\t\tr.flushJob()\n\t\tr.c = c\n\t}", "\tif r.c == nil {\n\t\tr.c = c\n\t}", None),
+    ("F9", "switch/egress.go", "\tif g != r.region {\n\t\tr.flushRegion()\n\t\tr.region = g\n\t}", "\tif r.region == nil {\n\t\tr.region = g\n\t}", None),
+    ("F10", "switch/egress.go", "\t\tl.held.flush()\n\t\tl.freed.flush()", "\t\tl.freed.flush()", None),
+    ("F11", "switch/egress.go", "\t\tcase transient(err) && !retried:", "\t\tcase false && transient(err) && !retried:", None),
+    ("F12", "switch/egress.go", "\t\tcase op.job != nil && !op.to.IsValid(): // once, to every member (multicast.go)\n\t\t\tmsgs = append(msgs, op.datagram(op.job.group))\n", "", None),
+    ("F13", "switch/egress.go", "\tif ln := &s.sends[rd]; ln.own != nil && s.unit.Borrowed(core) {", "\tif ln := &s.sends[rd]; ln.own != nil {", None),
+    ("F14", "switch/multicast.go", "\t\tif !p.used[i] {\n\t\t\tp.used[i], p.next = true, i+1", "\t\tif true {\n\t\t\tp.used[i], p.next = true, i+1", None),
+    ("F15", "switch/multicast.go", "\t\tp.used[i] = false\n", "", None),
+    ("F16", "switch/multicast.go", "\tif bits := 32 - prefix.Bits(); bits < 16 {\n\t\tn = 1 << bits", "\tif bits := 32 - prefix.Bits(); bits < 16 {\n\t\tn = 1 << bits + 1", None),
+    # the C library (capi/): its handles, its checks of a call's arguments against the job, the results it hands C, a forked child
+    ("Z1", "capi/handles.go", "\tif !live.m[ch] {\n\t\treturn nil, fail(C.FLARE_EHANDLE, fmt.Errorf(\"session handle %d: not a live session (closed, or", "\tif false {\n\t\treturn nil, fail(C.FLARE_EHANDLE, fmt.Errorf(\"session handle %d: not a live session (closed, or", None),
+    ("Z2", "capi/handles.go", "\tif !live.m[ch] {\n\t\treturn nil, fail(C.FLARE_EHANDLE, fmt.Errorf(\"session handle %d: not a live session (closed already", "\tif false {\n\t\treturn nil, fail(C.FLARE_EHANDLE, fmt.Errorf(\"session handle %d: not a live session (closed already", None),
+    ("Z3", "capi/calls.go", "\tcase dtype != C.int(s.opts.DType):", "\tcase false:", None),
+    ("Z4", "capi/calls.go", "\tcase op != C.int(s.opts.Op):", "\tcase false:", None),
+    ("Z5", "capi/calls.go", "\tcase !s.opts.Sparse && uint64(count) != uint64(s.opts.Elements):", "\tcase !s.opts.Sparse && uint64(count) > uint64(s.opts.Elements):", None),
+    ("Z6", "capi/calls.go", "\tcase s.opts.Sparse && uint64(count) > uint64(s.opts.Elements):", "\tcase false:", None),
+    ("Z7", "capi/calls.go", "\tcase count > 0 && (idx == nil || val == nil):", "\tcase false:", None),
+    ("Z8", "capi/calls.go", "\tif buf == nil {\n\t\treturn failf(\"flare_allreduce: buf is NULL\")", "\tif false {\n\t\treturn failf(\"flare_allreduce: buf is NULL\")", None),
+    ("Z9", "capi/calls.go", "min(uint64(capacity), uint64(len(c)), math.MaxInt)", "min(uint64(len(c)), math.MaxInt)", None),
+    ("Z10", "capi/calls.go", "\tcopy(unsafe.Slice(cv, len(rv)), rv)\n", "", None),
+    ("Z11", "capi/calls.go", "\tif s.opts.Sparse {\n\t\treturn failf(\"flare_allreduce: the session joined a sparse job", "\tif false {\n\t\treturn failf(\"flare_allreduce: the session joined a sparse job", None),
+    ("Z12", "capi/calls.go", "\tcase !s.opts.Sparse:\n\t\treturn failf(", "\tcase false:\n\t\treturn failf(", None),
+    ("Z13", "capi/join.go", "\tcase o.elements <= 0:", "\tcase o.elements < 0:", None),
+    ("Z14", "capi/join.go", "\tcase us < 0 || int64(us) > conn.MaxBusyPoll.Microseconds():", "\tcase us < 0:", None),
+    ("Z15", "capi/join.go", "\tif ms < 0 || int64(ms) > math.MaxInt64/int64(time.Millisecond) {", "\tif ms < 0 {", None),
+    ("Z16", "capi/errors.go", "\tcase errors.Is(err, hostlib.ErrAborted):\n\t\treturn C.FLARE_EABORTED\n", "", None),
+    ("Z17", "capi/errors.go", "\t\tif joining {\n\t\t\treturn C.FLARE_EREFUSED\n\t\t}\n", "", None),
+    ("Z18", "capi/flare.c", "    if (pid == flare_loader_pid) {\n        return 0;", "    if (1) {\n        return 0;", None),
+    ("Z19", "capi/flare.c", "        flare_err[0] = '\\0';", "        (void)0;", None),
+    # a child switch in a tree (switch/tree.go): its join at the parent, the parent's answers, local hosts' ranks, its leave
+    ("J1", "switch/tree.go", "\tif body.PacketElems != j.ack.PacketElems || body.Blocks != j.ack.Blocks {", "\tif false {", None),
+    ("J2", "switch/tree.go", "\tj.ack.Window = min(j.ack.Window, body.Window)\n", "", None),
+    ("J3", "switch/tree.go", "\tif j == nil || h.Token != j.token || !j.admitted || j.upAcked {", "\tif j == nil || !j.admitted || j.upAcked {", None),
+    ("J4", "switch/tree.go", "\tif j == nil || h.Token != j.token {\n\t\ts.jobs.mu.Unlock()\n\t\treturn\n\t}\n\tmembers", "\tif j == nil {\n\t\ts.jobs.mu.Unlock()\n\t\treturn\n\t}\n\tmembers", None),
+    ("J5", "switch/tree.go", "\t\tif body.Code == wire.CodeWaiting {\n\t\t\treturn // the parent waits for a sibling: the hosts' retransmissions go on\n\t\t}\n", "", None),
+    ("J6", "switch/tree.go", "\tif int(h.Child) >= s.cfg.LocalHosts {\n\t\treturn 0, false\n\t}\n", "", None),
+    ("J7", "switch/tree.go", "\tif s.cfg.LocalHosts > 0 && rank >= s.cfg.Children {\n\t\trank -= s.cfg.Children\n\t}\n", "", None),
+    ("J8", "switch/tree.go", "\tbody.World = uint16(min(j.hosts, 1<<16-1))\n", "", None),
+    ("J9", "switch/tree.go", "const parentLeaveCopies = 2", "const parentLeaveCopies = 0", None),
+    ("J10", "switch/tree.go", "\t\tbody.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks\n", "", None),
+    # the handlers' waiting reports and their pools of block states (handlers/waiting.go, workpool.go)
+    ("V1", "handlers/waiting.go", "\th0 := &t.Pkt.Hdr\n\tif h0.Flags&wire.FlagRetransmit == 0 {\n\t\treturn\n\t}\n", "\th0 := &t.Pkt.Hdr\n\t_ = h0\n", None),
+    ("V2", "handlers/waiting.go", "\t\tif missing(c) {\n\t\t\tn++\n\t\t}", "\t\tif missing(c) || true {\n\t\t\tn++\n\t\t}", None),
+    ("V3", "handlers/waiting.go", "\t\t\tif missing(c) {\n\t\t\t\tif named > 0 {", "\t\t\tif !missing(c) {\n\t\t\t\tif named > 0 {", None),
+    ("V4", "handlers/waiting.go", "\t\tif n > named {\n", "\t\tif false {\n", None),
+    ("V5", "handlers/waiting.go", "\tif t.Pkt.Hdr.Flags&wire.FlagRetransmit == 0 {\n\t\treturn\n\t}\n\tsendWaiting", "\tsendWaiting", None),
+    ("V6", "handlers/workpool.go", "\tfor i := range poolShards {\n\t\ts := &p.shards[(int(shard)+i)%poolShards]", "\tfor i := range 1 {\n\t\ts := &p.shards[(int(shard)+i)%poolShards]", None),
+    ("V7", "handlers/waiting.go", "\t\tGeneration: h0.Generation, Block: h0.Block, Child: h0.Child, DType: dt, Op: op}", "\t\tGeneration: h0.Generation, Block: h0.Block, DType: dt, Op: op}", None),
+    # the processing unit's running of a packet (hpu/task.go, hpu.go): its stages, and giving the packet back
+    ("Q1", "hpu/task.go", "\tif hh, ok := h.(HeaderHandler); ok && !hh.Header(t) {", "\tif hh, ok := h.(HeaderHandler); ok && !hh.Header(t) && false {", None),
+    ("Q2", "hpu/task.go", "\tif t.complete {\n\t\tif ch, ok := h.(CompletionHandler); ok {", "\tif true {\n\t\tif ch, ok := h.(CompletionHandler); ok {", None),
+    ("Q3", "hpu/task.go", "\tt.cycles, t.waitNs, t.waitCyc, t.contends = 0, 0, 0, 0\n\tt.complete = false\n", "\tt.cycles, t.waitNs, t.waitCyc, t.contends = 0, 0, 0, 0\n", None),
+    ("Q4", "hpu/hpu.go", "\tif _, ok := co.push(p, true); !ok {\n\t\th.unplace(co)\n\t\treturn ErrClosed", "\tif _, ok := co.push(p, true); !ok {\n\t\treturn ErrClosed", None),
+    ("Q5", "hpu/hpu.go", "\tif ok {\n\t\tb.packets++\n\t} else {", "\tif ok || true {\n\t\tb.packets++\n\t} else {", None),
 ]
 
-# Packages whose tests guard a mutant besides its own: the host library's
-# sparse calls, and the Abort a failed call sends the other ranks, are
-# tested through the daemon's package, with a real switch.
+# What else guards a mutant besides its own package's tests: the host
+# library's sparse calls, and the Abort a failed call sends the other
+# ranks, are tested through the daemon's package, with a real switch; the
+# C library is called by the Python package too ("python": `make
+# python-test`); a child switch's tree code runs end to end in the CLI's
+# tree tests, daemons as processes ("PKG:REGEX": those tests alone).
 ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
+ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
+ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
 
 
 def change(old, new):
@@ -245,13 +337,20 @@ def run(root, name, path, old, new):
         return f"STALE: its text occurs {src.count(old)} times in {path}, not once"
     with open(full, "w") as f:
         f.write(src.replace(old, new))
+    also = ALSO.get(name, [])
+    cmds = []
+    gotest = ["go", "test", "-count=1", "-failfast", "-timeout", "600s", "-p", "1"]
+    if not path.endswith(".py"):
+        cmds.append(gotest + ["./" + os.path.dirname(path)] + [p for p in also if p != "python" and ":" not in p])
+        for pkg, pattern in (p.split(":", 1) for p in also if ":" in p):  # some of a package's tests
+            cmds.append(gotest + ["-run", pattern, pkg])
+    if path.endswith(".py") or "python" in also:  # the Python package: its tests, against the library built from this tree
+        cmds.append(["make", "-s", "python-test"])
     try:
-        if path.endswith(".py"):  # the Python package: its tests, against the library built from this tree
-            cmd = ["make", "-s", "python-test"]
-        else:
-            cmd = ["go", "test", "-count=1", "-failfast", "-timeout", "600s", "-p", "1", "./" + os.path.dirname(path)]
-            cmd += ALSO.get(name, [])
-        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=700)
+        for cmd in cmds:  # until one fails
+            r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=700)
+            if r.returncode != 0:
+                break
     except subprocess.TimeoutExpired:
         return "killed (the tests did not end in 700 s)"
     finally:
