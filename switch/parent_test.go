@@ -2,6 +2,7 @@ package swtch
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/flare-net/flare/wire"
@@ -65,5 +66,96 @@ func TestParentPacketsFromParentOnly(t *testing.T) {
 		t.Fatal("the parent's result was not taken")
 	} else {
 		fx.run(ip)
+	}
+}
+
+// A child switch's join goes up with the hosts under it as its world and
+// the blocks cut here; the parent's answers are its job's alone (the
+// token), an ack that cuts other blocks ends the job here with the
+// reason passed down, the window acked to the hosts is the smaller of the
+// two, and a job that ends here tells the parent.
+func TestParentAnswers(t *testing.T) {
+	const id, token = 6, 6
+	parent := netip.MustParseAddrPort("10.0.0.9:7470")
+	start := func(t *testing.T) *jobFixture {
+		fx := newJobFixture(t, func(c *Config) { c.Parent = parent.String(); c.ChildIndex = 2 })
+		fx.deliver(fzRank0, testJoin(id, token, 0, 2, 0))
+		fx.deliver(fzRank1, testJoin(id, token, 1, 2, 0))
+		fx.waitAdmitted(id)
+		return fx
+	}
+	up := func(fx *jobFixture) (joins []wire.JoinBody, leaves int) {
+		for _, op := range fx.drain() {
+			var h wire.Header
+			payload, err := h.Unmarshal(op.buf)
+			if err != nil || op.to != parent {
+				continue
+			}
+			switch h.Type {
+			case wire.TypeJoin:
+				var b wire.JoinBody
+				if err := b.Unmarshal(payload); err != nil {
+					t.Fatal(err)
+				}
+				if h.Flags&wire.FlagFromSwitch == 0 || h.Child != 2 {
+					t.Errorf("the join up has flags %v and child %d, want from-switch and 2", h.Flags, h.Child)
+				}
+				joins = append(joins, b)
+			case wire.TypeLeave:
+				leaves++
+			}
+		}
+		return joins, leaves
+	}
+	fx := start(t)
+	joins, _ := up(fx)
+	if len(joins) != 1 || joins[0].World != 2 || joins[0].PacketElems != fzPacketElems {
+		t.Fatalf("joins up %+v, want one with world 2 (the hosts here) and %d elements a packet", joins, fzPacketElems)
+	}
+	h := wire.Header{Type: wire.TypeJoinAck, Job: id, Token: token + 1, Child: 2, DType: wire.Float32, Op: wire.OpSum}
+	ack := wire.JoinAckBody{Window: 1, Algo: wire.AlgoSingle, PacketElems: fzPacketElems, Blocks: 5, QuotaBuffers: 2}
+	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
+	fx.deliver(parent, wire.AppendError(nil, &h, wire.CodeTimeout, "another job's"))
+	if r := fx.replies(); len(r.acks) != 0 || len(r.errors) != 0 {
+		t.Fatalf("the parent's ack and error with another token reached the hosts: %+v", r)
+	}
+	if j := fx.s.jobs.get(id); j == nil || j.closing.Load() {
+		t.Fatal("an error with another token ended the job")
+	}
+	h.Token = token
+	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
+	var acked []uint32
+	for _, op := range fx.drain() {
+		var rh wire.Header
+		payload, _ := rh.Unmarshal(op.buf)
+		var b wire.JoinAckBody
+		if rh.Type == wire.TypeJoinAck && b.Unmarshal(payload) == nil {
+			acked = append(acked, b.Window)
+		}
+	}
+	if len(acked) != 2 || acked[0] != 1 || acked[1] != 1 {
+		t.Errorf("windows acked to the hosts %v, want 1 for each (the parent's, smaller than this switch's)", acked)
+	}
+	fx.end(id)
+	if _, leaves := up(fx); leaves != parentLeaveCopies {
+		t.Errorf("%d leaves up when the job ended here, want %d", leaves, parentLeaveCopies)
+	}
+
+	fx = start(t)
+	up(fx)
+	ack.PacketElems = fzPacketElems * 2
+	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
+	r := fx.replies()
+	if len(r.errors) != 2 || len(r.acks) != 0 {
+		t.Fatalf("after an ack cutting other blocks: %d errors and %d acks to the hosts, want an error to each", len(r.errors), len(r.acks))
+	}
+	for _, e := range r.errors {
+		if e.Code != wire.CodeJobMismatch || !strings.Contains(e.Message(), "parent cut the job into different blocks") {
+			t.Errorf("error %v %q, want a job mismatch saying the parent cut other blocks", e.Code, e.Message())
+		}
+	}
+	waitTeardowns(t, fx.s)
+	if n := fx.s.budget.reserved.Load(); n != 0 || fx.s.jobs.get(id) != nil {
+		t.Errorf("after the parent's mismatch: %d bytes reserved, the job still in the table: %v", n, fx.s.jobs.get(id) != nil)
 	}
 }

@@ -121,7 +121,8 @@ static void sparse_calls(void) {
     }
     float buf[8];
     memcpy(buf, input, sizeof buf);
-    expect("dense on a sparse job", flare_allreduce(s, buf, 8, FLARE_FLOAT32, FLARE_SUM), FLARE_EINVAL, "joined a sparse job");
+    expect("dense on a sparse job", flare_allreduce(s, buf, 8, FLARE_FLOAT32, FLARE_SUM), FLARE_EINVAL,
+           "joined a sparse job: use flare_sparse_allreduce");
     unchanged("dense on a sparse job", buf);
     uint32_t idx[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
     float val[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
