@@ -159,3 +159,49 @@ func TestParentAnswers(t *testing.T) {
 		t.Errorf("after the parent's mismatch: %d bytes reserved, the job still in the table: %v", n, fx.s.jobs.get(id) != nil)
 	}
 }
+
+// A middle switch (child switches below it, a host of its own, a parent
+// above) joins up with the hosts under it all, its children's worlds and
+// its own host, whatever world the first join carried; once the parent
+// acks, its own host is acked with its own rank, not its member index.
+func TestParentMiddleSwitch(t *testing.T) {
+	const id, token = 6, 6
+	parent := netip.MustParseAddrPort("10.0.0.9:7470")
+	fx := newJobFixture(t, func(c *Config) { c.Parent, c.ChildIndex, c.Children, c.LocalHosts = parent.String(), 1, 2, 1 })
+	join := func(child uint16, world uint16, fromSwitch bool) []byte {
+		h := wire.Header{Type: wire.TypeJoin, Job: id, Token: token, Child: child, DType: wire.Float32, Op: wire.OpSum}
+		if fromSwitch {
+			h.Flags = wire.FlagFromSwitch
+		}
+		return wire.AppendJoin(nil, &h, &wire.JoinBody{World: world, Algo: wire.AlgoSingle, Elements: fzElements, PacketElems: fzPacketElems})
+	}
+	fx.deliver(fzRank0, join(0, 3, true))
+	fx.deliver(fzRank1, join(1, 4, true))
+	fx.deliver(fzStranger, join(0, 1, false)) // the host of its own, rank 0 here
+	fx.waitAdmitted(id)
+	var world uint16
+	for _, op := range fx.drain() {
+		var h wire.Header
+		payload, err := h.Unmarshal(op.buf)
+		var b wire.JoinBody
+		if err == nil && op.to == parent && h.Type == wire.TypeJoin && b.Unmarshal(payload) == nil {
+			world = b.World
+		}
+	}
+	if world != 8 {
+		t.Errorf("the join up says world %d, want 8 (3 + 4 under the child switches, and the host here)", world)
+	}
+	h := wire.Header{Type: wire.TypeJoinAck, Job: id, Token: token, Child: 1, DType: wire.Float32, Op: wire.OpSum}
+	ack := wire.JoinAckBody{Window: 4, Algo: wire.AlgoSingle, PacketElems: fzPacketElems, Blocks: 5, QuotaBuffers: 8}
+	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
+	acked := map[netip.AddrPort]uint16{}
+	for _, op := range fx.drain() {
+		var rh wire.Header
+		if _, err := rh.Unmarshal(op.buf); err == nil && rh.Type == wire.TypeJoinAck {
+			acked[op.to] = rh.Child
+		}
+	}
+	if len(acked) != 3 || acked[fzRank0] != 0 || acked[fzRank1] != 1 || acked[fzStranger] != 0 {
+		t.Errorf("acks by member, with their child fields: %v; want the child switches 0 and 1, and the host its rank 0", acked)
+	}
+}

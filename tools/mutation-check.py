@@ -2,19 +2,21 @@
 """Mutation check of the tests that guard the aggregation's correctness.
 
 Each mutant is one deliberate defect in the code that decides what a sum
-holds and who may add to it: the generation rule, the dense handler (its
-tree and multi-buffer designs, and a non-root switch's blocks), the
-sparse handler (its tables' flush and the sparse tree), bounded mode,
-the element kernels, the socket layer's GRO split and GSO runs, the
-wire's checks, the processing unit's L1 memory, the daemon's member,
-join, abort, admission and parent checks and its limits on what
-strangers can make it hold, the host's call, its checks of a join-ack,
-its receive path, sparse stream assembly and merge and staggered order,
-and the Python package's buffers and PyTorch reducer. A guard removed, a
-comparison moved by one, a sum made a copy. For each, the script applies
-it to a scratch copy of the tree (a git worktree of HEAD under a
-temporary directory; this tree is never touched), runs `go test` on the
-mutant's package (and on any package ALSO names for it), or `make
+holds, who may add to it and where a result goes: the generation rule,
+the dense handler (its tree and multi-buffer designs, and a non-root
+switch's blocks), the sparse handler (its tables' flush and the sparse
+tree), bounded mode, waiting reports and block-state pools, the element
+kernels, the socket layer's GRO split and GSO runs, the wire's checks,
+the processing unit's L1 memory and stages, the daemon's member, join,
+abort, admission and parent checks and its limits on what strangers can
+make it hold, its egress and multicast pool, a child switch's tree code,
+the host's call, its checks of a join-ack, its receive path, sparse
+stream assembly and merge and staggered order, the host ring baseline,
+the C library, and the Python package's buffers and PyTorch reducer. A
+guard removed, a comparison moved by one, a sum made a copy. For each,
+the script applies it to a scratch copy of the tree (a git worktree of
+HEAD under a temporary directory; this tree is never touched), runs `go
+test` on the mutant's package (and what ALSO names for it), or `make
 python-test` for a mutant in python/, and says which test failed first
 ("killed"; -failfast stops there, as a mutant of the generation rule can
 make a real-time test wait out its timeouts) or that every test passed
