@@ -162,8 +162,10 @@ func TestParentAnswers(t *testing.T) {
 
 // A middle switch (child switches below it, a host of its own, a parent
 // above) joins up with the hosts under it all, its children's worlds and
-// its own host, whatever world the first join carried; once the parent
-// acks, its own host is acked with its own rank, not its member index.
+// its own host, whatever world the first join carried, and with the
+// packet size it chose, so every level cuts the same blocks; once the
+// parent acks, its own host is acked with its own rank, not its member
+// index.
 func TestParentMiddleSwitch(t *testing.T) {
 	const id, token = 6, 6
 	parent := netip.MustParseAddrPort("10.0.0.9:7470")
@@ -173,26 +175,28 @@ func TestParentMiddleSwitch(t *testing.T) {
 		if fromSwitch {
 			h.Flags = wire.FlagFromSwitch
 		}
-		return wire.AppendJoin(nil, &h, &wire.JoinBody{World: world, Algo: wire.AlgoSingle, Elements: fzElements, PacketElems: fzPacketElems})
+		return wire.AppendJoin(nil, &h, &wire.JoinBody{World: world, Algo: wire.AlgoSingle, Elements: fzElements}) // packet size: the switch's
 	}
 	fx.deliver(fzRank0, join(0, 3, true))
 	fx.deliver(fzRank1, join(1, 4, true))
 	fx.deliver(fzStranger, join(0, 1, false)) // the host of its own, rank 0 here
 	fx.waitAdmitted(id)
-	var world uint16
+	var up wire.JoinBody
 	for _, op := range fx.drain() {
 		var h wire.Header
 		payload, err := h.Unmarshal(op.buf)
 		var b wire.JoinBody
 		if err == nil && op.to == parent && h.Type == wire.TypeJoin && b.Unmarshal(payload) == nil {
-			world = b.World
+			up = b
 		}
 	}
-	if world != 8 {
-		t.Errorf("the join up says world %d, want 8 (3 + 4 under the child switches, and the host here)", world)
+	pe := uint32(fzPacketBytes / 4)
+	if up.World != 8 || up.PacketElems != pe {
+		t.Errorf("the join up says world %d and %d elements a packet, want 8 (3 + 4 under the child switches, and the host here) and %d (cut here: the hosts left it to the switch)",
+			up.World, up.PacketElems, pe)
 	}
 	h := wire.Header{Type: wire.TypeJoinAck, Job: id, Token: token, Child: 1, DType: wire.Float32, Op: wire.OpSum}
-	ack := wire.JoinAckBody{Window: 4, Algo: wire.AlgoSingle, PacketElems: fzPacketElems, Blocks: 5, QuotaBuffers: 8}
+	ack := wire.JoinAckBody{Window: 4, Algo: wire.AlgoSingle, PacketElems: pe, Blocks: (fzElements + pe - 1) / pe, QuotaBuffers: 8}
 	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
 	acked := map[netip.AddrPort]uint16{}
 	for _, op := range fx.drain() {
