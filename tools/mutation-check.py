@@ -295,7 +295,8 @@ MUTANTS = [
     ("J7", "switch/tree.go", "\tif s.cfg.LocalHosts > 0 && rank >= s.cfg.Children {\n\t\trank -= s.cfg.Children\n\t}\n", "", None),
     ("J8", "switch/tree.go", "\tbody.World = uint16(min(j.hosts, 1<<16-1))\n", "", None),
     ("J9", "switch/tree.go", "const parentLeaveCopies = 2", "const parentLeaveCopies = 0", None),
-    ("J10", "switch/tree.go", "\t\tbody.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks\n", "", None),
+    ("J10", "switch/tree.go", "\t\tbody.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks\n", "",
+     "resolveShape fills a join's packet size in before the job is made, so the spec's is already the one the job was cut with"),
     # the handlers' waiting reports and their pools of block states (handlers/waiting.go, workpool.go)
     ("V1", "handlers/waiting.go", "\th0 := &t.Pkt.Hdr\n\tif h0.Flags&wire.FlagRetransmit == 0 {\n\t\treturn\n\t}\n", "\th0 := &t.Pkt.Hdr\n\t_ = h0\n", None),
     ("V2", "handlers/waiting.go", "\t\tif missing(c) {\n\t\t\tn++\n\t\t}", "\t\tif missing(c) || true {\n\t\t\tn++\n\t\t}", None),
