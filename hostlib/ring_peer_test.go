@@ -120,6 +120,43 @@ func newFakeRingPeer(t *testing.T, edit func(h []byte)) (*Ring, *fakeRingPeer, e
 	return b.r, f, nil
 }
 
+// faithfulRingPeer is newFakeRingPeer with rank 1's true hello, and a
+// context for rank 0's calls that ends with the test (5 s at most).
+func faithfulRingPeer(t *testing.T) (*Ring, *fakeRingPeer, context.Context) {
+	t.Helper()
+	r, f, err := newFakeRingPeer(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	t.Cleanup(cancel)
+	return r, f, ctx
+}
+
+// allReduceAsync starts rank 0's float32 sum of buf; its error comes on
+// the channel.
+func allReduceAsync(ctx context.Context, r *Ring, buf []byte) <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- r.AllReduce(ctx, buf, wire.Float32, wire.OpSum) }()
+	return errc
+}
+
+// sparseResult is what a sparse call returned.
+type sparseResult struct {
+	out []byte
+	err error
+}
+
+// sparseAllReduceAsync starts rank 0's float32 sparse sum of pairs.
+func sparseAllReduceAsync(ctx context.Context, r *Ring, pairs []byte) <-chan sparseResult {
+	c := make(chan sparseResult, 1)
+	go func() {
+		out, err := r.SparseAllReduce(ctx, pairs, wire.Float32, wire.OpSum)
+		c <- sparseResult{out, err}
+	}()
+	return c
+}
+
 // read reads rank 0's next frame.
 func (f *fakeRingPeer) read() (ringFrame, []byte) {
 	f.t.Helper()
@@ -175,15 +212,9 @@ func float32s(vs ...float32) []byte {
 // carries its call's number, dense or sparse, so the checks below fail
 // for the field they change alone.
 func TestRingPeerFaithful(t *testing.T) {
-	r, f, err := newFakeRingPeer(t, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
+	r, f, ctx := faithfulRingPeer(t)
 	buf := float32s(1, 2)
-	errc := make(chan error, 1)
-	go func() { errc <- r.AllReduce(ctx, buf, wire.Float32, wire.OpSum) }()
+	errc := allReduceAsync(ctx, r, buf)
 	// Reduce-scatter: rank 0 sends its chunk 0 and folds rank 1's chunk 1.
 	fr, c0 := f.read()
 	f.expect(fr, 1, 0, wire.Float32, wire.OpSum, 4)
@@ -205,27 +236,23 @@ func TestRingPeerFaithful(t *testing.T) {
 	// A sparse call is call 2: one step, each rank's list to the other.
 	mine := wire.AppendPair(nil, 3, float32s(1.5))
 	theirs := wire.AppendPair(nil, 7, float32s(2.5))
-	resc := make(chan []byte, 1)
-	go func() {
-		out, err := r.SparseAllReduce(ctx, mine, wire.Float32, wire.OpSum)
-		errc <- err
-		resc <- out
-	}()
+	sparse := sparseAllReduceAsync(ctx, r, mine)
 	fr, got := f.read()
 	f.expect(fr, 2, 0, wire.Float32, wire.OpSum, len(mine))
 	if !bytes.Equal(got, mine) {
 		t.Errorf("rank 0 sent the list % x, want its own % x", got, mine)
 	}
 	f.write(ringFrame{ringMarker, 2, 0, wire.Float32, wire.OpSum, uint32(len(theirs))}, theirs)
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+	res := <-sparse
+	if res.err != nil {
+		t.Fatal(res.err)
 	}
-	if out, want := <-resc, append(bytes.Clone(mine), theirs...); !bytes.Equal(out, want) {
-		t.Errorf("sparse result % x, want % x", out, want)
+	if want := append(bytes.Clone(mine), theirs...); !bytes.Equal(res.out, want) {
+		t.Errorf("sparse result % x, want % x", res.out, want)
 	}
 
 	// And the next dense call is call 3.
-	go func() { errc <- r.AllReduce(ctx, float32s(1, 2), wire.Float32, wire.OpSum) }()
+	errc = allReduceAsync(ctx, r, float32s(1, 2))
 	fr, _ = f.read()
 	f.expect(fr, 3, 0, wire.Float32, wire.OpSum, 4)
 	f.send.Close()
@@ -252,20 +279,14 @@ func TestRingFrameChecks(t *testing.T) {
 		{"length", func(f *ringFrame) { f.length = 8 }, "step 0 float32/sum 8 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, f, err := newFakeRingPeer(t, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			defer cancel()
+			r, f, ctx := faithfulRingPeer(t)
 			buf := float32s(1, 2)
-			errc := make(chan error, 1)
-			go func() { errc <- r.AllReduce(ctx, buf, wire.Float32, wire.OpSum) }()
+			errc := allReduceAsync(ctx, r, buf)
 			f.read()
 			fr := good
 			c.edit(&fr)
 			f.write(fr, float32s(20, 30)[:fr.length])
-			err = <-errc
+			err := <-errc
 			if !errors.Is(err, ErrRingProtocol) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want ErrRingProtocol saying %q", err, c.want)
 			}
@@ -275,20 +296,11 @@ func TestRingFrameChecks(t *testing.T) {
 		})
 	}
 	t.Run("sparse pairs", func(t *testing.T) {
-		r, f, err := newFakeRingPeer(t, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		errc := make(chan error, 1)
-		go func() {
-			_, err := r.SparseAllReduce(ctx, wire.AppendPair(nil, 3, float32s(1.5)), wire.Float32, wire.OpSum)
-			errc <- err
-		}()
+		r, f, ctx := faithfulRingPeer(t)
+		sparse := sparseAllReduceAsync(ctx, r, wire.AppendPair(nil, 3, float32s(1.5)))
 		f.read()
 		f.write(ringFrame{ringMarker, 1, 0, wire.Float32, wire.OpSum, 7}, make([]byte, 7))
-		if err := <-errc; !errors.Is(err, ErrRingProtocol) || !strings.Contains(err.Error(), "a sparse list of 7 bytes") {
+		if err := (<-sparse).err; !errors.Is(err, ErrRingProtocol) || !strings.Contains(err.Error(), "a sparse list of 7 bytes") {
 			t.Errorf("got %v, want ErrRingProtocol about a sparse list of 7 bytes", err)
 		}
 	})
