@@ -87,8 +87,8 @@ func TestCChecks(t *testing.T) {
 		t.Errorf("checks: %v\n%s", err, &errs)
 	}
 	t.Logf("%s", &out)
-	if n := len(okLines(out.String())); !t.Failed() && n < 23 {
-		t.Errorf("%d checks passed, want all 23", n)
+	if n := len(okLines(out.String())); !t.Failed() && n < 26 {
+		t.Errorf("%d checks passed, want all 26", n)
 	}
 }
 

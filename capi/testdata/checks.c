@@ -5,6 +5,7 @@
  * nothing: the buffer is left as it was and the session stays usable.
  * Run by capi's TestCChecks against a switch: `checks HOST:PORT`. It
  * prints "ok NAME" for each check passed and exits 1 if any failed. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +149,46 @@ static void sparse_calls(void) {
     expect("close sparse", flare_close(s), FLARE_OK, NULL);
 }
 
+struct joining {
+    flare_options o;
+    flare_session s;
+    int rc;
+};
+
+static void *join_rank(void *arg) {
+    struct joining *j = arg;
+    j->rc = flare_join(&j->o, &j->s);
+    return NULL;
+}
+
+/* aborted: a job of two ranks in this process; rank 0's call times out
+ * waiting for rank 1 and aborts the job, so rank 1's call then fails
+ * with FLARE_EABORTED, naming rank 0 and its reason. */
+static void aborted(void) {
+    struct joining r[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        r[i].o = job(43, 0);
+        r[i].o.rank = i;
+        r[i].o.world = 2;
+        r[i].o.timeout_ms = 500;
+        pthread_create(&th[i], NULL, join_rank, &r[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+    }
+    expect("join two ranks", r[0].rc == FLARE_OK && r[1].rc == FLARE_OK ? FLARE_OK : r[0].rc | r[1].rc, FLARE_OK, NULL);
+    if (r[0].rc != FLARE_OK || r[1].rc != FLARE_OK) {
+        return;
+    }
+    float buf[8];
+    memcpy(buf, input, sizeof buf);
+    expect("timeout", flare_allreduce(r[0].s, buf, 8, FLARE_FLOAT32, FLARE_SUM), FLARE_ETIMEOUT, "waits for rank 1");
+    expect("aborted", flare_allreduce(r[1].s, buf, 8, FLARE_FLOAT32, FLARE_SUM), FLARE_EABORTED, "rank 0");
+    flare_close(r[0].s);
+    flare_close(r[1].s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: checks HOST:PORT\n");
@@ -157,5 +198,6 @@ int main(int argc, char **argv) {
     join_options();
     dense_calls();
     sparse_calls();
+    aborted();
     return failed;
 }
