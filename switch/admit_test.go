@@ -31,27 +31,24 @@ type replies struct {
 
 func (fx *jobFixture) replies() replies {
 	r := replies{acks: map[uint32]int{}}
-	for _, op := range fx.drain() {
-		var h wire.Header
-		payload, err := h.Unmarshal(op.buf)
-		if err != nil {
-			fx.t.Fatalf("the switch sent a packet that does not decode: %v", err)
-		}
-		switch h.Type {
+	for _, p := range fx.sent() {
+		switch p.hdr.Type {
 		case wire.TypeJoinAck:
-			r.acks[h.Job]++
+			r.acks[p.hdr.Job]++
 		case wire.TypeError:
 			var e wire.ErrorBody
-			if err := e.Unmarshal(payload); err != nil {
+			if err := e.Unmarshal(p.payload); err != nil {
 				fx.t.Fatal(err)
 			}
-			e.Text = []byte(string(e.Text))
 			r.errors = append(r.errors, e)
 		}
-		r.to = append(r.to, op.to)
+		r.to = append(r.to, p.to)
 	}
 	return r
 }
+
+// sent drains what the switch queued and decodes each packet (drainSent).
+func (fx *jobFixture) sent() []sentPacket { return drainSent(fx.t, fx.s) }
 
 // TestHugeShapesRefused checks that a join whose job would hold more host
 // memory than the switch allows is refused with the numbers before

@@ -117,7 +117,7 @@ func TestJoinMismatch(t *testing.T) {
 // A switch with a parent refuses a bounded-time job: the parent could not
 // tell a partial block released below from a late one.
 func TestJoinBoundedUnderParent(t *testing.T) {
-	fx := newJobFixture(t, func(c *Config) { c.Parent = "10.0.0.9:7470" })
+	fx := newJobFixture(t, func(c *Config) { c.Parent = fzParent.String() })
 	fx.deliver(fzRank0, testJoin(6, 6, 0, 1, wire.OptBounded))
 	fx.refused(6, wire.CodeBadRequest, "bounded time needs one switch")
 }

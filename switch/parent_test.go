@@ -16,7 +16,7 @@ import (
 // dense job, data) is dropped there too.
 func TestParentPacketsFromParentOnly(t *testing.T) {
 	const id, token = 6, 6
-	parent := netip.MustParseAddrPort("10.0.0.9:7470")
+	parent := fzParent
 	fx := newJobFixture(t, func(c *Config) { c.Parent = parent.String() })
 	fx.deliver(fzRank0, testJoin(id, token, 0, 1, 0))
 	fx.waitAdmitted(id)
@@ -76,7 +76,7 @@ func TestParentPacketsFromParentOnly(t *testing.T) {
 // two, and a job that ends here tells the parent.
 func TestParentAnswers(t *testing.T) {
 	const id, token = 6, 6
-	parent := netip.MustParseAddrPort("10.0.0.9:7470")
+	parent := fzParent
 	start := func(t *testing.T) *jobFixture {
 		fx := newJobFixture(t, func(c *Config) { c.Parent = parent.String(); c.ChildIndex = 2 })
 		fx.deliver(fzRank0, testJoin(id, token, 0, 2, 0))
@@ -84,31 +84,8 @@ func TestParentAnswers(t *testing.T) {
 		fx.waitAdmitted(id)
 		return fx
 	}
-	up := func(fx *jobFixture) (joins []wire.JoinBody, leaves int) {
-		for _, op := range fx.drain() {
-			var h wire.Header
-			payload, err := h.Unmarshal(op.buf)
-			if err != nil || op.to != parent {
-				continue
-			}
-			switch h.Type {
-			case wire.TypeJoin:
-				var b wire.JoinBody
-				if err := b.Unmarshal(payload); err != nil {
-					t.Fatal(err)
-				}
-				if h.Flags&wire.FlagFromSwitch == 0 || h.Child != 2 {
-					t.Errorf("the join up has flags %v and child %d, want from-switch and 2", h.Flags, h.Child)
-				}
-				joins = append(joins, b)
-			case wire.TypeLeave:
-				leaves++
-			}
-		}
-		return joins, leaves
-	}
 	fx := start(t)
-	joins, _ := up(fx)
+	joins, _ := fx.up(2)
 	if len(joins) != 1 || joins[0].World != 2 || joins[0].PacketElems != fzPacketElems {
 		t.Fatalf("joins up %+v, want one with world 2 (the hosts here) and %d elements a packet", joins, fzPacketElems)
 	}
@@ -125,11 +102,9 @@ func TestParentAnswers(t *testing.T) {
 	h.Token = token
 	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
 	var acked []uint32
-	for _, op := range fx.drain() {
-		var rh wire.Header
-		payload, _ := rh.Unmarshal(op.buf)
+	for _, p := range fx.sent() {
 		var b wire.JoinAckBody
-		if rh.Type == wire.TypeJoinAck && b.Unmarshal(payload) == nil {
+		if p.hdr.Type == wire.TypeJoinAck && b.Unmarshal(p.payload) == nil {
 			acked = append(acked, b.Window)
 		}
 	}
@@ -137,12 +112,12 @@ func TestParentAnswers(t *testing.T) {
 		t.Errorf("windows acked to the hosts %v, want 1 for each (the parent's, smaller than this switch's)", acked)
 	}
 	fx.end(id)
-	if _, leaves := up(fx); leaves != parentLeaveCopies {
+	if _, leaves := fx.up(2); leaves != parentLeaveCopies {
 		t.Errorf("%d leaves up when the job ended here, want %d", leaves, parentLeaveCopies)
 	}
 
 	fx = start(t)
-	up(fx)
+	fx.up(2)
 	ack.PacketElems = fzPacketElems * 2
 	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
 	r := fx.replies()
@@ -168,7 +143,7 @@ func TestParentAnswers(t *testing.T) {
 // index.
 func TestParentMiddleSwitch(t *testing.T) {
 	const id, token = 6, 6
-	parent := netip.MustParseAddrPort("10.0.0.9:7470")
+	parent := fzParent
 	fx := newJobFixture(t, func(c *Config) { c.Parent, c.ChildIndex, c.Children, c.LocalHosts = parent.String(), 1, 2, 1 })
 	join := func(child uint16, world uint16, fromSwitch bool) []byte {
 		h := wire.Header{Type: wire.TypeJoin, Job: id, Token: token, Child: child, DType: wire.Float32, Op: wire.OpSum}
@@ -181,17 +156,12 @@ func TestParentMiddleSwitch(t *testing.T) {
 	fx.deliver(fzRank1, join(1, 4, true))
 	fx.deliver(fzStranger, join(0, 1, false)) // the host of its own, rank 0 here
 	fx.waitAdmitted(id)
-	var up wire.JoinBody
-	for _, op := range fx.drain() {
-		var h wire.Header
-		payload, err := h.Unmarshal(op.buf)
-		var b wire.JoinBody
-		if err == nil && op.to == parent && h.Type == wire.TypeJoin && b.Unmarshal(payload) == nil {
-			up = b
-		}
-	}
+	joins, _ := fx.up(1)
 	pe := uint32(fzPacketBytes / 4)
-	if up.World != 8 || up.PacketElems != pe {
+	if len(joins) != 1 {
+		t.Fatalf("%d joins up, want 1", len(joins))
+	}
+	if up := joins[0]; up.World != 8 || up.PacketElems != pe {
 		t.Errorf("the join up says world %d and %d elements a packet, want 8 (3 + 4 under the child switches, and the host here) and %d (cut here: the hosts left it to the switch)",
 			up.World, up.PacketElems, pe)
 	}
@@ -199,13 +169,41 @@ func TestParentMiddleSwitch(t *testing.T) {
 	ack := wire.JoinAckBody{Window: 4, Algo: wire.AlgoSingle, PacketElems: pe, Blocks: (fzElements + pe - 1) / pe, QuotaBuffers: 8}
 	fx.deliver(parent, wire.AppendJoinAck(nil, &h, &ack))
 	acked := map[netip.AddrPort]uint16{}
-	for _, op := range fx.drain() {
-		var rh wire.Header
-		if _, err := rh.Unmarshal(op.buf); err == nil && rh.Type == wire.TypeJoinAck {
-			acked[op.to] = rh.Child
+	for _, p := range fx.sent() {
+		if p.hdr.Type == wire.TypeJoinAck {
+			acked[p.to] = p.hdr.Child
 		}
 	}
 	if len(acked) != 3 || acked[fzRank0] != 0 || acked[fzRank1] != 1 || acked[fzStranger] != 0 {
 		t.Errorf("acks by member, with their child fields: %v; want the child switches 0 and 1, and the host its rank 0", acked)
 	}
+}
+
+// fzParent is the parent switch of the fixtures that have one.
+var fzParent = netip.MustParseAddrPort("10.0.0.9:7470")
+
+// up drains what the switch sent and returns what went to its parent:
+// the joins, each checked to come from a switch of index child, and how
+// many leaves.
+func (fx *jobFixture) up(child uint16) (joins []wire.JoinBody, leaves int) {
+	fx.t.Helper()
+	for _, p := range fx.sent() {
+		if p.to != fzParent {
+			continue
+		}
+		switch p.hdr.Type {
+		case wire.TypeJoin:
+			var b wire.JoinBody
+			if err := b.Unmarshal(p.payload); err != nil {
+				fx.t.Fatal(err)
+			}
+			if p.hdr.Flags&wire.FlagFromSwitch == 0 || p.hdr.Child != child {
+				fx.t.Errorf("the join up has flags %v and child %d, want from-switch and %d", p.hdr.Flags, p.hdr.Child, child)
+			}
+			joins = append(joins, b)
+		case wire.TypeLeave:
+			leaves++
+		}
+	}
+	return joins, leaves
 }

@@ -183,12 +183,14 @@ func joinAs(t *testing.T, s *Switch, from string, token uint64, rank, world int)
 	return drainSent(t, s)
 }
 
-// sentPacket is one packet the switch queued, decoded.
+// sentPacket is one packet the switch queued, decoded; the payload is a
+// copy, the send buffer being back on its free list.
 type sentPacket struct {
-	to   netip.AddrPort
-	hdr  wire.Header
-	code wire.ErrorCode // an Error's
-	text string
+	to      netip.AddrPort
+	hdr     wire.Header
+	payload []byte
+	code    wire.ErrorCode // an Error's
+	text    string
 }
 
 func drainSent(t *testing.T, s *Switch) []sentPacket {
@@ -202,6 +204,7 @@ func drainSent(t *testing.T, s *Switch) []sentPacket {
 			if err != nil {
 				t.Fatalf("the switch sent a packet that does not decode: %v", err)
 			}
+			p.payload = append([]byte(nil), payload...)
 			if p.hdr.Type == wire.TypeError {
 				var e wire.ErrorBody
 				if err := e.Unmarshal(payload); err != nil {

@@ -66,13 +66,18 @@ static void join_options(void) {
     expect("join timeout_ms overflowing", flare_join(&o, &s), FLARE_EINVAL, "timeout_ms = 9223372036854775807: must be");
 }
 
+/* joined joins with o, checking that it succeeds; it reports whether it did. */
+static int joined(const char *name, const flare_options *o, flare_session *s) {
+    int rc = flare_join(o, s);
+    expect(name, rc, FLARE_OK, NULL);
+    return rc == FLARE_OK;
+}
+
 static void dense_calls(void) {
     flare_session s;
     flare_options o = job(41, 0);
     o.deadline_ms = 5000; /* bounded time, for flare_contributors' counts */
-    int rc = flare_join(&o, &s);
-    expect("join dense", rc, FLARE_OK, NULL);
-    if (rc != FLARE_OK) {
+    if (!joined("join dense", &o, &s)) {
         return;
     }
     float buf[8];
@@ -115,9 +120,7 @@ static void dense_calls(void) {
 static void sparse_calls(void) {
     flare_session s;
     flare_options o = job(42, 1);
-    int rc = flare_join(&o, &s);
-    expect("join sparse", rc, FLARE_OK, NULL);
-    if (rc != FLARE_OK) {
+    if (!joined("join sparse", &o, &s)) {
         return;
     }
     float buf[8];
@@ -136,7 +139,7 @@ static void sparse_calls(void) {
            "indices or values is NULL with count = 2");
     uint32_t two[2] = {1, 5};
     float vals[2] = {1.5f, 2.5f};
-    rc = flare_sparse_allreduce(s, two, vals, 2, FLARE_FLOAT32, FLARE_SUM, &r);
+    int rc = flare_sparse_allreduce(s, two, vals, 2, FLARE_FLOAT32, FLARE_SUM, &r);
     expect("sparse after the refusals", rc, FLARE_OK, NULL);
     if (rc == FLARE_OK) {
         const float *v = r.values;
