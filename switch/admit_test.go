@@ -106,6 +106,22 @@ func TestHugeShapesRefused(t *testing.T) {
 	}
 }
 
+// An admitted job is charged to the memory budget what its handler's
+// formula gives for the quota it was granted, plus its member tables, and
+// nothing more: the budget holds exactly that while the job runs.
+func TestAdmissionCharge(t *testing.T) {
+	fx := newJobFixture(t, nil)
+	fx.deliver(fzRank0, testJoin(fzJob, fzToken, 0, 2, 0))
+	fx.deliver(fzRank1, testJoin(fzJob, fzToken, 1, 2, 0))
+	fx.waitAdmitted(fzJob)
+	j := fx.s.jobs.get(fzJob)
+	cfg := j.handler.(denseJob).Config()
+	want := jobFootprint{Footprint: cfg.Footprint(j.quota.Limit()), Members: 2 * memberBytes}.total()
+	if j.charge != want || fx.s.budget.reserved.Load() != want {
+		t.Errorf("the job is charged %d bytes, the budget holds %d; want the handler's footprint and two members' tables, %d", j.charge, fx.s.budget.reserved.Load(), want)
+	}
+}
+
 // TestRefusalNamesSetting checks that a refusal names the limit's
 // setting as Config.SettingName spells it (the daemon's flag), and as the
 // Config field without it (TestHugeShapesRefused).
@@ -211,18 +227,23 @@ func TestAdmissionOffTheReader(t *testing.T) {
 	if r := fx.replies(); r.acks[1] != 1 {
 		t.Errorf("the large job was not acked once built: %v", r.acks)
 	}
-	// A build whose job ended meanwhile frees what it reserved.
+	// A build whose job ended meanwhile frees what it reserved, and is
+	// never acked. (Job 1 ends first: the budget has room for one of them.)
+	fx.end(1)
+	waitTeardowns(t, s)
 	s.bigBuilds <- struct{}{}
 	fx.noWait = true
 	fx.deliver(big, shapeJoin(3, 0, 1, wire.Int8, 64<<20, 0))
+	if j := s.jobs.get(3); j == nil || !j.building {
+		t.Fatalf("the second large job is not being built: %v", fx.replies().errors)
+	}
 	fx.end(3)
 	<-s.bigBuilds
 	s.settle()
-	fx.end(1)
 	fx.end(2)
 	waitTeardowns(t, s)
-	if n := s.budget.reserved.Load(); n != 0 || len(fx.replies().acks) != 0 {
-		t.Errorf("after the jobs ended: %d bytes reserved", n)
+	if n, m := s.budget.reserved.Load(), s.unit.Memory(); n != 0 || m.Free() != m.Total() || len(fx.replies().acks) != 0 {
+		t.Errorf("after the jobs ended: %d bytes reserved, %d of %d buffers free, acks %v", n, m.Free(), m.Total(), fx.replies().acks)
 	}
 }
 

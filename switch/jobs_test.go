@@ -1,6 +1,8 @@
 package swtch
 
 import (
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -54,6 +56,7 @@ func TestJoinChecks(t *testing.T) {
 		{"world 0", dense, func(_ *wire.Header, b *wire.JoinBody) { b.World = 0 }, "world size 0: must be in 1.."},
 		{"rank past the world", dense, func(h *wire.Header, _ *wire.JoinBody) { h.Child = 2 }, "rank 2: must be below the world size 2"},
 		{"no elements", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Elements = 0 }, "0 elements: must be in 1.."},
+		{"elements past the bound", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Elements = maxElements + 1 }, fmt.Sprintf("%d elements: must be in 1..%d", uint64(maxElements)+1, uint64(maxElements))},
 		{"dense with hash storage", dense, func(_ *wire.Header, b *wire.JoinBody) { b.Storage = wire.StorageHash }, "is for sparse jobs"},
 		{"sparse with dense storage", sparse, func(_ *wire.Header, b *wire.JoinBody) { b.Storage = wire.StorageDense }, "a sparse job needs hash or array storage"},
 		{"sparse prod", sparse, func(h *wire.Header, _ *wire.JoinBody) { h.Op = wire.OpProd }, "sparse jobs reduce with sum, min or max, not prod"},
@@ -114,6 +117,61 @@ func TestJoinMismatch(t *testing.T) {
 	}
 }
 
+// What a member says of itself in its join, its own timeout, need not
+// match the others': members with different timeouts make one job.
+func TestJoinOwnTimeouts(t *testing.T) {
+	fx := newJobFixture(t, nil)
+	for rank, from := range []netip.AddrPort{fzRank0, fzRank1} {
+		h := wire.Header{Job: fzJob, Token: fzToken, Child: uint16(rank), DType: wire.Float32, Op: wire.OpSum}
+		b := wire.JoinBody{World: 2, Algo: wire.AlgoSingle, Elements: fzElements, TimeoutMillis: uint32(1000 + 4000*rank)}
+		fx.deliver(from, wire.AppendJoin(nil, &h, &b))
+	}
+	if r := fx.replies(); r.acks[fzJob] != 2 || len(r.errors) != 0 {
+		t.Fatalf("ranks with timeouts of 1 s and 5 s: %d acks, %v; want both acked", r.acks[fzJob], r.errors)
+	}
+}
+
+// A rank of an admitted job is held by the address it joined from: a join
+// of that rank from another address is refused by name (a host cannot
+// take over a running rank, even with the token); the same join again,
+// its ack lost, is acked once more, to that member alone; and a rank that
+// left and joined again counts as a member until it leaves again.
+func TestJoinAdmittedRank(t *testing.T) {
+	fx := newJobFixture(t, nil)
+	fx.deliver(fzRank0, testJoin(fzJob, fzToken, 0, 2, 0))
+	fx.deliver(fzRank1, testJoin(fzJob, fzToken, 1, 2, 0))
+	fx.waitAdmitted(fzJob)
+	if r := fx.replies(); r.acks[fzJob] != 2 {
+		t.Fatalf("both joined: %d acks (%v)", r.acks[fzJob], r.errors)
+	}
+	fx.deliver(fzStranger, testJoin(fzJob, fzToken, 0, 2, 0))
+	r := fx.replies()
+	if len(r.errors) != 1 || r.errors[0].Code != wire.CodeJobMismatch || !strings.Contains(r.errors[0].Message(), "rank 0 already joined from 10.0.0.1:5000") || len(r.acks) != 0 {
+		t.Fatalf("rank 0 joined again from another address: %v and %d acks, want one job mismatch naming rank 0's address", r.errors, len(r.acks))
+	}
+	if j := fx.s.jobs.get(fzJob); j == nil || j.members[0] != fzRank0 || j.live.Load().addrs[0] != fzRank0 {
+		t.Fatal("the refused join moved rank 0")
+	}
+	fx.deliver(fzRank0, testJoin(fzJob, fzToken, 0, 2, 0))
+	if r := fx.replies(); r.acks[fzJob] != 1 || len(r.to) != 1 || r.to[0] != fzRank0 {
+		t.Fatalf("rank 0's join again from its own address: %d acks to %v, want one, to rank 0", r.acks[fzJob], r.to)
+	}
+	fx.deliver(fzRank0, leavePacket(0, fzToken))
+	fx.deliver(fzRank0, testJoin(fzJob, fzToken, 0, 2, 0))
+	fx.deliver(fzRank0, leavePacket(0, fzToken))
+	if fx.s.jobs.get(fzJob) == nil {
+		t.Fatal("rank 0 left, joined again and left: the job ended with rank 1 still in it")
+	}
+	fx.deliver(fzRank1, leavePacket(1, fzToken))
+	if fx.s.jobs.get(fzJob) != nil {
+		t.Fatal("every member left: the job is still in the table")
+	}
+	waitTeardowns(t, fx.s)
+	if n := fx.s.budget.reserved.Load(); n != 0 {
+		t.Errorf("the job ended: %d bytes still reserved", n)
+	}
+}
+
 // A switch with a parent refuses a bounded-time job: the parent could not
 // tell a partial block released below from a late one.
 func TestJoinBoundedUnderParent(t *testing.T) {
@@ -131,7 +189,7 @@ func (fx *jobFixture) refused(job uint32, code wire.ErrorCode, want string) {
 		fx.t.Fatalf("got %v and %d acks, want one %v saying %q", r.errors, len(r.acks), code, want)
 	}
 	waitTeardowns(fx.t, fx.s) // a refused admission's teardown
-	if n := fx.s.budget.reserved.Load(); n != 0 || fx.s.jobs.get(job) != nil {
-		fx.t.Errorf("after the refusal: %d bytes reserved, job %d in the table: %v", n, job, fx.s.jobs.get(job) != nil)
+	if n, m := fx.s.budget.reserved.Load(), fx.s.unit.Memory(); n != 0 || m.Free() != m.Total() || fx.s.jobs.get(job) != nil {
+		fx.t.Errorf("after the refusal: %d bytes reserved, %d of %d buffers free, job %d in the table: %v", n, m.Free(), m.Total(), job, fx.s.jobs.get(job) != nil)
 	}
 }

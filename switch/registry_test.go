@@ -298,8 +298,8 @@ func TestAdmissionMemoryCap(t *testing.T) {
 		t.Error("the refused job is still in the table")
 	}
 	waitTeardowns(t, s)
-	if n := s.unit.Memory().InUse(); n != 0 {
-		t.Errorf("%d buffers in use after the refused job ended, want 0", n)
+	if m := s.unit.Memory(); m.InUse() != 0 || m.Free() != m.Total() {
+		t.Errorf("after the refused job ended: %d buffers in use, %d of %d free; want none held", m.InUse(), m.Free(), m.Total())
 	}
 	if got := s.registry.refusals.get(refusedMemoryCap); got != 1 {
 		t.Errorf("refusals{reason=memory-cap} = %d, want 1", got)
