@@ -239,7 +239,7 @@ func (c Config) WithDefaults() Config {
 		c.MaxJobs = DefaultMaxJobs
 	}
 	if c.MaxMemory == 0 {
-		c.MaxMemory = defaultMaxMemory()
+		c.MaxMemory = defaultMaxMemory(machineMemory())
 	}
 	if c.MaxPending == 0 {
 		c.MaxPending = min(DefaultMaxPending, c.MaxJobs)
@@ -462,12 +462,13 @@ const maxChildren = proto.MaxChildren
 // rounding up to whole blocks still fit one.
 const maxElements = min(1<<32, math.MaxInt>>4)
 
-// defaultMaxMemory is DefaultMaxMemory, capped at a quarter of what the
-// machine (or the cgroup the daemon runs in) has.
-func defaultMaxMemory() int64 {
+// defaultMaxMemory is DefaultMaxMemory, capped at a quarter of machine,
+// what the machine (or the cgroup the daemon runs in) has (0: unknown),
+// and at least the 1 MiB Validate allows.
+func defaultMaxMemory(machine int64) int64 {
 	m := int64(DefaultMaxMemory)
-	if p := machineMemory(); p > 0 {
-		m = max(min(m, p/4), 1<<20)
+	if machine > 0 {
+		m = max(min(m, machine/4), 1<<20)
 	}
 	return m
 }

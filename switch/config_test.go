@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hpu"
@@ -75,6 +76,20 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Listen = "nowhere" }, `Config.Listen = "nowhere": want HOST:PORT`},
 		{func(c *Config) { c.Admin = "x" }, `Config.Admin = "x": want HOST:PORT`},
 		{func(c *Config) { c.PacketBytes = 1000 + 4 }, "Config.PacketBytes = 1004: must be a multiple of 8 in 8..8192 bytes"},
+		{func(c *Config) { c.PacketBytes = 8192 + 8 }, "Config.PacketBytes = 8200: must be a multiple of 8 in 8..8192 bytes"},
+		{func(c *Config) { c.MaxJobs = MaxJobsLimit + 1 }, "Config.MaxJobs = 65537: must be in 1..65536"},
+		{func(c *Config) { c.MaxMemory = 1<<20 - 1 }, "Config.MaxMemory = 1048575: must be in 1MiB..1TiB"},
+		{func(c *Config) { c.MaxMemory = 1<<40 + 1 }, "Config.MaxMemory = 1099511627777: must be in 1MiB..1TiB"},
+		{func(c *Config) { c.JoinTimeout = 100*time.Millisecond - 1 }, "Config.JoinTimeout = 99.999999ms: must be in 100ms..1h"},
+		{func(c *Config) { c.JoinTimeout = time.Hour + 1 }, "Config.JoinTimeout = 1h0m0.000000001s: must be in 100ms..1h"},
+		{func(c *Config) { c.JobIdle = 24*time.Hour + 1 }, "Config.JobIdle = 24h0m0.000000001s: must be in 1s..24h"},
+		{func(c *Config) { c.Window = MaxWindow + 1 }, "Config.Window = 65537: must be in 0..65536"},
+		{func(c *Config) { c.JoinRate = MaxJoinRate + 1 }, "Config.JoinRate = 1000001: must be in 1..1000000 per second"},
+		{func(c *Config) { c.PcapMax = 1<<10 - 1 }, "Config.PcapMax = 1023: must be in 1KiB..1TiB"},
+		{func(c *Config) { c.Parent, c.ChildIndex = "127.0.0.1:7470", 65536 }, "Config.ChildIndex = 65536: must be in 0..65535"},
+		{func(c *Config) { c.Children = 65537 }, "Config.Children = 65537: must be in 0..65536"},
+		{func(c *Config) { c.Children, c.LocalHosts = 65000, 537 }, "Config.LocalHosts = 537: must be in 0..536 (with Config.Children = 65000"},
+		{func(c *Config) { c.LocalHosts, c.Children = -1, 2 }, "Config.LocalHosts = -1: must be in 0..65534"},
 		{func(c *Config) { c.MaxJobs = 1 << 17 }, "Config.MaxJobs = 131072: must be in 1..65536"},
 		{func(c *Config) { c.MaxMemory = 1 << 10 }, "Config.MaxMemory = 1024: must be in 1MiB..1TiB"},
 		{func(c *Config) { c.MaxJobs, c.MaxPending = 4, 5 }, "Config.MaxPending = 5: must be in 1..4 (Config.MaxJobs)"},
@@ -110,6 +125,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Multicast = netip.MustParsePrefix("224.0.0.0/28") }, "Config.Multicast = 224.0.0.0/28: must be IPv4 multicast groups in 224.0.0.0/4 outside 224.0.0.0/24"},
 		{func(c *Config) { c.Multicast = netip.MustParsePrefix("ff05::/120") }, "Config.Multicast = ff05::/120: must be IPv4 multicast"},
 		{func(c *Config) { c.Multicast, c.MulticastPort = netip.MustParsePrefix("239.1.2.0/24"), 70000 }, "Config.MulticastPort = 70000: must be in 1..65535"},
+		{func(c *Config) { c.Multicast, c.MulticastPort = netip.MustParsePrefix("239.1.2.0/24"), -1 }, "Config.MulticastPort = -1: must be in 1..65535"},
 		{func(c *Config) { c.Multicast, c.Conn = netip.MustParsePrefix("239.1.2.0/24"), memConns(t, 1)[0] }, "multicast results need the switch's own UDP sockets"},
 		{func(c *Config) { c.Multicast, c.Listen = netip.MustParsePrefix("239.1.2.0/24"), "0.0.0.0:0" }, `Config.Multicast = 239.1.2.0/24 with Config.Listen = "0.0.0.0:0": set Config.Socket.MulticastInterface`},
 		{func(c *Config) {
@@ -126,6 +142,68 @@ func TestConfigValidateNamesField(t *testing.T) {
 	}
 	if err := (Config{Listen: "127.0.0.1:0"}).WithDefaults().Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
+	}
+}
+
+// The ends of every range Validate checks are allowed, alone and with the
+// other fields' defaults: a small job table takes pending limits that fit
+// it, and a check moved by one toward refusing shows as a refusal of what
+// the docs allow.
+func TestConfigLimitsAllowed(t *testing.T) {
+	mc := func(c *Config) {
+		c.Multicast, c.Socket.MulticastInterface = netip.MustParsePrefix("239.1.2.0/24"), netip.MustParseAddr("127.0.0.1")
+	}
+	for i, edit := range []func(*Config){
+		func(c *Config) { c.PacketBytes = 8 },
+		func(c *Config) { c.PacketBytes = 8192 },
+		func(c *Config) { c.MaxJobs = 1 },
+		func(c *Config) { c.MaxJobs = 4 },
+		func(c *Config) { c.MaxJobs = MaxJobsLimit },
+		func(c *Config) { c.MaxMemory = 1 << 20 },
+		func(c *Config) { c.MaxMemory = 1 << 40 },
+		func(c *Config) { c.MaxJobs, c.MaxPending = 5, 5 },
+		func(c *Config) { c.MaxPending = 2 },
+		func(c *Config) { c.MaxPending, c.MaxPendingPerSource = 3, 3 },
+		func(c *Config) { c.JoinTimeout = 100 * time.Millisecond },
+		func(c *Config) { c.JoinTimeout = time.Hour },
+		func(c *Config) { c.JobIdle = time.Second },
+		func(c *Config) { c.JobIdle = 24 * time.Hour },
+		func(c *Config) { c.Window = MaxWindow },
+		func(c *Config) { c.JoinRate = 1 },
+		func(c *Config) { c.JoinRate = MaxJoinRate },
+		func(c *Config) { c.PcapMax = 1 << 10 },
+		func(c *Config) { c.PcapMax = 1 << 40 },
+		func(c *Config) { c.Readers = 1 },
+		func(c *Config) { c.Readers = conn.MaxGroup },
+		func(c *Config) { c.SteerRun = MaxSteerRun },
+		func(c *Config) { c.Parent, c.ChildIndex = "127.0.0.1:7470", 65535 },
+		func(c *Config) { c.Children = 65536 },
+		func(c *Config) { c.Children, c.LocalHosts = 65000, 536 },
+		func(c *Config) { mc(c) },
+		func(c *Config) { mc(c); c.MulticastPort = 1 },
+		func(c *Config) { mc(c); c.MulticastPort = 65535 },
+	} {
+		c := Config{Listen: "127.0.0.1:0"}
+		edit(&c)
+		if err := c.WithDefaults().Validate(); err != nil {
+			t.Errorf("case %d: %v; want it allowed", i, err)
+		}
+	}
+}
+
+// The default memory budget is DefaultMaxMemory, a quarter of a smaller
+// machine's memory, and never below the 1 MiB Validate allows.
+func TestDefaultMaxMemory(t *testing.T) {
+	for _, tc := range []struct{ machine, want int64 }{
+		{0, DefaultMaxMemory}, // unknown
+		{24 << 30, DefaultMaxMemory},
+		{4 << 30, DefaultMaxMemory},
+		{2 << 30, 512 << 20},
+		{1 << 20, 1 << 20},
+	} {
+		if got := defaultMaxMemory(tc.machine); got != tc.want {
+			t.Errorf("a machine of %d bytes: %d, want %d", tc.machine, got, tc.want)
+		}
 	}
 }
 
