@@ -411,46 +411,6 @@ func TestSessionWrongArguments(t *testing.T) {
 	}
 }
 
-func TestSessionOptionsInvalid(t *testing.T) {
-	memConn, err := conn.NewMemNetwork().Listen(netip.MustParseAddrPort("127.0.0.1:9"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer memConn.Close()
-	good := Options{Switch: "127.0.0.1:1", World: 4, DType: wire.Float32, Op: wire.OpSum, Elements: 100}
-	tests := []struct {
-		edit func(*Options)
-		want string
-	}{
-		{func(o *Options) { o.Switch = "" }, "Switch is empty"},
-		{func(o *Options) { o.World = 0 }, "World = 0: must be in 1..65535"},
-		{func(o *Options) { o.Rank = 4 }, "Rank = 4: must be in 0..3"},
-		{func(o *Options) { o.Rank = -1 }, "Rank = -1"},
-		{func(o *Options) { o.DType = 0 }, "DType = dtype(0)"},
-		{func(o *Options) { o.Op = 9 }, "Op = op(9)"},
-		{func(o *Options) { o.Op = wire.OpXor }, "Op = xor: not defined on float32"},
-		{func(o *Options) { o.Elements = 0 }, "Elements = 0"},
-		{func(o *Options) { o.Algo = 7 }, "Algo = algo(7)"},
-		{func(o *Options) { o.Buffers = 256 }, "Buffers = 256: must be in 0..255"},
-		{func(o *Options) { o.Reproducible, o.Algo = true, wire.AlgoMulti }, "only the tree design is reproducible"},
-		{func(o *Options) { o.PacketElems = 4096 }, "PacketElems = 4096: must be in 0..2242"},
-		{func(o *Options) { o.Timeout = -1 }, "Timeout = -1ns"},
-		{func(o *Options) { o.JoinTimeout = -1 }, "JoinTimeout = -1ns"},
-		{func(o *Options) { o.BusyPoll = -time.Microsecond }, "BusyPoll = -1µs: must be in 0..10ms"},
-		{func(o *Options) { o.BusyPoll = conn.MaxBusyPoll + 1 }, "BusyPoll = 10.000001ms: must be in 0..10ms"},
-		{func(o *Options) { o.Multicast, o.Conn = true, memConn }, "Multicast with Conn: multicast results need the session's own UDP sockets"},
-		{func(o *Options) { o.Multicast, o.Switch = true, "[::1]:1" }, "multicast results are IPv4 only"},
-	}
-	for _, tt := range tests {
-		o := good
-		tt.edit(&o)
-		_, err := Join(t.Context(), o)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("Join: %v; want an error containing %q", err, tt.want)
-		}
-	}
-}
-
 // A join-ack that names a multicast group makes a rank that asked listen
 // on it, and fails the join of one that did not, saying so.
 func TestSessionMulticastGroup(t *testing.T) {
