@@ -23,3 +23,6 @@ func WithRegions(cfg Config, n int) Config {
 	cfg.regions = n
 	return cfg
 }
+
+// MemoryReserved is what the jobs hold of the memory budget now, in bytes.
+func (s *Switch) MemoryReserved() int64 { return s.budget.reserved.Load() }

@@ -3,6 +3,7 @@ package swtch_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -134,6 +135,9 @@ func testSparseThroughSwitch(t *testing.T, groups netip.Prefix) {
 			spilled += s.Stats().SpilledPairs
 			s.Close()
 		}
+		// The job's streams reserved memory as they grew: all of it
+		// comes back once its members have left.
+		waitFor(t, fmt.Sprintf("%+v: the job's memory given back", tc), func() bool { return sw.MemoryReserved() == 0 })
 		t.Logf("%v %v B=%d %v density %.3f P=%d: %d spilled pairs", tc.storage, tc.algo, tc.buffers, tc.op, tc.density, tc.world, spilled)
 		if tc.storage == wire.StorageArray && spilled != 0 {
 			t.Errorf("array storage spilled %d pairs", spilled)
