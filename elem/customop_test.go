@@ -82,6 +82,37 @@ var registerShared = sync.OnceValue(func() error {
 	})
 })
 
+// registerSecond registers a second operator, after the shared one.
+var registerSecond = sync.OnceValue(func() error {
+	return elem.RegisterOp(sharedCode-1, elem.CustomOp{
+		Name: "test-second-min",
+		Int8: func(a, b int8) int8 { return min(a, b) },
+	})
+})
+
+// Registering an operator keeps the ones registered before it: their
+// kernels, names and codes.
+func TestCustomRegisterKeepsEarlier(t *testing.T) {
+	if err := registerShared(); err != nil {
+		t.Fatal(err)
+	}
+	if err := registerSecond(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		code wire.Op
+		dt   wire.DType
+		name string
+	}{{sharedCode, wire.Int64, "test-or-max"}, {sharedCode - 1, wire.Int8, "test-second-min"}} {
+		if _, err := elem.KernelFor(c.dt, c.code); err != nil {
+			t.Errorf("KernelFor(%v, %d): %v", c.dt, c.code, err)
+		}
+		if got, ok := elem.LookupOp(c.name); !ok || got != c.code || elem.OpName(c.code) != c.name {
+			t.Errorf("LookupOp(%q) = %d, %v; OpName(%d) = %q", c.name, got, ok, c.code, elem.OpName(c.code))
+		}
+	}
+}
+
 func TestCustomRegisterOpErrors(t *testing.T) {
 	if err := registerShared(); err != nil {
 		t.Fatal(err)
