@@ -122,6 +122,24 @@ func TestAdmissionCharge(t *testing.T) {
 	}
 }
 
+// A bounded-time job that leaves the design to the switch runs the
+// single-buffer design, whose one buffer is the partial aggregate the
+// deadline releases, whatever its size would choose otherwise (the tree
+// design for a vector this small).
+func TestAdmissionBoundedSingle(t *testing.T) {
+	fx := newJobFixture(t, nil)
+	h := wire.Header{Job: fzJob, Token: fzToken, DType: wire.Float32, Op: wire.OpSum}
+	fx.deliver(fzRank0, wire.AppendJoin(nil, &h, &wire.JoinBody{World: 1, Options: wire.OptBounded, DeadlineMillis: 5, Elements: fzElements}))
+	sent := fx.sent()
+	var ack wire.JoinAckBody
+	if len(sent) != 1 || sent[0].hdr.Type != wire.TypeJoinAck || ack.Unmarshal(sent[0].payload) != nil {
+		t.Fatalf("sent %+v, want one join-ack", sent)
+	}
+	if ack.Algo != wire.AlgoSingle || ack.Buffers != 0 {
+		t.Errorf("a bounded job of %d elements runs %v with %d buffers, want single", fzElements, ack.Algo, ack.Buffers)
+	}
+}
+
 // TestRefusalNamesSetting checks that a refusal names the limit's
 // setting as Config.SettingName spells it (the daemon's flag), and as the
 // Config field without it (TestHugeShapesRefused).
