@@ -143,8 +143,7 @@ func parseGrant(g *JobGrant) (*grant, error) {
 func parseSource(s string) (netip.Prefix, error) {
 	var p netip.Prefix
 	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
-		a = a.Unmap()
-		p = netip.PrefixFrom(a, a.BitLen())
+		p = netip.PrefixFrom(a, a.BitLen()) // (a mapped one is unmapped below)
 	} else if p, err = netip.ParsePrefix(s); err != nil {
 		return p, fmt.Errorf("%q: want a CIDR prefix such as 10.0.0.0/24 or fd00::/64, or one address", s)
 	}

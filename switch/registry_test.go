@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,8 @@ func TestRegistryParseGrant(t *testing.T) {
 		{"world 0", func(g *JobGrant) { g.World = 0 }, fmt.Sprintf(`"world" 0: must be in 1..%d`, maxGrantWorld)},
 		{"world big", func(g *JobGrant) { g.World = maxGrantWorld + 1 }, fmt.Sprintf(`"world" %d: must be in 1..%d`, maxGrantWorld+1, maxGrantWorld)},
 		{"no cap", func(g *JobGrant) { g.MemoryCapBytes = 0 }, `"memory_cap_bytes" 0: must be in 1..1099511627776`},
+		{"cap past the bound", func(g *JobGrant) { g.MemoryCapBytes = 1<<40 + 1 }, `"memory_cap_bytes" 1099511627777: must be in 1..1099511627776`},
+		{"too many sources", func(g *JobGrant) { g.Sources = slices.Repeat([]string{"10.0.0.0/24"}, 257) }, `"sources": 257 prefixes: give 1..256`},
 		{"no sources", func(g *JobGrant) { g.Sources = nil }, `"sources": 0 prefixes: give 1..256 (0.0.0.0/0 and ::/0 allow any source)`},
 		{"bad source", func(g *JobGrant) { g.Sources = []string{"10.0.0.0/33"} }, `"sources": "10.0.0.0/33": want a CIDR prefix`},
 		{"host bits", func(g *JobGrant) { g.Sources = []string{"10.0.0.1/24"} }, `"sources": "10.0.0.1/24" has bits set past the prefix length: did you mean 10.0.0.0/24?`},
@@ -76,18 +79,18 @@ func TestRegistryParseGrant(t *testing.T) {
 		})
 	}
 	g := good()
-	g.Sources = []string{"fd00::/64", "10.0.0.0/24", "192.168.1.7", "::ffff:10.1.0.0/112", "10.0.0.0/24"}
+	g.Sources = slices.Repeat([]string{"fd00::/64", "10.0.0.0/24", "192.168.1.7", "::ffff:10.1.0.0/112", "::ffff:10.2.0.1", "10.0.0.0/24"}, 256/6)
 	p, err := parseGrant(&g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(p.sourceStrings(), " "), "10.0.0.0/24 10.1.0.0/16 192.168.1.7/32 fd00::/64"; got != want {
-		t.Errorf("sources %q, want %q (sorted, deduplicated, mapped ones unmapped)", got, want)
+	if got, want := strings.Join(p.sourceStrings(), " "), "10.0.0.0/24 10.1.0.0/16 10.2.0.1/32 192.168.1.7/32 fd00::/64"; got != want {
+		t.Errorf("sources %q, want %q (sorted, deduplicated, mapped ones unmapped; 252 given)", got, want)
 	}
 	for _, tc := range []struct {
 		from string
 		ok   bool
-	}{{"10.0.0.200", true}, {"::ffff:10.0.0.5", true}, {"10.1.255.1", true}, {"192.168.1.7", true}, {"192.168.1.8", false},
+	}{{"10.0.0.200", true}, {"::ffff:10.0.0.5", true}, {"10.1.255.1", true}, {"192.168.1.7", true}, {"192.168.1.8", false}, {"10.2.0.1", true}, {"10.2.0.2", false},
 		{"10.0.1.1", false}, {"fd00::9", true}, {"fd01::9", false}} {
 		if got := p.allows(netip.MustParseAddr(tc.from)); got != tc.ok {
 			t.Errorf("allows(%s) = %v, want %v", tc.from, got, tc.ok)
@@ -126,6 +129,7 @@ func TestRegistrySecretFile(t *testing.T) {
 		{"empty", func() string { return writeSecret(t, " \n", 0o600) }, "is empty"},
 		{"short", func() string { return writeSecret(t, "short\n", 0o600) }, "a secret of 5 bytes: use at least 16"},
 		{"world-readable", func() string { return writeSecret(t, testSecret, 0o644) }, "is readable by every user (mode 0644): chmod o-rwx"},
+		{"long", func() string { return writeSecret(t, strings.Repeat("s", 4097), 0o600) }, "holds 4097 bytes: a secret is at most 4096"},
 		{"directory", func() string { return dir }, "is not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -336,6 +340,7 @@ func TestAdmissionHTTPAuth(t *testing.T) {
 		{"register without bearer", reg, "POST", "/v1/jobs", "", 401, "missing bearer secret"},
 		{"register with a wrong bearer", reg, "POST", "/v1/jobs", "Bearer " + testSecret + "x", 401, "wrong bearer secret"},
 		{"register with basic auth", reg, "POST", "/v1/jobs", "Basic " + testSecret, 401, "missing bearer secret"},
+		{"register with an empty bearer", reg, "POST", "/v1/jobs", "Bearer  ", 401, "missing bearer secret"},
 		{"replace without bearer", reg, "PUT", "/v1/jobs", "", 401, "missing bearer secret"},
 		{"delete without bearer", reg, "DELETE", "/v1/jobs/7", "", 401, "missing bearer secret"},
 		{"list without bearer", reg, "GET", "/v1/jobs", "", 401, "missing bearer secret"},
@@ -409,6 +414,8 @@ func TestAdmissionHTTPJobs(t *testing.T) {
 		t.Fatalf("GET /v1/jobs = %+v (%v), want jobs 7 and 9 in order", jl, err)
 	}
 
+	do("DELETE", "/v1/jobs/4294967303", "", 400, `job id "4294967303": want a decimal integer in 0..4294967295`) // 2^32 + 7: not job 7
+
 	// Job 7 runs; the same grant again leaves it running, another ends it.
 	const tok = 12345678901234567890
 	joinAs(t, s, "10.0.0.1:5000", tok, 0, 2)
@@ -434,6 +441,32 @@ func TestAdmissionHTTPJobs(t *testing.T) {
 	do("DELETE", "/v1/jobs/x", "", 400, `job id "x": want a decimal integer`)
 	if n := s.registry.count.Load(); n != 0 {
 		t.Errorf("flare_registered_jobs = %d after deleting both, want 0", n)
+	}
+}
+
+// The switch holds at most maxGrants registrations: one more is refused,
+// by name, while a registered job can still be replaced.
+func TestAdmissionRegistrationsBounded(t *testing.T) {
+	s := registeredSwitch(t)
+	g, err := parseGrant(&JobGrant{Token: "1", World: 2, MemoryCapBytes: 1 << 20, Sources: []string{"10.0.0.0/24"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range uint32(maxGrants) {
+		gi := *g
+		gi.job = id
+		if st, _, err := s.register(&gi, false); err != nil || st != http.StatusCreated {
+			t.Fatalf("registration %d: %d %v", id, st, err)
+		}
+	}
+	gi := *g
+	gi.job = maxGrants
+	if st, _, err := s.register(&gi, false); st != http.StatusConflict || err == nil || !strings.Contains(err.Error(), "65536 jobs are registered, the most the switch holds") {
+		t.Errorf("registration %d: %d %v, want 409 naming the bound", maxGrants, st, err)
+	}
+	gi.job, gi.world = 7, 3
+	if st, _, err := s.register(&gi, true); err != nil || st != http.StatusOK {
+		t.Errorf("replacing job 7 at the bound: %d %v", st, err)
 	}
 }
 
