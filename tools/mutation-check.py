@@ -466,6 +466,29 @@ MUTANTS = [
     ("SE12", "hostlib/session.go", "\ts.closeOnce.Do(func() { s.closeErr = s.shutdown(true) })", "\ts.closeErr = s.shutdown(true)", None),
     ("SE13", "hostlib/session.go", "\t\tif h.Type == wire.TypeResult || h.Type == wire.TypeSparse || h.Type == wire.TypeSpill {\n\t\t\ts.drop(dropUnexpected)", "\t\tif false {\n\t\t\ts.drop(dropUnexpected)", None),
     ("SE14", "hostlib/session.go", "\tif o.Multicast && !sw.Addr().Is4() {", "\tif false {", None),
+    # the analytic model (models/dense.go): each formula of §4–6 that a result is held to
+    ("MD1", "models/dense.go", "s := shape{work: L + (B-1)*L/P,", "s := shape{work: L + (B-1)*L,", None),
+    ("MD2", "models/dense.go", "m: (P - 1) / math.Log2(P)}", "m: (P - 1)}", None),
+    ("MD3", "models/dense.go", "\tconc := math.Min(float64(p.SubsetS), P)", "\tconc := P", None),
+    ("MD4", "models/dense.go", "\treturn s.work + s.crit*(n-1)/2\n", "\treturn s.work + s.crit*n/2\n", None),
+    ("MD5", "models/dense.go", "math.Max(1, s.crit/(s.spread*deltaC))", "math.Max(1, s.crit/deltaC)", None),
+    ("MD6", "models/dense.go", "\tcase p.Window > 0 && int64(p.Window) < p.Blocks():", "\tcase false:", None),
+    ("MD7", "models/dense.go", "\t\ts.work = ((P-1)*L + 2*D) / P", "\t\ts.work = ((P-1)*L + D) / P", None),
+    ("MD8", "models/dense.go", "s.crit*math.Max(0, (n-3)/2)", "s.crit*math.Max(0, (n-1)/2)", None),
+    ("MD9", "models/dense.go", "\tlatency := (P-1)*deltaC + wait + last", "\tlatency := P*deltaC + wait + last", None),
+    ("MD10", "models/dense.go", "\tr := s.m * (bw / P) * latency", "\tr := s.m * bw * latency", None),
+    ("MD11", "models/dense.go", "\t\tlast = math.Ceil(math.Log2(P)) * p.CyclesPerPacket", "\t\tlast = math.Floor(math.Log2(P)) * p.CyclesPerPacket", None),
+    ("MD12", "models/dense.go", "\t\tlast = tau + s.fold*(1-1/P)", "\t\tlast = tau + s.fold", None),
+    ("MD13", "models/dense.go", "\t\tde = math.Max(p.InterArrival, tau/K)", "\t\tde = p.InterArrival", None),
+    ("MD14", "models/dense.go", "\tif p.InterArrival > 0 && 1/p.InterArrival < bw {", "\tif false {", None),
+    # the virtual-time unit the simulator runs on (hpu/vsim.go): its cluster queues and what it measures
+    ("VS1", "hpu/vsim.go", "\tif cl.occ >= u.cfg.QueueDepth {", "\tif cl.occ > u.cfg.QueueDepth {", None),
+    ("VS2", "hpu/vsim.go", "\t\tif u.pl.inSubset(p.Hdr.Block, co.id) {", "\t\tif true {", None),
+    ("VS3", "hpu/vsim.go", "\t\tu.ingressWaitCycles += u.clock - p.Arrival\n", "", None),
+    ("VS4", "hpu/vsim.go", "\tcl.occSum += occ\n", "", None),
+    ("VS5", "hpu/vsim.go", "\ts.busy += busy\n", "", None),
+    ("VS6", "hpu/vsim.go", "\ts.waitCycles += t.waitCyc\n", "", None),
+    ("VS7", "hpu/vsim.go", "\tu.ingressMax = max(u.ingressMax, u.nwait)\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -477,6 +500,7 @@ MUTANTS = [
 ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
+ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] == "hpu/vsim.go"})  # the simulator, which the virtual unit runs
 
 
 def change(old, new):
