@@ -117,6 +117,18 @@ func TestVirtualLowestIdleCore(t *testing.T) {
 	}
 }
 
+// A queued request runs only on a core of its block's subset (policy S):
+// with S = 2 of 4 cores, block 4's subset is cores 0 and 1, both busy to
+// 300, and core 2, free at 100, does not take it.
+func TestVirtualQueuedStaysInSubset(t *testing.T) {
+	u, eg := newVUnit(t, Config{Clusters: 1, CoresPerCluster: 4, SubsetS: 2})
+	long, short := work(eg, 300), work(eg, 100)
+	submitRun(t, u, vpkt(long, 0, 0), vpkt(long, 2, 0), vpkt(short, 1, 0), vpkt(short, 4, 10))
+	if eg.core[1] != [2]int{0, 2} || eg.core[4] != [2]int{0, 0} || eg.at[4] != 400 {
+		t.Fatalf("block 1 ran on %v; block 4 on %v, done at %d: want core 2, then core 0 at 400", eg.core[1], eg.core[4], eg.at[4])
+	}
+}
+
 // lockWork takes a shared lock, works L cycles inside it and releases it.
 func lockWork(l *Lock, cycles int64) HandlerFunc {
 	return func(t *Task) {

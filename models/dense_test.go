@@ -26,6 +26,14 @@ func TestTreeFormula(t *testing.T) {
 				if r.Contenders != 1 {
 					t.Errorf("tree has %g contenders, want 1 (no shared buffer)", r.Contenders)
 				}
+				// The block's last packet climbs every level, ⌈log2 P⌉ of them.
+				last := math.Ceil(math.Log2(P)) * L
+				if p.CountCopies {
+					last += 2 * p.DMACycles
+				}
+				if got := r.Latency - (P-1)*r.DeltaC - r.QueueWait; math.Abs(got-last) > 1e-9*last {
+					t.Errorf("%s P=%d: the tree's last packet takes %g cycles after its arrival and wait, want ⌈log2 P⌉·L = %g", preset, hosts, got, last)
+				}
 			}
 		}
 	}
