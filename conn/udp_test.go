@@ -437,6 +437,8 @@ func TestWriteBatchRejects(t *testing.T) {
 	}{
 		{"too large", Datagram{Buf: make([]byte, 2000), N: 1501, Addr: rx.LocalAddr()}, ErrDatagramTooLarge},
 		{"N past buffer", Datagram{Buf: make([]byte, 10), N: 11, Addr: rx.LocalAddr()}, ErrDatagramTooLarge},
+		{"N negative", Datagram{Buf: make([]byte, 10), N: -1, Addr: rx.LocalAddr()}, ErrDatagramTooLarge},
+		{"unspecified address", Datagram{Buf: make([]byte, 10), N: 10, Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), rx.LocalAddr().Port())}, ErrBadAddr},
 		{"no address", Datagram{Buf: make([]byte, 10), N: 10}, ErrBadAddr},
 		{"port 0", Datagram{Buf: make([]byte, 10), N: 10, Addr: netip.MustParseAddrPort("127.0.0.1:0")}, ErrBadAddr},
 		{"run with a tail", Datagram{Buf: make([]byte, 10), N: 10, Seg: 5, Tail: make([]byte, 3), Addr: rx.LocalAddr()}, ErrBadRun},
