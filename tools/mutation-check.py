@@ -479,7 +479,7 @@ MUTANTS = [
     ("MD10", "models/dense.go", "\tr := s.m * (bw / P) * latency", "\tr := s.m * bw * latency", None),
     ("MD11", "models/dense.go", "\t\tlast = math.Ceil(math.Log2(P)) * p.CyclesPerPacket", "\t\tlast = math.Floor(math.Log2(P)) * p.CyclesPerPacket", None),
     ("MD12", "models/dense.go", "\t\tlast = tau + s.fold*(1-1/P)", "\t\tlast = tau + s.fold", None),
-    ("MD13", "models/dense.go", "\t\tde = math.Max(p.InterArrival, tau/K)", "\t\tde = math.Max(p.InterArrival, tau)", None),
+    ("MD13", "models/dense.go", "\t\tde = math.Max(p.InterArrival, tau/K)", "\t\tde = math.Max(p.InterArrival, tau/K/2)", None),
     ("MD14", "models/dense.go", "\tif p.InterArrival > 0 && 1/p.InterArrival < bw {", "\tif false {", None),
     # the virtual-time unit the simulator runs on (hpu/vsim.go): its cluster queues and what it measures
     ("VS1", "hpu/vsim.go", "\tif cl.occ >= u.cfg.QueueDepth {", "\tif cl.occ > u.cfg.QueueDepth {", None),
@@ -489,6 +489,18 @@ MUTANTS = [
     ("VS5", "hpu/vsim.go", "\ts.busy += busy\n", "", None),
     ("VS6", "hpu/vsim.go", "\ts.waitCycles += t.waitCyc\n", "", None),
     ("VS7", "hpu/vsim.go", "\tu.ingressMax = max(u.ingressMax, u.nwait)\n", "", None),
+    # the socket layer's checks (conn/conn.go): what a send may hold, and a socket's settings
+    ("CS1", "conn/conn.go", "\tcase d.N < 0 || d.N > cap(d.Buf) ||", "\tcase d.N > cap(d.Buf) ||", None),
+    ("CS2", "conn/conn.go", "\tcase d.N < 0 || d.N > cap(d.Buf) ||", "\tcase d.N < 0 ||", None),
+    ("CS3", "conn/conn.go", "(d.Seg <= 0 && d.Size() > max):", "(d.Seg <= 0 && d.Size() > max+1):", None),
+    ("CS4", "conn/conn.go", "\tcase d.Seg > max:", "\tcase false:", None),
+    ("CS5", "conn/conn.go", "\tcase d.Seg > 0 && (len(d.Tail) > 0 || d.N == 0):", "\tcase d.Seg > 0 && len(d.Tail) > 0:", None),
+    ("CS6", "conn/conn.go", "\tcase !d.Addr.IsValid() || d.Addr.Port() == 0 || d.Addr.Addr().IsUnspecified():", "\tcase !d.Addr.IsValid() || d.Addr.Addr().IsUnspecified():", None),
+    ("CS7", "conn/conn.go", "\tcase !d.Addr.IsValid() || d.Addr.Port() == 0 || d.Addr.Addr().IsUnspecified():", "\tcase !d.Addr.IsValid() || d.Addr.Port() == 0:", None),
+    ("CS8", "conn/conn.go", "\tcase c.BatchSize < 1 || c.BatchSize > MaxBatchSize:", "\tcase c.BatchSize < 1:", None),
+    ("CS9", "conn/conn.go", "\tcase c.MaxDatagram < 1 || c.MaxDatagram > MaxDatagramLimit:", "\tcase c.MaxDatagram < 1:", None),
+    ("CS10", "conn/conn.go", "\tcase c.BusyPoll < 0 || c.BusyPoll > MaxBusyPoll:", "\tcase c.BusyPoll < 0:", None),
+    ("CS11", "conn/conn.go", " || c.MulticastInterface.IsUnspecified() || c.MulticastInterface.IsMulticast()):", " || c.MulticastInterface.IsUnspecified()):", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
