@@ -6,14 +6,19 @@ holds, who may add to it and where a result goes: the generation rule,
 the dense handler (its tree and multi-buffer designs, and a non-root
 switch's blocks), the sparse handler (its tables' flush and the sparse
 tree), bounded mode, waiting reports and block-state pools, the element
-kernels, the socket layer's GRO split and GSO runs, the wire's checks,
-the processing unit's L1 memory and stages, the daemon's member, join,
-abort, admission and parent checks and its limits on what strangers can
-make it hold, its egress and multicast pool, a child switch's tree code,
-the host's call, its checks of a join-ack, its receive path, sparse
-stream assembly and merge and staggered order, the host ring baseline,
-the C library, and the Python package's buffers and PyTorch reducer. A
-guard removed, a comparison moved by one, a sum made a copy. For each,
+kernels and custom operators, the socket layer's send checks, GRO split
+and GSO runs, the wire's checks and error bodies, the processing unit's
+L1 memory and stages and the virtual unit the simulator runs on, the
+daemon's configuration, its member, join, abort, admission and parent
+checks, what admission charges, a sparse job's shape, registered
+admission and the admin port's jobs API, and its limits on what
+strangers can make it hold, its egress and multicast pool, a child
+switch's tree code, the host's options, join, call, its checks of a
+join-ack, its receive path, sparse stream assembly and merge and
+staggered order, the host ring baseline, the C library, the Python
+package's buffers and PyTorch reducer, and the analytic model's
+formulas. A guard removed, a comparison moved by one (either way), a sum
+made a copy. For each,
 the script applies it to a scratch copy of the tree (a git worktree of
 HEAD under a temporary directory; this tree is never touched), runs `go
 test` on the mutant's package (and what ALSO names for it), or `make
@@ -508,7 +513,8 @@ MUTANTS = [
 # ranks, are tested through the daemon's package, with a real switch; the
 # C library is called by the Python package too ("python": `make
 # python-test`); a child switch's tree code runs end to end in the CLI's
-# tree tests, daemons as processes ("PKG:REGEX": those tests alone).
+# tree tests, daemons as processes ("PKG:REGEX": those tests alone); the
+# virtual unit runs under the simulator, whose tests run too.
 ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
