@@ -74,14 +74,20 @@ func (f *scriptedSwitch) ack(h wire.Header, to netip.AddrPort) {
 	f.send(to, wire.AppendJoinAck(nil, &h, &wire.JoinAckBody{Window: 4, Algo: wire.AlgoSingle, PacketElems: 50, Blocks: 2, QuotaBuffers: 8}))
 }
 
-// joinAsync starts Join with o and returns where its result comes.
-func joinAsync(ctx context.Context, o Options) <-chan joinResult {
+// startJoin starts Join with o, its Switch a new scripted switch, and
+// returns that switch, where Join's result comes, and the join the switch
+// received.
+func startJoin(t *testing.T, ctx context.Context, o Options) (*scriptedSwitch, <-chan joinResult, wire.Header, wire.JoinBody, netip.AddrPort) {
+	t.Helper()
+	sw := newScriptedSwitch(t)
+	o.Switch = sw.addr()
 	c := make(chan joinResult, 1)
 	go func() {
 		s, err := Join(ctx, o)
 		c <- joinResult{s, err}
 	}()
-	return c
+	h, b, from := sw.join()
+	return sw, c, h, b, from
 }
 
 type joinResult struct {
@@ -111,11 +117,9 @@ func TestJoinSaysOptions(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sw := newScriptedSwitch(t)
-			o := Options{Switch: sw.addr(), Job: 9, Token: 77, Rank: 2, World: 3, DType: wire.Float32, Op: wire.OpMax, Elements: 100, Timeout: 4 * time.Second}
+			o := Options{Job: 9, Token: 77, Rank: 2, World: 3, DType: wire.Float32, Op: wire.OpMax, Elements: 100, Timeout: 4 * time.Second}
 			tc.edit(&o)
-			res := joinAsync(t.Context(), o)
-			h, got, from := sw.join()
+			sw, res, h, got, from := startJoin(t, t.Context(), o)
 			want := wire.JoinBody{World: 3, Elements: 100, TimeoutMillis: 4000}
 			tc.want(&want)
 			if got != want || h.Job != 9 || h.Token != 77 || h.Child != 2 || h.DType != wire.Float32 || h.Op != wire.OpMax {
@@ -131,9 +135,7 @@ func TestJoinSaysOptions(t *testing.T) {
 
 // A join the switch does not answer is sent again until it does.
 func TestJoinResends(t *testing.T) {
-	sw := newScriptedSwitch(t)
-	res := joinAsync(t.Context(), Options{Switch: sw.addr(), Job: 9, Token: 77, World: 1, DType: wire.Float32, Op: wire.OpSum, Elements: 100, JoinTimeout: 5 * time.Second})
-	sw.join() // lost
+	sw, res, _, _, _ := startJoin(t, t.Context(), Options{Job: 9, Token: 77, World: 1, DType: wire.Float32, Op: wire.OpSum, Elements: 100, JoinTimeout: 5 * time.Second}) // lost
 	h, _, from := sw.join()
 	sw.ack(h, from)
 	r := <-res
@@ -150,11 +152,7 @@ func TestJoinResends(t *testing.T) {
 func TestJoinAnswers(t *testing.T) {
 	o := Options{Job: 9, Token: 77, World: 2, DType: wire.Float32, Op: wire.OpSum, Elements: 100, JoinTimeout: 5 * time.Second}
 	t.Run("dropped", func(t *testing.T) {
-		sw := newScriptedSwitch(t)
-		o := o
-		o.Switch = sw.addr()
-		res := joinAsync(t.Context(), o)
-		h, _, from := sw.join()
+		sw, res, h, _, from := startJoin(t, t.Context(), o)
 		sw.send(from, wire.AppendError(nil, &h, wire.CodeWaiting, "waiting for rank 1"))
 		result := h
 		result.Type, result.Count = wire.TypeResult, 50
@@ -171,11 +169,7 @@ func TestJoinAnswers(t *testing.T) {
 		}
 	})
 	t.Run("aborted", func(t *testing.T) {
-		sw := newScriptedSwitch(t)
-		o := o
-		o.Switch = sw.addr()
-		res := joinAsync(t.Context(), o)
-		h, _, from := sw.join()
+		sw, res, h, _, from := startJoin(t, t.Context(), o)
 		ab := h
 		ab.Child = 1
 		sw.send(from, wire.AppendError(nil, &ab, wire.CodeAborted, "rank 1: join cancelled"))
@@ -185,11 +179,7 @@ func TestJoinAnswers(t *testing.T) {
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
-		sw := newScriptedSwitch(t)
-		o := o
-		o.Switch = sw.addr()
-		res := joinAsync(t.Context(), o)
-		h, _, from := sw.join()
+		sw, res, h, _, from := startJoin(t, t.Context(), o)
 		sw.send(from, wire.AppendError(nil, &h, wire.CodeTooManyJobs, "full"))
 		var se *SwitchError
 		if r := <-res; !errors.As(r.err, &se) || se.Code != wire.CodeTooManyJobs || se.Message != "full" {
@@ -207,10 +197,8 @@ func TestJoinAnswers(t *testing.T) {
 // A join the caller cancels tells the switch: an Abort of the job, as
 // this rank, then the Leave.
 func TestJoinCancelled(t *testing.T) {
-	sw := newScriptedSwitch(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	res := joinAsync(ctx, Options{Switch: sw.addr(), Job: 9, Token: 77, Rank: 1, World: 2, DType: wire.Float32, Op: wire.OpSum, Elements: 100, JoinTimeout: 5 * time.Second})
-	sw.join()
+	sw, res, _, _, _ := startJoin(t, ctx, Options{Job: 9, Token: 77, Rank: 1, World: 2, DType: wire.Float32, Op: wire.OpSum, Elements: 100, JoinTimeout: 5 * time.Second})
 	cancel()
 	if r := <-res; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("Join: %v, want it cancelled", r.err)
