@@ -3,6 +3,7 @@ package hostlib
 import (
 	"math"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,14 +47,12 @@ func TestOptionsChecks(t *testing.T) {
 		{func(o *Options) { o.Reproducible, o.Algo = true, wire.AlgoSingle }, "only the tree design is reproducible"},
 		{func(o *Options) { o.PacketElems = 2243 }, "PacketElems = 2243: must be in 0..2242"},
 		{func(o *Options) { o.PacketElems = -1 }, "PacketElems = -1: must be in 0..2242"},
-		{func(o *Options) { o.PacketElems, o.Elements = 1, 1<<32 }, "PacketElems = 1: 4294967296 elements would make 4294967296 blocks; a job has at most 4294967295"},
 		{func(o *Options) { sparse(o); o.Op = wire.OpProd }, "Op = prod with Sparse: must be sum, min or max"},
 		{func(o *Options) { sparse(o); o.Algo = wire.AlgoTree }, "Algo = tree, Reproducible = false with Sparse"},
 		{func(o *Options) { sparse(o); o.Reproducible = true }, "Algo = auto, Reproducible = true with Sparse"},
 		{func(o *Options) { sparse(o); o.Storage = 3 }, "Storage = storage(3) with Sparse: must be hash or array"},
 		{func(o *Options) { sparse(o); o.PacketElems = 10 }, "PacketElems = 10 with Sparse: the switch sets pairs per packet"},
 		{func(o *Options) { sparse(o); o.BlockElems = -1 }, "BlockElems = -1: must be in 0..4294967295"},
-		{func(o *Options) { sparse(o); o.BlockElems = 1 << 32 }, "BlockElems = 4294967296: must be in 0..4294967295"},
 		{func(o *Options) { o.Storage = wire.StorageHash }, "Storage = hash, BlockElems = 0: only for sparse jobs"},
 		{func(o *Options) { o.BlockElems = 64 }, "Storage = dense, BlockElems = 64: only for sparse jobs"},
 		{func(o *Options) { o.BlockDeadline = -time.Millisecond }, "BlockDeadline = -1ms: must be 0 (exact) or whole milliseconds in 1ms..1m5.535s"},
@@ -93,13 +92,11 @@ func TestOptionsLimitsAllowed(t *testing.T) {
 		func(o *Options) { o.Algo, o.Buffers = wire.AlgoMulti, MaxBuffers },
 		func(o *Options) { o.PacketElems = 2242 },
 		func(o *Options) { o.PacketElems, o.DType = 1121, wire.Float64 },
-		func(o *Options) { o.PacketElems, o.Elements = 1, 1<<32-1 },
 		func(o *Options) { o.Reproducible = true },
 		func(o *Options) { o.Reproducible, o.Algo = true, wire.AlgoTree },
 		func(o *Options) { sparse(o) },
 		func(o *Options) { sparse(o); o.Op, o.Algo, o.Buffers = wire.OpMax, wire.AlgoMulti, 4 },
 		func(o *Options) { sparse(o); o.Op, o.Storage = wire.OpMin, wire.StorageArray },
-		func(o *Options) { sparse(o); o.BlockElems = math.MaxUint32 },
 		func(o *Options) { o.BlockDeadline = time.Millisecond },
 		func(o *Options) { o.BlockDeadline, o.Algo = 65535*time.Millisecond, wire.AlgoSingle },
 		func(o *Options) { o.BusyPoll = conn.MaxBusyPoll },
@@ -115,6 +112,32 @@ func TestOptionsLimitsAllowed(t *testing.T) {
 	o := (Options{Sparse: true}).withDefaults()
 	if o.Storage != wire.StorageHash {
 		t.Errorf("a sparse job's default storage is %v, want hash", o.Storage)
+	}
+}
+
+// The bounds at 2^32 (a job's blocks, a sparse block's range), which an
+// int holds only where it is 64 bits wide.
+func TestOptionsWideBounds(t *testing.T) {
+	if strconv.IntSize < 64 {
+		t.Skip("2^32 is past a 32-bit int")
+	}
+	one := int64(1)
+	two32 := int(one << 32) // (not a constant, so that this compiles for 32-bit targets too)
+	for _, tc := range []struct {
+		edit func(*Options)
+		want string // "" where allowed
+	}{
+		{func(o *Options) { o.PacketElems, o.Elements = 1, two32 }, "PacketElems = 1: 4294967296 elements would make 4294967296 blocks; a job has at most 4294967295"},
+		{func(o *Options) { o.PacketElems, o.Elements = 1, two32-1 }, ""},
+		{func(o *Options) { o.Sparse, o.BlockElems = true, two32 }, "BlockElems = 4294967296: must be in 0..4294967295"},
+		{func(o *Options) { o.Sparse, o.BlockElems = true, two32-1 }, ""},
+	} {
+		o := goodOptions
+		tc.edit(&o)
+		o = o.withDefaults()
+		if err := o.validate(); (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; want %q", o, err, tc.want)
+		}
 	}
 }
 
