@@ -506,6 +506,17 @@ MUTANTS = [
     ("CS9", "conn/conn.go", "\tcase c.MaxDatagram < 1 || c.MaxDatagram > MaxDatagramLimit:", "\tcase c.MaxDatagram < 1:", None),
     ("CS10", "conn/conn.go", "\tcase c.BusyPoll < 0 || c.BusyPoll > MaxBusyPoll:", "\tcase c.BusyPoll < 0:", None),
     ("CS11", "conn/conn.go", " || c.MulticastInterface.IsUnspecified() || c.MulticastInterface.IsMulticast()):", " || c.MulticastInterface.IsUnspecified()):", None),
+    # the wire's enumerations (wire/codes.go): which values of each field are known, each end
+    ("WC1", "wire/codes.go", "func (t Type) Valid() bool { return t >= TypeJoin && t <= typeMax }", "func (t Type) Valid() bool { return t <= typeMax }", None),
+    ("WC2", "wire/codes.go", "func (t Type) Valid() bool { return t >= TypeJoin && t <= typeMax }", "func (t Type) Valid() bool { return t >= TypeJoin && t <= typeMax+1 }", None),
+    ("WC3", "wire/codes.go", "func (d DType) Valid() bool { return d >= Int8 && d <= dtypeMax }", "func (d DType) Valid() bool { return d <= dtypeMax }", None),
+    ("WC4", "wire/codes.go", "func (o Op) Builtin() bool { return o >= OpSum && o <= opMax }", "func (o Op) Builtin() bool { return o <= opMax }", None),
+    ("WC5", "wire/codes.go", "func (o Op) Valid() bool { return o.Builtin() || o >= OpCustomBase }", "func (o Op) Valid() bool { return o.Builtin() || o > OpCustomBase }", None),
+    ("WC6", "wire/codes.go", "func (f Flags) Known() bool { return f&^flagsKnown == 0 }", "func (f Flags) Known() bool { return true }", None),
+    ("WC7", "wire/codes.go", "func (o JoinOptions) Known() bool { return o&^optionsKnown == 0 }", "func (o JoinOptions) Known() bool { return true }", None),
+    ("WC8", "wire/codes.go", "func (c ErrorCode) Valid() bool { return c >= CodeRefusedMemory && c <= codeMax }", "func (c ErrorCode) Valid() bool { return c <= codeMax }", None),
+    ("WC9", "wire/codes.go", "func (o Op) BitwiseOnly() bool { return o == OpAnd || o == OpOr || o == OpXor }", "func (o Op) BitwiseOnly() bool { return o == OpAnd || o == OpOr }", None),
+    ("WC10", "wire/codes.go", "func (s Storage) Valid() bool { return s <= storageMax }", "func (s Storage) Valid() bool { return s <= storageMax+1 }", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
