@@ -517,6 +517,22 @@ MUTANTS = [
     ("WC8", "wire/codes.go", "func (c ErrorCode) Valid() bool { return c >= CodeRefusedMemory && c <= codeMax }", "func (c ErrorCode) Valid() bool { return c <= codeMax }", None),
     ("WC9", "wire/codes.go", "func (o Op) BitwiseOnly() bool { return o == OpAnd || o == OpOr || o == OpXor }", "func (o Op) BitwiseOnly() bool { return o == OpAnd || o == OpOr }", None),
     ("WC10", "wire/codes.go", "func (s Storage) Valid() bool { return s <= storageMax }", "func (s Storage) Valid() bool { return s <= storageMax+1 }", None),
+    # what admission charges a job (handlers/footprint.go): each allocation the formulas count, which the budget holds a job to
+    ("FP1", "handlers/footprint.go", "\t\tf.Results = 2 * heapObject(elements*int64(c.DType.Size()), noPointers)", "\t\tf.Results = heapObject(elements*int64(c.DType.Size()), noPointers)", None),
+    ("FP2", "handlers/footprint.go", "\tif pointers && n > 512 {\n\t\tn += 8\n\t}\n", "", None),
+    ("FP3", "handlers/footprint.go", "\t\treturn (n + 8191) &^ 8191", "\t\treturn n", None),
+    ("FP4", "handlers/footprint.go", "\t\tnbufs = 2 * int64(1) << bits.Len(uint(max(c.Children, 1)-1))", "\t\tnbufs = int64(1) << bits.Len(uint(max(c.Children, 1)-1))", None),
+    ("FP5", "handlers/footprint.go", "\twords := int64(c.Children+63) / 64", "\twords := int64(c.Children) / 64", None),
+    ("FP6", "handlers/footprint.go", "\tif c.KeepResults {\n\t\tf.Blocks += 2 * records", "\tif false {\n\t\tf.Blocks += 2 * records", None),
+    ("FP7", "handlers/footprint.go", "\t\tperWork += heapObject(b*int64(cells)*8, noPointers) // the flush's sort keys\n", "", None),
+    ("FP8", "handlers/footprint.go", "\tf.Work = nwork*perWork + poolBytes(nwork)\n", "\tf.Work = nwork * perWork\n", None),
+    ("FP9", "handlers/footprint.go", "\t\t\tf.Blocks += 2 * (heapObject(nblocks, noPointers) + heapObject(nblocks*int64(unsafe.Sizeof(int64(0))), noPointers)) // final, upAt\n", "", None),
+    ("FP10", "handlers/footprint.go", "\t\t\tf.Blocks += 2 * heapObject(nblocks*int64(unsafe.Sizeof(uint16(0))), noPointers) // resultCount\n", "", None),
+    # the design a job gets by its size (proto/choose.go)
+    ("CH1", "proto/choose.go", "\tcase n > SingleAbove:", "\tcase n >= SingleAbove:", None),
+    ("CH2", "proto/choose.go", "\t\treturn wire.AlgoMulti, 4", "\t\treturn wire.AlgoMulti, 2", None),
+    ("CH3", "proto/choose.go", "\tcase reproducible:", "\tcase false:", None),
+    ("CH4", "proto/choose.go", "\tcase n > Multi2Above:", "\tcase n >= Multi2Above:", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
