@@ -36,8 +36,9 @@ const ptrBytes = int64(unsafe.Sizeof(uintptr(0)))
 // small object (up to 32 KiB, its header included) its size class, after
 // an 8-byte header when it holds pointers and is larger than 512 bytes; a
 // large one whole 8 KiB pages, with no header (its span holds its type:
-// counting one overcharged every job 16 KiB, its block states' pool and
-// their array). TestHeapObjectMatchesAllocator holds it to the allocator. (Go's size classes, internal/runtime/gc/sizeclasses.go; if a
+// counting one overcharged a job of 512 block states 16 KiB, for their
+// array and their pool's stacks). TestHeapObjectMatchesAllocator holds it
+// to the allocator. (Go's size classes, internal/runtime/gc/sizeclasses.go; if a
 // release changes them the footprint drifts by a few percent, and
 // TestFootprintMatchesHeap says so.)
 func heapObject(n int64, pointers bool) int64 {

@@ -519,7 +519,7 @@ MUTANTS = [
     ("WC10", "wire/codes.go", "func (s Storage) Valid() bool { return s <= storageMax }", "func (s Storage) Valid() bool { return s <= storageMax+1 }", None),
     # what admission charges a job (handlers/footprint.go): each allocation the formulas count, which the budget holds a job to
     ("FP1", "handlers/footprint.go", "\t\tf.Results = 2 * heapObject(elements*int64(c.DType.Size()), noPointers)", "\t\tf.Results = heapObject(elements*int64(c.DType.Size()), noPointers)", None),
-    ("FP2", "handlers/footprint.go", "\tif pointers && n > 512 {\n\t\tn += 8\n\t}\n", "", None),
+    ("FP2", "handlers/footprint.go", "\tif pointers && n > 512 && n <= 32<<10-8 {\n\t\tn += 8\n\t}\n", "", None),
     ("FP3", "handlers/footprint.go", "\t\treturn (n + 8191) &^ 8191", "\t\treturn n", None),
     ("FP4", "handlers/footprint.go", "\t\tnbufs = 2 * int64(1) << bits.Len(uint(max(c.Children, 1)-1))", "\t\tnbufs = int64(1) << bits.Len(uint(max(c.Children, 1)-1))", None),
     ("FP5", "handlers/footprint.go", "\twords := int64(c.Children+63) / 64", "\twords := int64(c.Children) / 64", None),
@@ -528,6 +528,7 @@ MUTANTS = [
     ("FP8", "handlers/footprint.go", "\tf.Work = nwork*perWork + poolBytes(nwork)\n", "\tf.Work = nwork * perWork\n", None),
     ("FP9", "handlers/footprint.go", "\t\t\tf.Blocks += 2 * (heapObject(nblocks, noPointers) + heapObject(nblocks*int64(unsafe.Sizeof(int64(0))), noPointers)) // final, upAt\n", "", None),
     ("FP10", "handlers/footprint.go", "\t\t\tf.Blocks += 2 * heapObject(nblocks*int64(unsafe.Sizeof(uint16(0))), noPointers) // resultCount\n", "", None),
+    ("FP11", "handlers/footprint.go", "\tif pointers && n > 512 && n <= 32<<10-8 {", "\tif pointers && n > 512 && n <= 32<<10 {", None),
     # the design a job gets by its size (proto/choose.go)
     ("CH1", "proto/choose.go", "\tcase n > SingleAbove:", "\tcase n >= SingleAbove:", None),
     ("CH2", "proto/choose.go", "\t\treturn wire.AlgoMulti, 4", "\t\treturn wire.AlgoMulti, 2", None),
