@@ -32,23 +32,26 @@ func (f Footprint) Add(g Footprint) Footprint {
 
 const ptrBytes = int64(unsafe.Sizeof(uintptr(0)))
 
+// maxSmall is the largest object the Go allocator serves from a size class.
+const maxSmall = 32 << 10
+
 // heapObject is what the Go allocator takes for one object of n bytes: a
-// small object (up to 32 KiB, its header included) its size class, after
-// an 8-byte header when it holds pointers and is larger than 512 bytes; a
-// large one whole 8 KiB pages, with no header (its span holds its type:
-// counting one overcharged a job of 512 block states 16 KiB, for their
-// array and their pool's stacks). TestHeapObjectMatchesAllocator holds it
-// to the allocator. (Go's size classes, internal/runtime/gc/sizeclasses.go; if a
-// release changes them the footprint drifts by a few percent, and
-// TestFootprintMatchesHeap says so.)
+// small object (up to maxSmall bytes, its header included) its size
+// class, after an 8-byte header when it holds pointers and is larger than
+// 512 bytes; a large one whole 8 KiB pages, with no header (its span holds
+// its type: counting one overcharged a job of 512 block states 16 KiB,
+// for their array and their pool's stacks). TestHeapObjectMatchesAllocator
+// holds it to the allocator. (Go's size classes,
+// internal/runtime/gc/sizeclasses.go; if a release changes them the
+// footprint drifts by a few percent, and TestFootprintMatchesHeap says so.)
 func heapObject(n int64, pointers bool) int64 {
 	if n <= 0 {
 		return 0
 	}
-	if pointers && n > 512 && n <= 32<<10-8 {
+	if pointers && n > 512 && n+8 <= maxSmall {
 		n += 8
 	}
-	if n > 32<<10 {
+	if n > maxSmall {
 		return (n + 8191) &^ 8191
 	}
 	i, _ := slices.BinarySearch(sizeClasses[:], uint16(n))

@@ -225,9 +225,11 @@ func (o *Options) validate() error {
 	if maxPE := (maxDatagram - wire.HeaderLen) / o.DType.Size(); o.PacketElems < 0 || o.PacketElems > maxPE {
 		return fmt.Errorf("PacketElems = %d: must be in 0..%d for %v (0 lets the switch choose)", o.PacketElems, maxPE, o.DType)
 	}
-	if o.PacketElems > 0 && uint64(blockCount(o.Elements, o.PacketElems)) > math.MaxUint32 {
-		return fmt.Errorf("PacketElems = %d: %d elements would make %d blocks; a job has at most %d (32-bit block ids)",
-			o.PacketElems, o.Elements, blockCount(o.Elements, o.PacketElems), uint32(math.MaxUint32))
+	if o.PacketElems > 0 {
+		if n := blockCount(o.Elements, o.PacketElems); uint64(n) > math.MaxUint32 {
+			return fmt.Errorf("PacketElems = %d: %d elements would make %d blocks; a job has at most %d (32-bit block ids)",
+				o.PacketElems, o.Elements, n, uint32(math.MaxUint32))
+		}
 	}
 	if o.Op.Builtin() {
 		// Custom codes are checked by the switch, where they must be

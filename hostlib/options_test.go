@@ -80,6 +80,15 @@ func TestOptionsChecks(t *testing.T) {
 	}
 }
 
+// validated is goodOptions changed by edit, with their defaults, and what
+// Join's checks say of them.
+func validated(edit func(*Options)) (Options, error) {
+	o := goodOptions
+	edit(&o)
+	o = o.withDefaults()
+	return o, o.validate()
+}
+
 // The ends of every range Join checks are allowed, so that a check moved
 // by one toward refusing shows here as a refusal of what the docs allow.
 func TestOptionsLimitsAllowed(t *testing.T) {
@@ -102,10 +111,7 @@ func TestOptionsLimitsAllowed(t *testing.T) {
 		func(o *Options) { o.BusyPoll = conn.MaxBusyPoll },
 		func(o *Options) { o.Multicast = true },
 	} {
-		o := goodOptions
-		edit(&o)
-		o = o.withDefaults()
-		if err := o.validate(); err != nil {
+		if o, err := validated(edit); err != nil {
 			t.Errorf("%+v: %v; want it allowed", o, err)
 		}
 	}
@@ -132,10 +138,7 @@ func TestOptionsWideBounds(t *testing.T) {
 		{func(o *Options) { o.Sparse, o.BlockElems = true, two32 }, "BlockElems = 4294967296: must be in 0..4294967295"},
 		{func(o *Options) { o.Sparse, o.BlockElems = true, two32-1 }, ""},
 	} {
-		o := goodOptions
-		tc.edit(&o)
-		o = o.withDefaults()
-		if err := o.validate(); (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+		if o, err := validated(tc.edit); (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want %q", o, err, tc.want)
 		}
 	}

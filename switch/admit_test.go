@@ -50,6 +50,21 @@ func (fx *jobFixture) replies() replies {
 // sent drains what the switch queued and decodes each packet (drainSent).
 func (fx *jobFixture) sent() []sentPacket { return drainSent(fx.t, fx.s) }
 
+// acks drains what the switch queued, which must be join-acks, and
+// decodes their bodies.
+func (fx *jobFixture) acks() []wire.JoinAckBody {
+	fx.t.Helper()
+	var acks []wire.JoinAckBody
+	for _, p := range fx.sent() {
+		var a wire.JoinAckBody
+		if p.hdr.Type != wire.TypeJoinAck || a.Unmarshal(p.payload) != nil {
+			fx.t.Fatalf("the switch sent %v %v %q, want join-acks", p.hdr.Type, p.code, p.text)
+		}
+		acks = append(acks, a)
+	}
+	return acks
+}
+
 // TestHugeShapesRefused checks that a join whose job would hold more host
 // memory than the switch allows is refused with the numbers before
 // anything is allocated (one 64-byte join used to make the switch
@@ -130,12 +145,11 @@ func TestAdmissionBoundedSingle(t *testing.T) {
 	fx := newJobFixture(t, nil)
 	h := wire.Header{Job: fzJob, Token: fzToken, DType: wire.Float32, Op: wire.OpSum}
 	fx.deliver(fzRank0, wire.AppendJoin(nil, &h, &wire.JoinBody{World: 1, Options: wire.OptBounded, DeadlineMillis: 5, Elements: fzElements}))
-	sent := fx.sent()
-	var ack wire.JoinAckBody
-	if len(sent) != 1 || sent[0].hdr.Type != wire.TypeJoinAck || ack.Unmarshal(sent[0].payload) != nil {
-		t.Fatalf("sent %+v, want one join-ack", sent)
+	acks := fx.acks()
+	if len(acks) != 1 {
+		t.Fatalf("%d join-acks, want one", len(acks))
 	}
-	if ack.Algo != wire.AlgoSingle || ack.Buffers != 0 {
+	if ack := acks[0]; ack.Algo != wire.AlgoSingle || ack.Buffers != 0 {
 		t.Errorf("a bounded job of %d elements runs %v with %d buffers, want single", fzElements, ack.Algo, ack.Buffers)
 	}
 }

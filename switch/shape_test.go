@@ -67,14 +67,7 @@ func TestSparsePlanAck(t *testing.T) {
 			b := wire.JoinBody{World: 2, Options: wire.OptSparse, Storage: wire.StorageHash, Algo: tc.algo, Buffers: tc.buffers, Elements: fzSparseElems, BlockElems: tc.blockElems}
 			fx.deliver(from, wire.AppendJoin(nil, &h, &b))
 		}
-		var acks []wire.JoinAckBody
-		for _, p := range fx.sent() {
-			var a wire.JoinAckBody
-			if p.hdr.Type != wire.TypeJoinAck || a.Unmarshal(p.payload) != nil {
-				t.Fatalf("%v B=%d: sent %v %q, want join-acks", tc.algo, tc.buffers, p.hdr.Type, p.text)
-			}
-			acks = append(acks, a)
-		}
+		acks := fx.acks()
 		pairs := uint32(fzPacketBytes / wire.PairSize(wire.Float32))
 		if len(acks) != 2 || acks[0] != acks[1] || acks[0].Algo != tc.wantAlgo || acks[0].Buffers != tc.wantBuffers || acks[0].Blocks != tc.want || acks[0].PacketElems != pairs {
 			t.Errorf("%v B=%d, blocks of %d: acks %+v; want two of %v, %d buffers, %d blocks, %d pairs a packet",

@@ -389,7 +389,7 @@ MUTANTS = [
     ("HO11", "hostlib/options.go", " || (o.BlockDeadline > 0 && o.BlockDeadline%time.Millisecond != 0) ||", " ||", None),
     ("HO12", "hostlib/options.go", "\tcase o.BlockDeadline > 0 && (o.Sparse || o.Reproducible || (o.Algo != wire.AlgoAuto && o.Algo != wire.AlgoSingle)):", "\tcase o.BlockDeadline > 0 && o.Sparse:", None),
     ("HO13", "hostlib/options.go", "o.PacketElems < 0 || o.PacketElems > maxPE {", "o.PacketElems < 0 || o.PacketElems > maxPE+1 {", None),
-    ("HO14", "hostlib/options.go", "\tif o.PacketElems > 0 && uint64(blockCount(o.Elements, o.PacketElems)) > math.MaxUint32 {", "\tif false {", None),
+    ("HO14", "hostlib/options.go", "\t\tif n := blockCount(o.Elements, o.PacketElems); uint64(n) > math.MaxUint32 {", "\t\tif n := blockCount(o.Elements, o.PacketElems); false {", None),
     ("HO15", "hostlib/options.go", "\tif o.Sparse && o.Storage == wire.StorageDense {\n\t\to.Storage = wire.StorageHash", "\tif false {\n\t\to.Storage = wire.StorageHash", None),
     ("HO16", "hostlib/options.go", "\t\ts = net.JoinHostPort(s, strconv.Itoa(wire.DefaultPort))", "\t\ts = net.JoinHostPort(s, strconv.Itoa(wire.DefaultPort+1))", None),
     ("HO17", "hostlib/options.go", "\tcase a.Is4() && a.IsLoopback():\n\t\treturn \"127.0.0.1:0\"", "\tcase a.Is4() && a.IsLoopback():\n\t\treturn \":0\"", None),
@@ -519,7 +519,7 @@ MUTANTS = [
     ("WC10", "wire/codes.go", "func (s Storage) Valid() bool { return s <= storageMax }", "func (s Storage) Valid() bool { return s <= storageMax+1 }", None),
     # what admission charges a job (handlers/footprint.go): each allocation the formulas count, which the budget holds a job to
     ("FP1", "handlers/footprint.go", "\t\tf.Results = 2 * heapObject(elements*int64(c.DType.Size()), noPointers)", "\t\tf.Results = heapObject(elements*int64(c.DType.Size()), noPointers)", None),
-    ("FP2", "handlers/footprint.go", "\tif pointers && n > 512 && n <= 32<<10-8 {\n\t\tn += 8\n\t}\n", "", None),
+    ("FP2", "handlers/footprint.go", "\tif pointers && n > 512 && n+8 <= maxSmall {\n\t\tn += 8\n\t}\n", "", None),
     ("FP3", "handlers/footprint.go", "\t\treturn (n + 8191) &^ 8191", "\t\treturn n", None),
     ("FP4", "handlers/footprint.go", "\t\tnbufs = 2 * int64(1) << bits.Len(uint(max(c.Children, 1)-1))", "\t\tnbufs = int64(1) << bits.Len(uint(max(c.Children, 1)-1))", None),
     ("FP5", "handlers/footprint.go", "\twords := int64(c.Children+63) / 64", "\twords := int64(c.Children) / 64", None),
@@ -528,7 +528,7 @@ MUTANTS = [
     ("FP8", "handlers/footprint.go", "\tf.Work = nwork*perWork + poolBytes(nwork)\n", "\tf.Work = nwork * perWork\n", None),
     ("FP9", "handlers/footprint.go", "\t\t\tf.Blocks += 2 * (heapObject(nblocks, noPointers) + heapObject(nblocks*int64(unsafe.Sizeof(int64(0))), noPointers)) // final, upAt\n", "", None),
     ("FP10", "handlers/footprint.go", "\t\t\tf.Blocks += 2 * heapObject(nblocks*int64(unsafe.Sizeof(uint16(0))), noPointers) // resultCount\n", "", None),
-    ("FP11", "handlers/footprint.go", "\tif pointers && n > 512 && n <= 32<<10-8 {", "\tif pointers && n > 512 && n <= 32<<10 {", None),
+    ("FP11", "handlers/footprint.go", "\tif pointers && n > 512 && n+8 <= maxSmall {", "\tif pointers && n > 512 && n <= maxSmall {", None),
     # the design a job gets by its size (proto/choose.go)
     ("CH1", "proto/choose.go", "\tcase n > SingleAbove:", "\tcase n >= SingleAbove:", None),
     ("CH2", "proto/choose.go", "\t\treturn wire.AlgoMulti, 4", "\t\treturn wire.AlgoMulti, 2", None),
