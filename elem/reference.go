@@ -183,7 +183,8 @@ func roundingBound(dt wire.DType, ops, scale float64) float64 {
 // γ₍P−1₎Σ|xᵢ|, doubled since the reference rounds too), for a product
 // |got − ref| ≤ 2(P−1)·u·|Πxᵢ| (relative), with u the unit roundoff of
 // the dtype; results below the smallest normal get an absolute slack of one
-// subnormal step per operation. The error names the first element off.
+// subnormal step per operation. A NaN matches only a NaN, an infinity only
+// an infinity. The error names the first element off.
 func Check(dt wire.DType, op wire.Op, inputs [][]byte, got []byte) error {
 	want, err := Reference(dt, op, inputs)
 	if err != nil {
@@ -214,7 +215,7 @@ func Check(dt wire.DType, op wire.Op, inputs [][]byte, got []byte) error {
 			scale = math.Abs(w)
 		}
 		bound := roundingBound(dt, float64(len(inputs)-1), scale)
-		if math.Abs(g-w) > bound || math.IsInf(g, 0) != math.IsInf(w, 0) {
+		if math.IsNaN(g) || math.IsNaN(w) || math.Abs(g-w) > bound || math.IsInf(g, 0) != math.IsInf(w, 0) {
 			return fmt.Errorf("element %d: got %g, want %g (bound %g)", i/sz, g, w, bound)
 		}
 	}

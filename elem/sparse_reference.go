@@ -124,7 +124,7 @@ func CheckSparse(dt wire.DType, op wire.Op, inputs [][]byte, got []byte) error {
 			scale += math.Abs(specLoadFloat(dt, v))
 		}
 		bound := roundingBound(dt, float64(k-1), scale)
-		if math.Abs(gf-wf) > bound || math.IsInf(gf, 0) != math.IsInf(wf, 0) {
+		if math.IsNaN(gf) || math.IsNaN(wf) || math.Abs(gf-wf) > bound || math.IsInf(gf, 0) != math.IsInf(wf, 0) {
 			return fmt.Errorf("index %d: got %g, want %g (bound %g over %d operands)", g.Index(i), gf, wf, bound, k)
 		}
 	}
