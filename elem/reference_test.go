@@ -186,7 +186,7 @@ func TestCheckSparseBound(t *testing.T) {
 		got    []byte
 	}{
 		"4 ulps off over 3 operands": {three, append(pair(4, ulpsUp(f64, 3, 4)), pair(9, encode(f64, 2))...)},
-		"an ulp off over 2 operands":  {[][]byte{sparseF64(4, 1), sparseF64(4, 2)}, pair(4, ulpsUp(f64, 3, 1))},
+		"an ulp off over 2 operands": {[][]byte{sparseF64(4, 1), sparseF64(4, 2)}, pair(4, ulpsUp(f64, 3, 1))},
 		"NaN for a number":           {three, sparseF64(4, math.NaN(), 9, 2)},
 		"a number for infinity":      {[][]byte{sparseF64(4, math.Inf(1)), sparseF64(4, 1), sparseF64(4, 1)}, sparseF64(4, 5)},
 		"a pair past the last":       {three, append(within, pair(11, encode(f64, 0))...)},
