@@ -118,6 +118,7 @@ func TestKeyProgramMatchesPick(t *testing.T) {
 		{Sockets: 5, ByKey: true, KeyOffset: groupKeyOffset, Only: groupOnly},
 		{Sockets: 3, ByKey: true, KeyOffset: groupKeyOffset, KeyShift: 6},
 		{Sockets: 4, ByKey: true, KeyOffset: groupKeyOffset, KeyShift: MaxKeyShift, Only: groupOnly},
+		{Sockets: 3, ByKey: true, KeyOffset: 0, Only: &ByteRange{Offset: 6, Min: 4, Max: 7}}, // the type byte past the key
 	} {
 		raw, err := keyProgram(g)
 		if err != nil {
@@ -131,14 +132,19 @@ func TestKeyProgramMatchesPick(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, size := range []int{0, 1, groupKeyOffset + 3, 32} {
+		typeAt := 1
+		if g.Only != nil {
+			typeAt = g.Only.Offset
+		}
+		// each datagram one byte short of the type or the key, and one that holds them
+		for _, size := range []int{0, 1, typeAt, typeAt + 1, g.KeyOffset + 3, g.KeyOffset + 4, 32} {
 			for k := range 40 {
 				b := make([]byte, size)
-				if size > 1 {
-					b[1] = keyType(k)
+				if size > typeAt {
+					b[typeAt] = keyType(k)
 				}
-				if size >= groupKeyOffset+4 {
-					binary.BigEndian.PutUint32(b[groupKeyOffset:], uint32(k*7919))
+				if size >= g.KeyOffset+4 {
+					binary.BigEndian.PutUint32(b[g.KeyOffset:], uint32(k*7919))
 				}
 				got, err := vm.Run(b)
 				if err != nil {

@@ -182,12 +182,20 @@ func TestMemGroupClose(t *testing.T) {
 func TestGroupConfigValidate(t *testing.T) {
 	for _, g := range []GroupConfig{{Sockets: 0}, {Sockets: MaxGroup + 1}, {Sockets: 2, ByKey: true, KeyOffset: -1},
 		{Sockets: 2, ByKey: true, Only: &ByteRange{Offset: -1}}, {Sockets: 2, ByKey: true, Only: &ByteRange{Min: 5, Max: 4}},
-		{Sockets: 2, ByKey: true, KeyShift: -1}, {Sockets: 2, ByKey: true, KeyShift: MaxKeyShift + 1}} {
+		{Sockets: 2, ByKey: true, KeyShift: -1}, {Sockets: 2, ByKey: true, KeyShift: MaxKeyShift + 1},
+		{Sockets: 2, ByKey: true, KeyOffset: MaxDatagramLimit - 3}, {Sockets: 2, ByKey: true, Only: &ByteRange{Offset: MaxDatagramLimit}}} {
 		if g.Validate() == nil {
 			t.Errorf("%+v: valid, want an error", g)
 		}
 		if _, _, err := ListenUDPGroup("127.0.0.1:0", Config{}, g); err == nil {
 			t.Errorf("ListenUDPGroup(%+v) succeeded", g)
+		}
+	}
+	// each bound's last allowed value
+	for _, g := range []GroupConfig{{Sockets: 1}, {Sockets: MaxGroup}, {Sockets: 2, ByKey: true, KeyOffset: MaxDatagramLimit - 4},
+		{Sockets: 2, ByKey: true, KeyShift: MaxKeyShift}, {Sockets: 2, ByKey: true, Only: &ByteRange{Offset: MaxDatagramLimit - 1, Min: 3, Max: 3}}} {
+		if err := g.Validate(); err != nil {
+			t.Errorf("%+v: %v", g, err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flare-net/flare/wire"
 )
@@ -89,31 +90,109 @@ func testBorrowedCountsCarry(t *testing.T, clusters int) {
 	for i := range ps {
 		ps[i] = pkt(h, uint32(i*i)) // both clusters, in no regular order
 	}
-	done.Add(packets)
-	if n, err := u.SubmitBatch(context.Background(), ps); n != packets || err != nil {
-		t.Fatalf("SubmitBatch = %d, %v", n, err)
-	}
-	if n := wrong.Load(); n != 0 {
-		t.Errorf("%d of %d handlers saw a queue or a core holding more than their own request, or ran on a core the policy would not choose", n, packets)
-	}
-	st := u.Stats()
-	if got := st.Total().Packets; got != packets {
-		t.Fatalf("%d packets ran on the submitter, want %d", got, packets)
-	}
-	for _, c := range st.Clusters {
-		if c.QueueNow != 0 || c.QueueMax != 1 || c.QueueMean != 1 {
-			t.Errorf("cluster %d: queue now %d, max %d, mean %.2f after the batch, want 0, 1, 1", c.Cluster, c.QueueNow, c.QueueMax, c.QueueMean)
+	// Two batches through one Submitter, as a switch's reader submits:
+	// what the first left to it must not carry into the second.
+	s := u.NewSubmitter()
+	for round := 1; round <= 2; round++ {
+		done.Add(packets)
+		if n, err := s.SubmitBatch(context.Background(), ps); n != packets || err != nil {
+			t.Fatalf("SubmitBatch = %d, %v", n, err)
 		}
-	}
-	for _, cl := range u.clusters {
-		for _, co := range cl.cores {
-			if n := co.load.Load(); n != 0 {
-				t.Errorf("cluster %d core %d: work %d after the batch, want 0", cl.id, co.id, n)
+		if n := wrong.Load(); n != 0 {
+			t.Errorf("batch %d: %d of %d handlers saw a queue or a core holding more than their own request, or ran on a core the policy would not choose", round, n, packets)
+		}
+		st := u.Stats()
+		if got := st.Total().Packets; got != int64(round*packets) {
+			t.Fatalf("batch %d: %d packets ran on the submitter, want %d", round, got, round*packets)
+		}
+		for _, c := range st.Clusters {
+			if c.QueueNow != 0 || c.QueueMax != 1 || c.QueueMean != 1 {
+				t.Errorf("batch %d, cluster %d: queue now %d, max %d, mean %.2f after the batch, want 0, 1, 1", round, c.Cluster, c.QueueNow, c.QueueMax, c.QueueMean)
+			}
+		}
+		for _, cl := range u.clusters {
+			if n := cl.occ.Load(); n != 0 {
+				t.Errorf("batch %d, cluster %d: %d requests held after the batch, want 0", round, cl.id, n)
+			}
+			for _, co := range cl.cores {
+				if n := co.load.Load(); n != 0 {
+					t.Errorf("batch %d, cluster %d core %d: work %d after the batch, want 0", round, cl.id, co.id, n)
+				}
 			}
 		}
 	}
 	done.Wait()
 }
+
+// A submitter waiting for room in a cluster whose one request is a
+// borrowed packet that has finished, its count still with the submitter
+// that ran it, gets that room: when a packet of that submitter's leaves
+// the cluster while it waits, at once; otherwise at the give-back. It is
+// never left waiting on a cluster that holds nothing.
+func TestBorrowedRoomReachesWaiter(t *testing.T) {
+	// Two clusters of one core and one request: X (cluster 0) takes the
+	// even blocks, Y the odd ones. The borrowing submitter's batch runs
+	// on its own goroutine; the handler of block start starts a second
+	// submitter on X (block 4), which waits, and the handler of block
+	// placedBy (none: once the batch has returned) wants it placed.
+	for _, tc := range []struct {
+		name            string
+		blocks          []uint32
+		start, placedBy uint32
+	}{
+		{"a packet leaves while it waits", []uint32{0, 2, 1}, 2, 1},
+		{"at the give-back", []uint32{0, 1}, 1, none},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Clusters: 2, CoresPerCluster: 1, QueueDepth: 1, Submitters: runtime.GOMAXPROCS(0)}
+			var done sync.WaitGroup
+			var u *HPU
+			placed := make(chan error, 1)
+			var problems sync.Map
+			wait := func(what string, ok func() bool) {
+				for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						problems.Store(what, true)
+						return
+					}
+				}
+			}
+			idle := HandlerFunc(func(*Task) {})
+			h := HandlerFunc(func(t *Task) {
+				switch t.Pkt.Hdr.Block {
+				case tc.start:
+					go func() { placed <- u.SubmitWait(context.Background(), pkt(idle, 4)) }()
+					wait("the second submitter never waited for room in X", func() bool { return u.clusters[0].waiting.Load() > 0 })
+				case tc.placedBy:
+					wait("the second submitter was not placed while the batch ran, though a packet left X", func() bool { return len(placed) > 0 })
+				}
+			})
+			u, _, _ = startCoreEgress(t, cfg, &done)
+			waitParked(t, u)
+			ps := make([]*Packet, len(tc.blocks))
+			for i, b := range tc.blocks {
+				ps[i] = pkt(h, b)
+			}
+			done.Add(len(ps) + 1)
+			if n, err := u.SubmitBatch(context.Background(), ps); n != len(ps) || err != nil {
+				t.Fatalf("SubmitBatch = %d, %v", n, err)
+			}
+			select {
+			case err := <-placed:
+				if err != nil {
+					t.Fatalf("the second submitter: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the second submitter still waits for room in X 10 s after the batch returned, with X empty")
+			}
+			problems.Range(func(k, _ any) bool { t.Error(k); return true })
+			done.Wait()
+		})
+	}
+}
+
+// none is a block no test packet carries.
+const none = ^uint32(0)
 
 // Submitters that borrow, cores that run what was queued on them, and
 // clusters so small that submitters wait for room: a core is never run by
@@ -190,5 +269,37 @@ func testBorrowedCoresRunOneAtATime(t *testing.T, localYield bool) {
 	}
 	if int64(flushed) != want {
 		t.Errorf("%d emits flushed, want %d", flushed, want)
+	}
+}
+
+// A packet whose home cluster is full overflows to the least-loaded
+// cluster as the submitter sees the unit: a cluster whose one request is
+// the submitter's own finished packet holds nothing, and the lowest
+// numbered of the emptiest is chosen, as if that count had been given
+// back at once.
+func TestBorrowedOverflowSeesCredits(t *testing.T) {
+	cfg := Config{Clusters: 3, CoresPerCluster: 2, QueueDepth: 1, SubsetS: 2, Overflow: true, Submitters: runtime.GOMAXPROCS(0)}
+	var done sync.WaitGroup
+	u, _, _ := startCoreEgress(t, cfg, &done)
+	waitParked(t, u)
+	// Cluster 0 full: a packet of block 0 held in its handler on a core.
+	release, running := make(chan struct{}), make(chan struct{})
+	done.Add(1)
+	if err := u.Submit(pkt(HandlerFunc(func(*Task) { close(running); <-release }), 0)); err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	// Block 1 runs in cluster 1 and leaves its count with the submitter;
+	// block 3's home is cluster 0, full: clusters 1 and 2 are as empty.
+	var ranIn [4]int
+	h := HandlerFunc(func(t *Task) { ranIn[t.Pkt.Hdr.Block] = t.Cluster })
+	done.Add(2)
+	if n, err := u.SubmitBatch(context.Background(), []*Packet{pkt(h, 1), pkt(h, 3)}); n != 2 || err != nil {
+		t.Fatalf("SubmitBatch = %d, %v", n, err)
+	}
+	close(release)
+	done.Wait()
+	if ranIn[1] != 1 || ranIn[3] != 1 {
+		t.Errorf("block 1 ran in cluster %d, block 3 (home 0, full) overflowed to cluster %d; want 1 and 1, the lowest of the emptiest", ranIn[1], ranIn[3])
 	}
 }

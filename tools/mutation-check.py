@@ -564,6 +564,89 @@ MUTANTS = [
     ("SR6", "elem/sparse_reference.go", "\t\tif g.Index(i) != w.Index(i) {", "\t\tif false {", None),
     ("SR7", "elem/sparse_reference.go", "\t\tif n := len(groups); n > 0 && groups[n-1].idx == o.idx {", "\t\tif n := len(groups); n > 0 && groups[n-1].idx == o.idx && false {", None),
     ("SR8", "elem/sparse_reference.go", "\tslices.SortStableFunc(all, func(a, b operand) int { return cmp.Compare(a.idx, b.idx) })", "\tslices.SortStableFunc(all, func(a, b operand) int { return cmp.Compare(b.idx, a.idx) })", None),
+    # the packet path's buffer recycling (switch/freelist.go, region.go): a buffer handed out twice is two packets in one buffer, a sum corrupted
+    ("FL1", "switch/freelist.go", "\t\tf.free = f.free[:n-1]\n\t\tf.mu.Unlock()\n\t\treturn x", "\t\tf.mu.Unlock()\n\t\treturn x", None),
+    ("FL2", "switch/freelist.go", "\tif len(f.free) < f.max {\n\t\tf.free = append(f.free, x)", "\tif true {\n\t\tf.free = append(f.free, x)", None),
+    ("FL3", "switch/freelist.go", "\tn := min(len(f.free), cap(dst)-len(dst))", "\tn := len(f.free)", None),
+    ("FL4", "switch/freelist.go", "\tclear(f.free[from:])\n\tf.free = f.free[:from]\n", "\tclear(f.free[from:])\n", None),
+    ("FL5", "switch/freelist.go", "\tn := min(len(xs), f.max-len(f.free))", "\tn := len(xs)", None),
+    ("FL6", "switch/freelist.go", "\tc.items[n] = nil\n\tc.items = c.items[:n]\n\treturn x", "\tc.items[n] = nil\n\treturn x", None),
+    ("FL7", "switch/freelist.go", "len(c.items) == cap(c.items) {", "len(c.items) > cap(c.items) {", None),
+    ("FL8", "switch/freelist.go", "\tc.list.putAll(c.items)\n\tclear(c.items)\n\tc.items = c.items[:0]", "\tc.list.putAll(c.items)\n\tc.items = c.items[:0]",
+     "clear only drops the cache's pointers to what it handed on (for the collector); the slice is cut to 0 and every slot is written before it is read again"),
+    ("FL9", "switch/freelist.go", "\t\tif c.items = c.list.take(c.items); len(c.items) == 0 {", "\t\tif len(c.items) == 0 {", None),
+    ("RE1", "switch/region.go", "\tif g.refs.Add(-n) == 0 {", "\tif g.refs.Add(-n) <= 1 {", None),
+    ("RE2", "switch/region.go", "\t\tr.release()\n\t\treturn nil, 0, err", "\t\treturn nil, 0, err", None),
+    ("RE3", "switch/region.go", "\tselect {\n\tcase p.back <- struct{}{}:\n\tdefault:\n\t}", "", None),
+    ("RE4", "switch/region.go", "\tr.refs.Store(1)\n", "\tr.refs.Store(2)\n", None),
+    # the daemon's socket errors (switch/ioerrors.go): which it counts by name, which a send retries, when a reader stops
+    ("IE1", "switch/ioerrors.go", "\tcase errors.Is(err, net.ErrClosed):\n\t\treturn ioClosed\n", "", None),
+    ("IE2", "switch/ioerrors.go", "syscall.EINTR, syscall.ECONNREFUSED} {", "syscall.EINTR} {", None),
+    ("IE3", "switch/ioerrors.go", "\tif ctx.Err() != nil || errors.Is(err, net.ErrClosed) {", "\tif ctx.Err() != nil {", None),
+    ("IE4", "switch/ioerrors.go", "func (r *readRetry) ok() { r.consecutive = 0 }", "func (r *readRetry) ok() {}", None),
+    ("IE5", "switch/ioerrors.go", "\t\t\tc.counts[dir][i].Add(1)", "\t\t\tc.counts[dirRx][i].Add(1)", None),
+    ("IE6", "switch/ioerrors.go", "\tif r.consecutive == 1 {\n\t\treturn false\n\t}", "\tif r.consecutive == 0 {\n\t\treturn false\n\t}", None),
+    ("IE7", "switch/ioerrors.go", "\tcase errors.Is(err, conn.ErrBadAddr):\n\t\treturn ioBadAddr\n", "", None),
+    # per-link traffic (switch/links.go): whose datagrams count where, what counts as a retransmission, when a peer is forgotten
+    ("LK1", "switch/links.go", "wire.Flags(binary.BigEndian.Uint16(b[wire.OffFlags:]))&wire.FlagRetransmit != 0", "wire.Flags(binary.BigEndian.Uint16(b[wire.OffFlags:]))&wire.FlagRetransmit == 0", None),
+    ("LK2", "switch/links.go", "\treturn len(b) >= wire.HeaderLen && b[wire.OffVersion] == wire.Version &&", "\treturn len(b) >= wire.HeaderLen &&", None),
+    ("LK3", "switch/links.go", "\t\t\tif l.refs--; l.refs <= 0 {", "\t\t\tif l.refs--; l.refs < 0 {", None),
+    ("LK4", "switch/links.go", "\t\tl.refs++\n", "", None),
+    ("LK5", "switch/links.go", "\t\tfor ; i < len(msgs) && msgs[i].Addr == addr; i++ {", "\t\tfor ; i < len(msgs); i++ {", None),
+    ("LK6", "switch/links.go", "\tif d.Seg <= 0 {\n\t\tr.addOne(d.Buf[:d.N], d.Size())", "\tif true {\n\t\tr.addOne(d.Buf[:d.N], d.Size())", None),
+    ("LK7", "switch/links.go", "\tif rx {\n\t\tbytes, packets, retxBytes, retxPackets = &l.rxBytes", "\tif !rx {\n\t\tbytes, packets, retxBytes, retxPackets = &l.rxBytes", None),
+    ("LK8", "switch/links.go", "\tif r.retxPackets > 0 {", "\tif r.retxPackets > 1 {", None),
+    ("LK9", "switch/links.go", "\t\tall.TxPackets += c.txPackets.Load()", "\t\tall.TxPackets += c.rxPackets.Load()", None),
+    ("LK10", "switch/links.go", "\t\tretx.RxBytes += c.rxRetxBytes.Load()", "\t\tretx.RxBytes += c.rxBytes.Load()", None),
+    # a socket group (conn/group.go, group_linux.go): its checks, and which socket a datagram reaches, in memory and by the kernel's steering program
+    ("GR1", "conn/group.go", "\tcase g.Sockets < 1 || g.Sockets > MaxGroup:", "\tcase g.Sockets < 1:", None),
+    ("GR2", "conn/group.go", "\tcase g.ByKey && (g.KeyOffset < 0 || g.KeyOffset > MaxDatagramLimit-4):", "\tcase g.ByKey && (g.KeyOffset < 0 || g.KeyOffset > MaxDatagramLimit-3):", None),
+    ("GR3", "conn/group.go", "\tcase g.KeyShift < 0 || g.KeyShift > MaxKeyShift:", "\tcase g.KeyShift < 0:", None),
+    ("GR4", "conn/group.go", "\tcase g.Only != nil && g.Only.Min > g.Only.Max:", "\tcase false:", None),
+    ("GR5", "conn/group.go", "\t\tif len(b) < g.KeyOffset+4 || (g.Only != nil && !g.Only.has(b)) {", "\t\tif len(b) < g.KeyOffset+3 || (g.Only != nil && !g.Only.has(b)) {", None),
+    ("GR6", "conn/group.go", "\t\tif len(b) < g.KeyOffset+4 || (g.Only != nil && !g.Only.has(b)) {", "\t\tif len(b) < g.KeyOffset+4 {", None),
+    ("GR7", "conn/group.go", "\t\treturn int((binary.BigEndian.Uint32(b[g.KeyOffset:]) >> g.KeyShift) % uint32(n))", "\t\treturn int(binary.BigEndian.Uint32(b[g.KeyOffset:]) % uint32(n))", None),
+    ("GR8", "conn/group.go", "\treturn len(b) > r.Offset && b[r.Offset] >= r.Min && b[r.Offset] <= r.Max", "\treturn len(b) >= r.Offset && b[r.Offset] >= r.Min && b[r.Offset] <= r.Max", None),
+    ("GR9", "conn/group.go", "\treturn len(b) > r.Offset && b[r.Offset] >= r.Min && b[r.Offset] <= r.Max", "\treturn len(b) > r.Offset && b[r.Offset] >= r.Min && b[r.Offset] < r.Max", None),
+    ("GR10", "conn/group.go", "\tif g.ByKey {\n\t\treturn SteerKey\n\t}\n\treturn SteerFlow", "\treturn SteerFlow", None),
+    ("GR11", "conn/group.go", "\tcase g.Only != nil && (g.Only.Offset < 0 || g.Only.Offset > MaxDatagramLimit-1):", "\tcase g.Only != nil && g.Only.Offset < 0:", None),
+    ("GR12", "conn/group_linux.go", "bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(r.Min), SkipFalse: n + 1},", "bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(r.Min), SkipFalse: n + 1},", None),
+    ("GR13", "conn/group_linux.go", "bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(r.Max), SkipTrue: n},", "bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(r.Max), SkipTrue: n},", None),
+    ("GR14", "conn/group_linux.go", "\tif g.KeyShift > 0 {\n\t\tkey = append(key, bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight", "\tif false {\n\t\tkey = append(key, bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight", None),
+    ("GR15", "conn/group_linux.go", "SkipFalse: n + 1},", "SkipFalse: n},", None),
+    # cores a submitter borrows (hpu/borrow.go): the queue and work counts a borrowed packet leaves to its submitter, and giving the cores back
+    ("BW1", "hpu/borrow.go", "\tif b.room[ci] > 0 {\n\t\tb.room[ci]--", "\tif b.room[ci] >= 0 {\n\t\tb.room[ci]--", None),
+    ("BW2", "hpu/borrow.go", "\tif co.cluster.waiting.Load() > 0 {\n\t\tco.leave()\n\t\treturn\n\t}\n", "", None),
+    ("BW3", "hpu/borrow.go", "\t\t\tco.cluster.signalRoom()\n", "", None),
+    ("BW4", "hpu/borrow.go", "\t\t\tb.room[co.cluster.id] = 0\n", "", None),
+    ("BW5", "hpu/borrow.go", "\t\t\tco.load.Add(-int64(n))\n", "", None),
+    ("BW6", "hpu/borrow.go", "\tif !co.sleeping || len(co.q) > 0 || co.exited {", "\tif !co.sleeping || co.exited {",
+     "a core's goroutine sleeps only with nothing queued, and a push to a sleeping core clears sleeping under the same lock: a sleeping core with something queued is never seen"),
+    ("BW7", "hpu/borrow.go", "\t\tif queued {\n\t\t\tco.signal()\n\t\t}", "", None),
+    ("BW8", "hpu/borrow.go", "\t\tco.batch.publish(&co.stats)\n", "", None),
+    ("BW9", "hpu/borrow.go", "\t\t\tce.Flush(co.task.index)\n", "", None),
+    ("BW10", "hpu/borrow.go", "\t\tif i := b.index(co); i >= 0 && b.idle[i] > 0 {", "\t\tif i := b.index(co); i >= 0 && b.idle[i] >= 0 {", None),
+    ("BW11", "hpu/borrow.go", "\tif i := int(co.slot.Load()); i < b.n && b.cores[i] == co {", "\tif i := int(co.slot.Load()); i < b.n {", None),
+    ("BW12", "hpu/borrow.go", "\t\treturn co.load.Load() - int64(b.idle[i])", "\t\treturn co.load.Load()", None),
+    ("BW13", "hpu/borrow.go", "func (b *borrowed) held(ci int) int64 { return b.h.held(ci) - int64(b.room[ci]) }", "func (b *borrowed) held(ci int) int64 { return b.h.held(ci) }", None),
+    ("BW14", "hpu/borrow.go", "\tif b.n == len(b.cores) || co.borrowed.Load() {", "\tif co.borrowed.Load() {", None),
+    ("BW15", "hpu/borrow.go", "\t\tb.idle[i] = 0\n", "", None),
+    # the command line (cmd/flare): which field each flag sets, the flags an error names, the zeros it refuses, a bench rank's command line
+    ("CL1", "cmd/flare/fields.go", "\t\"MaxPending\": \"--max-pending\", \"MaxPendingPerSource\"", "\t\"MaxPending\": \"--max-jobs\", \"MaxPendingPerSource\"", None),
+    ("CL2", "cmd/flare/switch.go", "\tfs.IntVar(&cfg.MaxPendingPerSource, \"max-pending-per-source\", 0,", "\tfs.IntVar(&cfg.MaxPending, \"max-pending-per-source\", 0,", None),
+    ("CL3", "cmd/flare/switch.go", "\tn, err := parseSize(*sf.l1)", "\tn, err := parseSize(*sf.packet)", None),
+    ("CL4", "cmd/flare/switch.go", ", {\"queue\", cfg.HPU.QueueDepth, hpu.MaxQueueDepth}} {", "} {", None),
+    ("CL5", "cmd/flare/switch.go", "\t\t{\"job-idle\", \"0s\", \"in 1s..24h\", cfg.JobIdle == 0},", "\t\t{\"job-idle\", \"0s\", \"in 1s..24h\", false},", None),
+    ("CL6", "cmd/flare/switch.go", "\tfs.DurationVar(&cfg.JobIdle, \"job-idle\",", "\tfs.DurationVar(&cfg.JoinTimeout, \"job-idle\",", None),
+    ("CL7", "cmd/flare/allreduce.go", "\tfs.IntVar(&c.Warmup, \"warmup\", 2,", "\tfs.IntVar(&c.Iters, \"warmup\", 2,", None),
+    ("CL8", "cmd/flare/allreduce.go", "\"--warmup\", strconv.Itoa(c.Warmup),", "\"--warmup\", strconv.Itoa(c.Iters),", None),
+    ("CL9", "cmd/flare/allreduce.go", "\"--op\", c.Op.String(),", "\"--op\", \"sum\",", None),
+    ("CL10", "cmd/flare/allreduce.go", "\tif c.Verify {\n\t\targs = append(args, \"--verify\")", "\tif false {\n\t\targs = append(args, \"--verify\")", None),
+    ("CL11", "cmd/flare/allreduce.go", "\"--overlap\", strconv.FormatFloat(c.Overlap,", "\"--overlap\", strconv.FormatFloat(c.Density,", None),
+    ("CL12", "cmd/flare/allreduce.go", "\t\tc.Count = int(n) / c.DType.Size()", "\t\tc.Count = int(n)", None),
+    ("CL13", "cmd/flare/allreduce.go", "\t\tc.Storage = wire.StorageArray", "\t\tc.Storage = wire.StorageHash", None),
+    ("CL14", "cmd/flare/fields.go", "\t\"Iters\": \"--iters\", \"Warmup\": \"--warmup\", \"Verify\": \"--verify\", \"Timeout\": \"--timeout\", \"Sparse\": \"--sparse\",", "\t\"Iters\": \"--iters\", \"Warmup\": \"--iters\", \"Verify\": \"--verify\", \"Timeout\": \"--timeout\", \"Sparse\": \"--sparse\",", None),
+    ("CL15", "cmd/flare/fields.go", "\t\"HPU.Overflow\": \"--overflow\",\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -577,6 +660,11 @@ ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
 ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] == "hpu/vsim.go"})  # the simulator, which the virtual unit runs
+
+# Which of its own package's tests a mutant runs, where not all: the CLI's
+# end-to-end tests start daemons and ranks as processes for minutes, and
+# a flag's mapping is held by its flag tests.
+RUN = {m[0]: "Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize" for m in MUTANTS if m[0].startswith("CL")}
 
 
 def change(old, new):
@@ -599,7 +687,8 @@ def run(root, name, path, old, new):
     cmds = []
     gotest = ["go", "test", "-count=1", "-failfast", "-timeout", "600s", "-p", "1"]
     if not path.endswith(".py"):
-        cmds.append(gotest + ["./" + os.path.dirname(path)] + [p for p in also if p != "python" and ":" not in p])
+        own = ["-run", RUN[name]] if name in RUN else []
+        cmds.append(gotest + own + ["./" + os.path.dirname(path)] + [p for p in also if p != "python" and ":" not in p])
         for pkg, pattern in (p.split(":", 1) for p in also if ":" in p):  # some of a package's tests
             cmds.append(gotest + ["-run", pattern, pkg])
     if path.endswith(".py") or "python" in also:  # the Python package: its tests, against the library built from this tree

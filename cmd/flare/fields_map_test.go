@@ -1,0 +1,210 @@
+package main
+
+import (
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/flare-net/flare/internal/bench"
+	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/wire"
+)
+
+// A subcommand's flags set the library's fields its error map says they
+// set: each flag given alone, with a value other than its default, changes
+// that field and no other field the map names; and every flag that sets a
+// field is in the map, so a library's error names the flag the user gave
+// (withFlags), not a Go field.
+
+// otherValues are values, other than the default, for the flags whose
+// default cannot be moved by its type alone.
+var otherValues = map[string][]string{
+	"--listen": {"127.0.0.1:7471"}, "--admin": {"off"}, "--packet": {"2KiB"}, "--max-memory": {"64MiB"},
+	"--l1": {"64KiB"}, "--pcap": {"x.pcap"}, "--pcap-max": {"2MiB"}, "--parent": {"127.0.0.1:7472"},
+	"--admission": {"registered"}, "--admin-secret-file": {"secret"}, "--multicast": {"239.1.1.0/24"},
+	"--multicast-interface": {"10.1.2.3"}, "--switch": {"127.0.0.1:7473"}, "--dtype": {"int8"}, "--op": {"max"},
+	"--algo": {"single"}, "--peers": {"127.0.0.1:1,127.0.0.1:2"}, "--token": {"7"}, "--job": {"9"},
+	"--storage": {"array", "--sparse"}, "--count": {"3"}, "--paths": {"ring"}, "--bytes": {"64KiB"},
+	"--densities": {"0.5"}, "--profile": {"prof"}, "--ranks": {"3"},
+}
+
+// otherValue is the arguments that give flag f a value other than its
+// default.
+func otherValue(t *testing.T, fs *pflag.FlagSet, f string) []string {
+	t.Helper()
+	if v, ok := otherValues[f]; ok {
+		return append([]string{f}, v...)
+	}
+	fl := fs.Lookup(strings.TrimPrefix(f, "--"))
+	if fl == nil {
+		t.Fatalf("%s: no such flag", f)
+	}
+	switch fl.Value.Type() {
+	case "bool":
+		def, _ := strconv.ParseBool(fl.DefValue)
+		return []string{f + "=" + strconv.FormatBool(!def)}
+	case "int":
+		def, _ := strconv.Atoi(fl.DefValue)
+		return []string{f, strconv.Itoa(def + 1)}
+	case "float64":
+		def, _ := strconv.ParseFloat(fl.DefValue, 64)
+		return []string{f, strconv.FormatFloat(def/2+0.125, 'g', -1, 64)}
+	case "duration":
+		def, _ := time.ParseDuration(fl.DefValue)
+		return []string{f, (def + time.Second).String()}
+	}
+	t.Fatalf("%s: a %s flag needs a value in otherValues", f, fl.Value.Type())
+	return nil
+}
+
+// field is the value at a field path (HPU.SubsetS) of struct v.
+func field(v reflect.Value, path string) reflect.Value {
+	for _, name := range strings.Split(path, ".") {
+		v = v.FieldByName(name)
+	}
+	return v
+}
+
+// checkFlagsSetFields parses each flag of m alone (after base) into a
+// fresh value through parse, which returns it, and compares it with base's
+// parse. notFields are the flags that set no field of the map's type;
+// derived, the fields a flag may change besides its own (a default that
+// follows it).
+func checkFlagsSetFields[T any](t *testing.T, m fields, base, notFields []string, derived map[string][]string, parse func(t *testing.T, args []string) (*pflag.FlagSet, T)) {
+	fs, want := parse(t, base)
+	mapped := map[string]bool{}
+	for path, f := range m.flags {
+		mapped[f] = true
+		args := append(append([]string(nil), base...), otherValue(t, fs, f)...)
+		_, got := parse(t, args)
+		for other := range m.flags {
+			g, w := field(reflect.ValueOf(got), other), field(reflect.ValueOf(want), other)
+			if !g.IsValid() {
+				t.Fatalf("%s.%s: no such field", m.typ, other)
+			}
+			same := reflect.DeepEqual(g.Interface(), w.Interface())
+			if !same && contains(derived[f], other) {
+				continue
+			}
+			if same == (other == path) {
+				verb := "did not change"
+				if !same {
+					verb = "changed"
+				}
+				t.Errorf("%v: %s.%s %s (%v, default %v); the map says %s sets %s.%s", args[len(base):], m.typ, other, verb, g, w, f, m.typ, path)
+			}
+		}
+	}
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if f := "--" + fl.Name; !mapped[f] && !contains(notFields, f) {
+			t.Errorf("%s sets no field of %s in the map: add it (or to the flags that set none)", f, m.typ)
+		}
+	})
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSwitchFlagsSetTheirFields(t *testing.T) {
+	checkFlagsSetFields(t, switchFlags, nil, []string{"--help", "--log-level", "--cpuprofile"}, nil,
+		func(t *testing.T, args []string) (*pflag.FlagSet, swtch.Config) {
+			fs := newFlags("switch", "", "", io.Discard)
+			var cfg swtch.Config
+			sf := addSwitchFlags(fs, &cfg)
+			fs.String("cpuprofile", "", "")
+			if err := parse(fs, args); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if err := sf.resolve(&cfg, io.Discard); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			return fs, cfg
+		})
+}
+
+func TestAllReduceFlagsSetTheirFields(t *testing.T) {
+	// --bytes sets Count (as does --count); a vector's default length is
+	// 1 MiB of its dtype; --storage is a sparse job's (given with
+	// --sparse), and a sparse job's default storage is hash; ranks in one
+	// process do not busy-poll by default.
+	derived := map[string][]string{"--dtype": {"Count"}, "--sparse": {"Storage"}, "--storage": {"Sparse"}, "--ranks": {"BusyPoll"}}
+	checkFlagsSetFields(t, configFlags, nil, []string{"--help", "--json", "--cpuprofile", "--bytes"}, derived,
+		func(t *testing.T, args []string) (*pflag.FlagSet, bench.Config) {
+			fs := newFlags("allreduce", "", "", io.Discard)
+			var c bench.Config
+			a := addAllReduceFlags(fs, &c)
+			if err := parse(fs, args); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if err := a.resolve(fs, &c); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if fs.Changed("token") { // as runAllReduce resolves it
+				if err := resolveToken(&c, *a.token, true, ""); err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+			}
+			return fs, c
+		})
+}
+
+// A bench's rank process gets the bench's call: allreduceArgs' command
+// line parses back to the Config it was made from, in every field it
+// carries.
+func TestAllReduceArgsRoundTrip(t *testing.T) {
+	for _, c := range []bench.Config{
+		{Switch: "127.0.0.1:7471", Rank: 2, World: 5, Job: 9, Token: 0xfeed, Count: 1000, DType: wire.Int16, Op: wire.OpMax,
+			Algo: "multi4", Iters: 7, Warmup: 3, Timeout: 9 * time.Second, BusyPoll: 20 * time.Microsecond, Verify: true, Multicast: true,
+			Density: 0.01, Overlap: 0.5, TailMedian: 2 * time.Millisecond}, // what a dense call does not carry: the flags' defaults
+		{Switch: "127.0.0.1:7472", Rank: 0, World: 2, Job: 1, Token: 1, Count: 64, DType: wire.Float64, Op: wire.OpSum, Algo: "ring",
+			Iters: 1, Timeout: time.Second, Sparse: true, Density: 0.25, Overlap: 0.75, Storage: wire.StorageArray,
+			Peers: []string{"127.0.0.1:1", "127.0.0.1:2"}, TailMedian: 2 * time.Millisecond},
+	} {
+		args := allreduceArgs(c)
+		fs := newFlags("allreduce", "", "", io.Discard)
+		var got bench.Config
+		a := addAllReduceFlags(fs, &got)
+		if err := parse(fs, args[1:]); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if err := a.resolve(fs, &got); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if err := resolveToken(&got, *a.token, fs.Changed("token"), ""); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if !reflect.DeepEqual(got, c) {
+			t.Errorf("%q parses to\n%+v, want\n%+v", args, got, c)
+		}
+	}
+}
+
+// --bytes is the vector's size in bytes, whatever its dtype: the call's
+// Count is that many bytes of elements.
+func TestAllReduceBytes(t *testing.T) {
+	for _, dt := range wire.DTypes {
+		fs := newFlags("allreduce", "", "", io.Discard)
+		var c bench.Config
+		a := addAllReduceFlags(fs, &c)
+		if err := parse(fs, []string{"--ranks", "2", "--bytes", "64KiB", "--dtype", dt.String()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.resolve(fs, &c); err != nil {
+			t.Fatal(err)
+		}
+		if want := 64 << 10 / dt.Size(); c.Count != want {
+			t.Errorf("--bytes 64KiB --dtype %s: %d elements, want %d", dt, c.Count, want)
+		}
+	}
+}
