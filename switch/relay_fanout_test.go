@@ -3,6 +3,7 @@ package swtch
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,7 +109,7 @@ func TestFanoutRelayGroup(t *testing.T) {
 func TestFanoutRelayCounts(t *testing.T) {
 	const world = 3
 	f := newFanoutFixture(t, world, 16*4) // 4 blocks
-	stranger := f.data(0, 0, 1, 0)
+	stranger := f.data(2, 0, 1, 0) // the missing rank's packet, from another address
 	stranger.Addr = netip.MustParseAddrPort("127.0.0.1:9999")
 	wrongToken := f.data(1, 0, 1, 0)
 	wrongToken.Buf[wire.OffToken] ^= 1
@@ -205,5 +206,120 @@ func TestFanoutRelayZeroAllocs(t *testing.T) {
 	run() // warm: the batch's completion list
 	if n := testing.AllocsPerRun(100, run); n != 0 {
 		t.Errorf("%v allocations per block of %d packets, want 0", n, world)
+	}
+}
+
+// One block over generations: each counts its P ranks afresh, whoever
+// arrived in the one before; a block past the job's last is no block.
+func TestFanoutRelayGenerations(t *testing.T) {
+	const world = 3
+	f := newFanoutFixture(t, world, 16*4) // 4 blocks
+	for gen := uint32(1); gen <= 3; gen++ {
+		if out := f.batch(f.data(0, 2, gen, 0), f.data(1, 2, gen, 0)); len(out) != 0 {
+			t.Fatalf("generation %d: block 2 answered %v before its third rank", gen, f.types(out))
+		}
+		if out := f.batch(f.data(2, 2, gen, 0)); len(out) != world {
+			t.Fatalf("generation %d: the last rank completed block 2 with %d packets, want %d", gen, len(out), world)
+		}
+	}
+	var past []conn.Datagram
+	for r := range world {
+		past = append(past, f.data(r, 4, 1, 0))
+	}
+	if out := f.batch(past...); len(out) != 0 {
+		t.Errorf("block 4 of a job of 4 blocks: answered %v", f.types(out))
+	}
+}
+
+// Ranks past the 64th have bitmap words of their own.
+func TestFanoutRelayWideWorld(t *testing.T) {
+	const world = 65
+	f := newFanoutFixture(t, world, 16)
+	var in []conn.Datagram
+	for r := range world {
+		in = append(in, f.data(r, 0, 1, 0))
+	}
+	if out := f.batch(in[:world-1]...); len(out) != 0 {
+		t.Fatalf("answered %d packets before rank 64", len(out))
+	}
+	if out := f.batch(in[world-1]); len(out) != world {
+		t.Fatalf("rank 64 completed the block with %d packets, want %d", len(out), world)
+	}
+}
+
+// What joins can make the relay hold is bounded: a job's block table, and
+// the jobs it keeps (the oldest makes room); a job's token is the one its
+// first join gave.
+func TestFanoutRelayBounds(t *testing.T) {
+	f := newFanoutFixture(t, 2, 64)
+	// join returns the answer's type, and an error's text.
+	join := func(job uint32, token uint64, elements uint64) (wire.Type, string) {
+		h := f.hdr
+		h.Job, h.Token = job, token
+		b := wire.AppendJoin(nil, &h, &wire.JoinBody{World: 2, Elements: elements})
+		out := f.batch(conn.Datagram{Buf: b, N: len(b), Addr: f.hosts[0]})
+		if len(out) != 1 {
+			t.Fatalf("job %d: %d answers, want 1", job, len(out))
+		}
+		var ah wire.Header
+		p, err := ah.Unmarshal(out[0].Buf[:out[0].N])
+		var e wire.ErrorBody
+		if err == nil && ah.Type == wire.TypeError && e.Unmarshal(p) == nil {
+			return ah.Type, string(e.Text)
+		}
+		return ah.Type, ""
+	}
+	if typ, text := join(f.hdr.Job, f.hdr.Token+1, 64); typ != wire.TypeError || !strings.Contains(text, "another token") {
+		t.Errorf("a join of job %d with another token: %v %q, want an error naming the token", f.hdr.Job, typ, text)
+	}
+	// 64-byte packets of float32 are 16 elements a block; a block of two
+	// ranks takes 16 bytes of table: one block past the bound is refused.
+	blocks := uint64(fanoutMaxBytes/16 + 1)
+	if typ, text := join(100, 1, blocks*16); typ != wire.TypeError || !strings.Contains(text, "bytes of block table") {
+		t.Errorf("a job of %d blocks (%d bytes of table, bound %d): %v %q, want an error naming the table", blocks, blocks*16, fanoutMaxBytes, typ, text)
+	}
+	for job := uint32(1000); job < 1000+2*fanoutMaxJobs; job++ {
+		if typ, text := join(job, 1, 64); typ != wire.TypeJoinAck {
+			t.Fatalf("job %d: %v %q, want a join-ack", job, typ, text)
+		}
+		if n := len(f.r.fan.jobs); n > fanoutMaxJobs || len(f.r.fan.order) != n {
+			t.Fatalf("after job %d: %d jobs (%d in order), want at most %d", job, n, len(f.r.fan.order), fanoutMaxJobs)
+		}
+	}
+	if f.r.fan.jobs[f.hdr.Job] != nil || f.r.fan.jobs[1000+2*fanoutMaxJobs-1] == nil {
+		t.Error("the oldest jobs did not make room for the newest")
+	}
+}
+
+// Two jobs' blocks completed in one batch: each job's results go to its
+// own members only.
+func TestFanoutRelayJobsApart(t *testing.T) {
+	f := newFanoutFixture(t, 2, 64)
+	other := f.hdr
+	other.Job = 6
+	hosts := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:3000"), netip.MustParseAddrPort("127.0.0.1:3001")}
+	var in []conn.Datagram
+	for rank, at := range hosts {
+		h := other
+		h.Child = uint16(rank)
+		join := wire.AppendJoin(nil, &h, &wire.JoinBody{World: 2, Elements: 64})
+		f.batch(conn.Datagram{Buf: join, N: len(join), Addr: at})
+		d := f.data(rank, 0, 1, 0)
+		binary.BigEndian.PutUint32(d.Buf[wire.OffJob:], 6)
+		d.Addr = at
+		in = append(in, f.data(rank, 0, 1, 0), d)
+	}
+	out := f.batch(in...)
+	if len(out) != 4 {
+		t.Fatalf("two jobs' blocks completed: %d results, want 2 each", len(out))
+	}
+	for _, d := range out {
+		var h wire.Header
+		if _, err := h.Unmarshal(d.Buf[:d.N]); err != nil {
+			t.Fatal(err)
+		}
+		if mine := slices.Contains(hosts, d.Addr); mine != (h.Job == 6) {
+			t.Errorf("job %d's result went to %v", h.Job, d.Addr)
+		}
 	}
 }

@@ -647,6 +647,20 @@ MUTANTS = [
     ("CL13", "cmd/flare/allreduce.go", "\t\tc.Storage = wire.StorageArray", "\t\tc.Storage = wire.StorageHash", None),
     ("CL14", "cmd/flare/fields.go", "\t\"Iters\": \"--iters\", \"Warmup\": \"--warmup\", \"Verify\": \"--verify\", \"Timeout\": \"--timeout\", \"Sparse\": \"--sparse\",", "\t\"Iters\": \"--iters\", \"Warmup\": \"--iters\", \"Verify\": \"--verify\", \"Timeout\": \"--timeout\", \"Sparse\": \"--sparse\",", None),
     ("CL15", "cmd/flare/fields.go", "\t\"HPU.Overflow\": \"--overflow\",\n", "", None),
+    # the fan-out relay (switch/relay_fanout.go), the ceiling the switch is measured against: who may join, what it counts, when a block is complete, where its result goes
+    ("RL1", "switch/relay_fanout.go", "\tif int(h.Child) >= shape.world {", "\tif int(h.Child) > shape.world {", None),
+    ("RL2", "switch/relay_fanout.go", "\tif j != nil && (j.token != h.Token || j.shape != shape) {", "\tif j != nil && j.shape != shape {", None),
+    ("RL3", "switch/relay_fanout.go", "need > fanoutMaxBytes {", "need > fanoutMaxBytes*2 {", None),
+    ("RL4", "switch/relay_fanout.go", "\t\tif len(f.order) == fanoutMaxJobs {", "\t\tif len(f.order) == fanoutMaxJobs+1 {", None),
+    ("RL5", "switch/relay_fanout.go", " ||\n\t\tj.members[h.Child] != d.Addr {", " {", None),
+    ("RL6", "switch/relay_fanout.go", "int(h.Block) >= j.shape.blocks ||", "int(h.Block) > j.shape.blocks ||", None),
+    ("RL7", "switch/relay_fanout.go", "\tcase delta < 0:\n\t\treturn out\n", "", None),
+    ("RL8", "switch/relay_fanout.go", "\tif seen[w]&bit != 0 {", "\tif false {", None),
+    ("RL9", "switch/relay_fanout.go", "\t\tj.gen[b], j.count[b] = h.Generation, 0", "\t\tj.gen[b] = h.Generation", None),
+    ("RL10", "switch/relay_fanout.go", "\t\tif int(j.count[b]) == j.shape.world {\n\t\t\ttoResult(h, d)\n\t\t\tout = append(out, *d)\n\t\t}\n", "", None),
+    ("RL11", "switch/relay_fanout.go", "\t\t\t\tif f.done[k].j == j {\n\t\t\t\t\tout = append(out,", "\t\t\t\tif f.done[k].j != nil {\n\t\t\t\t\tout = append(out,", None),
+    ("RL12", "switch/relay_fanout.go", "\t\twords := (shape.world + 63) / 64", "\t\twords := (shape.world + 62) / 64", None),
+    ("RL13", "switch/relay_fanout.go", "\t\tclear(seen)\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
