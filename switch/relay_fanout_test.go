@@ -109,7 +109,7 @@ func TestFanoutRelayGroup(t *testing.T) {
 func TestFanoutRelayCounts(t *testing.T) {
 	const world = 3
 	f := newFanoutFixture(t, world, 16*4) // 4 blocks
-	stranger := f.data(2, 0, 1, 0) // the missing rank's packet, from another address
+	stranger := f.data(2, 0, 1, 0)        // the missing rank's packet, from another address
 	stranger.Addr = netip.MustParseAddrPort("127.0.0.1:9999")
 	wrongToken := f.data(1, 0, 1, 0)
 	wrongToken.Buf[wire.OffToken] ^= 1
