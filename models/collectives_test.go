@@ -170,3 +170,16 @@ func TestCollectivesSwitchBound(t *testing.T) {
 		t.Errorf("switch-bound in-network time %g, want about %g", r.TimeS, want)
 	}
 }
+
+// A fat tree whose last leaf is not full still has that leaf: 5 hosts on
+// leaves of 2 are 3 leaves, each sending one aggregate up and getting the
+// result down, 2·Z·(P + leaves) on the wire.
+func TestCollectivesPartialLeaf(t *testing.T) {
+	c := Figure15Params()
+	c.Topology = TopoFatTree
+	c.Hosts, c.SwitchPorts = 5, 4
+	r := findCollective(t, Collectives(c), TopoFatTree, AlgInNetworkDense)
+	if Z := float64(c.Bytes); !near(r.WireBytes, 2*Z*(5+3), 1e-12) {
+		t.Errorf("in-network dense over 5 hosts, 2 a leaf: wire %g, want 2·Z·(5+3) = %g", r.WireBytes, 2*Z*8)
+	}
+}

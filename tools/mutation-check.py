@@ -661,6 +661,20 @@ MUTANTS = [
     ("RL11", "switch/relay_fanout.go", "\t\t\t\tif f.done[k].j == j {\n\t\t\t\t\tout = append(out,", "\t\t\t\tif f.done[k].j != nil {\n\t\t\t\t\tout = append(out,", None),
     ("RL12", "switch/relay_fanout.go", "\t\twords := (shape.world + 63) / 64", "\t\twords := (shape.world + 62) / 64", None),
     ("RL13", "switch/relay_fanout.go", "\t\tclear(seen)\n", "", None),
+    # the analytic model's sparse storages and host collectives (models/sparse.go, collectives.go): the formulas a researcher's sweep reads
+    ("MS1", "models/sparse.go", "\t\towned = H * (1 - math.Exp(-b.union/H))", "\t\towned = H * (1 - math.Exp(-b.union/H/2))", None),
+    ("MS2", "models/sparse.go", "\tbytes := b.span*float64(b.esize) + math.Ceil(b.span/8)", "\tbytes := b.span*float64(b.esize) + math.Ceil(b.span/64)", None),
+    ("MS3", "models/sparse.go", "\trow.Fits = row.MemoryBytes <= float64(p.Clusters)*float64(p.L1Bytes)", "\trow.Fits = row.MemoryBytes <= float64(p.L1Bytes)", None),
+    ("MS4", "models/sparse.go", "\trow.Tau = blockCycles / (b.hosts * float64(b.pkts))", "\trow.Tau = blockCycles / float64(b.pkts)", None),
+    ("MS5", "models/sparse.go", "\tb.union = b.span * (1 - math.Pow(1-density, b.hosts))", "\tb.union = math.Min(b.span, b.span*density*b.hosts)", None),
+    ("MS6", "models/sparse.go", "\trow.SpillCycles = b.packets(row.SpillPairs)", "\trow.SpillCycles = 0", None),
+    ("MS7", "models/sparse.go", "\tb.pkts = int(math.Ceil(b.pairs / float64(b.ppp)))", "\tb.pkts = int(math.Floor(b.pairs / float64(b.ppp)))", None),
+    ("MC1", "models/collectives.go", "\tsteps := 2 * (P - 1)", "\tsteps := 2 * P", None),
+    ("MC2", "models/collectives.go", "\t\tWireBytes: 2 * m * float64(hsum)}", "\t\tWireBytes: m * float64(hsum)}", None),
+    ("MC3", "models/collectives.go", "\tcase n.topo == TopoSingle || i/n.g == j/n.g:", "\tcase n.topo == TopoSingle:", None),
+    ("MC4", "models/collectives.go", "\treturn m/md.bw + float64(h)*md.lat + md.c.StepOverheadNs*1e-9", "\treturn m/md.bw + md.lat + md.c.StepOverheadNs*1e-9", None),
+    ("MC5", "models/collectives.go", "leaves: (p + g - 1) / g,", "leaves: p / g,", None),
+    ("MC6", "models/collectives.go", "\tfor dist, m := 1, md.z/2; dist < p2;", "\tfor dist, m := 1, md.z; dist < p2;", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
