@@ -2,6 +2,7 @@ package hpu
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -302,4 +303,45 @@ func TestBorrowedOverflowSeesCredits(t *testing.T) {
 	if ranIn[1] != 1 || ranIn[3] != 1 {
 		t.Errorf("block 1 ran in cluster %d, block 3 (home 0, full) overflowed to cluster %d; want 1 and 1, the lowest of the emptiest", ranIn[1], ranIn[3])
 	}
+}
+
+// A borrowed packet that ends while another submitter waits for room
+// gives its counts back at once (not to its submitter); the submitter's
+// next packet on that core, if it gets the room first, counts in the
+// core's work as any packet does. With one proc the submitter runs on
+// until it blocks, so it does get the room first.
+func TestBorrowedCountAfterWaiterSignalled(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	cfg := Config{Clusters: 1, CoresPerCluster: 1, QueueDepth: 1, Submitters: 1}
+	var done sync.WaitGroup
+	var u *HPU
+	var problems sync.Map
+	idle := HandlerFunc(func(*Task) {})
+	h := HandlerFunc(func(t *Task) {
+		switch t.Pkt.Hdr.Block {
+		case 1:
+			go u.SubmitWait(context.Background(), pkt(idle, 3))
+			for deadline := time.Now().Add(10 * time.Second); u.clusters[0].waiting.Load() == 0; runtime.Gosched() {
+				if time.Now().After(deadline) {
+					problems.Store("the second submitter never waited for room", true)
+					return
+				}
+			}
+		case 2:
+			if !u.Borrowed(0) {
+				return // the second submitter took the room first: nothing to check
+			}
+			if n := u.clusters[0].cores[0].load.Load(); n != 1 {
+				problems.Store(fmt.Sprintf("the packet after a leave to a waiter runs with its core's work at %d, want 1 (its own)", n), true)
+			}
+		}
+	})
+	u, _, _ = startCoreEgress(t, cfg, &done)
+	waitParked(t, u)
+	done.Add(4)
+	if n, err := u.SubmitBatch(context.Background(), []*Packet{pkt(h, 0), pkt(h, 1), pkt(h, 2)}); n != 3 || err != nil {
+		t.Fatalf("SubmitBatch = %d, %v", n, err)
+	}
+	done.Wait()
+	problems.Range(func(k, _ any) bool { t.Error(k); return true })
 }
