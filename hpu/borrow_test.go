@@ -345,3 +345,24 @@ func TestBorrowedCountAfterWaiterSignalled(t *testing.T) {
 	done.Wait()
 	problems.Range(func(k, _ any) bool { t.Error(k); return true })
 }
+
+// A batch over more cores than a submitter may hold (maxBorrowed) runs
+// the rest on their own goroutines.
+func TestBorrowedAtMost(t *testing.T) {
+	cfg := Config{Clusters: maxBorrowed + 1, CoresPerCluster: 1, Submitters: runtime.GOMAXPROCS(0)}
+	var done sync.WaitGroup
+	u, _, _ := startCoreEgress(t, cfg, &done)
+	waitParked(t, u)
+	ps := make([]*Packet, cfg.Clusters)
+	for i := range ps {
+		ps[i] = pkt(HandlerFunc(func(*Task) {}), uint32(i)) // one a cluster: each on a core of its own
+	}
+	done.Add(len(ps))
+	if n, err := u.SubmitBatch(context.Background(), ps); n != len(ps) || err != nil {
+		t.Fatalf("SubmitBatch = %d, %v", n, err)
+	}
+	done.Wait()
+	if got := u.Stats().Total().Packets; got != int64(len(ps)) {
+		t.Errorf("%d packets ran, want %d", got, len(ps))
+	}
+}

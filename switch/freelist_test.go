@@ -45,3 +45,23 @@ func TestFreeCache(t *testing.T) {
 		t.Fatalf("take after putAll of 2: got %d, list %d", len(got), len(f.free))
 	}
 }
+
+// A list's own get, put and take: put keeps at most max, take moves no
+// more than dst has room for, and get hands each buffer out once.
+func TestFreeListBounds(t *testing.T) {
+	f := newFreeList(2, func() *int { return new(int) })
+	a, b, c := new(int), new(int), new(int)
+	for _, x := range []*int{a, b, c} {
+		f.put(x)
+	}
+	if len(f.free) != 2 {
+		t.Fatalf("three puts to a list of max 2: it holds %d", len(f.free))
+	}
+	if got := f.take(make([]*int, 0, 1)); len(got) != 1 || len(f.free) != 1 {
+		t.Fatalf("take into room for 1: got %d, list %d left, want 1 and 1", len(got), len(f.free))
+	}
+	x, y := f.get(), f.get()
+	if x == y || len(f.free) != 0 {
+		t.Fatalf("two gets from a list of one: %p and %p, list %d left; want the buffer and a new one", x, y, len(f.free))
+	}
+}
