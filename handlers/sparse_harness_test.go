@@ -26,6 +26,7 @@ func TestSparseHarnessConcurrent(t *testing.T) {
 		{wire.Int8, wire.OpMin}, {wire.Float64, wire.OpSum}, {wire.Int64, wire.OpMax}}
 	densities := []float64{0.001, 0.01, 0.1, 0.5}
 	patterns := []string{handlers.PatRandom, handlers.PatIdentical, handlers.PatDisjoint}
+	var duplicates int64 // copies a handler met before their block completed
 	for _, dg := range handlers.SparseDesigns {
 		for _, c := range cases {
 			for _, p := range []int{1, 4, 16} {
@@ -58,8 +59,12 @@ func TestSparseHarnessConcurrent(t *testing.T) {
 				if res.Sparse.Completed.Load() != int64(2*res.Config.Blocks()) {
 					t.Fatalf("%s: %d blocks completed, want %d", dg, res.Sparse.Completed.Load(), 2*res.Config.Blocks())
 				}
+				duplicates += res.Sparse.Duplicate.Load()
 			}
 		}
+	}
+	if duplicates == 0 {
+		t.Error("no handler met a duplicate: these runs tested none")
 	}
 }
 

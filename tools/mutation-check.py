@@ -675,6 +675,9 @@ MUTANTS = [
     ("MC4", "models/collectives.go", "\treturn m/md.bw + float64(h)*md.lat + md.c.StepOverheadNs*1e-9", "\treturn m/md.bw + md.lat + md.c.StepOverheadNs*1e-9", None),
     ("MC5", "models/collectives.go", "leaves: (p + g - 1) / g,", "leaves: p / g,", None),
     ("MC6", "models/collectives.go", "\tfor dist, m := 1, md.z/2; dist < p2;", "\tfor dist, m := 1, md.z; dist < p2;", None),
+    # the harness the handlers' concurrent property tests run on (internal/harness): the duplicates it claims to inject
+    ("HA1", "internal/harness/dense.go", "\t\tif h.rng.Float64() < cfg.Dup {", "\t\tif false {", None),
+    ("HA2", "internal/harness/sparse.go", "\t\tif s.rng.Float64() < s.cfg.Dup {\n\t\t\ts.held = append(s.held, s.packet(pool, gen, b, seq, true))", "\t\tif false {\n\t\t\ts.held = append(s.held, s.packet(pool, gen, b, seq, true))", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -693,6 +696,7 @@ ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] == "hpu/vsim.go"})  # the 
 # end-to-end tests start daemons and ranks as processes for minutes, and
 # a flag's mapping is held by its flag tests.
 RUN = {m[0]: "Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize" for m in MUTANTS if m[0].startswith("CL")}
+ALSO.update({m[0]: ["./handlers:Harness"] for m in MUTANTS if m[1].startswith("internal/harness/")})  # its users' tests
 
 
 def change(old, new):
