@@ -2,8 +2,11 @@ package swtch
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/flare-net/flare/conn"
 )
 
 // TestRegionPoolLastBackFirstOut checks the order a reader's regions are
@@ -90,5 +93,43 @@ func TestHeldRefsGiveBackToTheirOwn(t *testing.T) {
 	h.flush()
 	if n := a.inflight.Load(); n != 0 {
 		t.Errorf("job a's count is %d after its last packet was done, want 0", n)
+	}
+}
+
+// failingLender is a RegionReader whose first fails receives fail.
+type failingLender struct{ fails int }
+
+func (f *failingLender) ReadInto(region []byte, msgs []conn.Datagram) (int, error) {
+	if f.fails > 0 {
+		f.fails--
+		return 0, errors.New("injected receive error")
+	}
+	msgs[0].Buf, msgs[0].N = region[:1], 1
+	return 1, nil
+}
+
+// A receive that fails gives its region back: a reader survives more
+// failed receives than it has regions, and a region received into comes
+// back with the caller's one release.
+func TestRegionsFailedReadGivesBack(t *testing.T) {
+	const n = 3
+	g := &regions{rr: &failingLender{fails: 2 * n}, pool: newRegionPool(n), msgs: make([]conn.Datagram, 1)}
+	for range n {
+		g.pool.free.put(&inRegion{buf: make([]byte, 8), pool: g.pool})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 2 * n {
+		if r, _, err := g.read(ctx); r != nil || err == nil || ctx.Err() != nil {
+			t.Fatalf("receive %d: %p, %v; want the injected error (and no wait for a region)", i, r, err)
+		}
+	}
+	r, k, err := g.read(ctx)
+	if err != nil || k != 1 {
+		t.Fatalf("the receive after %d failures: %d datagrams, %v; want 1 (a failed receive kept its region)", 2*n, k, err)
+	}
+	r.release()
+	if got := len(g.pool.free.free); got != n {
+		t.Errorf("%d of %d regions free after the caller's release, want all", got, n)
 	}
 }
