@@ -192,3 +192,58 @@ func TestReaderSurvivesTransientErrors(t *testing.T) {
 		t.Fatal("injected errors do not wrap their errno")
 	}
 }
+
+// Each socket error is counted under its own name and direction, and a
+// send is retried at once for exactly the kernel's transient conditions.
+func TestIOErrorNames(t *testing.T) {
+	for _, e := range ioErrnos {
+		if got := errnoName(sysErr("send", e.errno)); got != e.name {
+			t.Errorf("%v: named %q, want %q", e.errno, got, e.name)
+		}
+	}
+	for err, want := range map[error]string{
+		fmt.Errorf("read: %w", net.ErrClosed):            ioClosed,
+		fmt.Errorf("send: %w", conn.ErrBadAddr):          ioBadAddr,
+		fmt.Errorf("send: %w", conn.ErrDatagramTooLarge): ioTooLarge,
+		sysErr("send", syscall.ENOTSOCK):                 ioOther,
+		errors.New("something else"):                     ioOther,
+	} {
+		if got := errnoName(err); got != want {
+			t.Errorf("%v: named %q, want %q", err, got, want)
+		}
+	}
+	c := newIOErrorCounters()
+	c.add(dirTx, sysErr("send", syscall.EPERM))
+	if got := c.snapshot(); got[ioErrorKey{"tx", "EPERM"}] != 1 || got[ioErrorKey{"rx", "EPERM"}] != 0 {
+		t.Errorf("a send's EPERM counted tx %d, rx %d; want 1 and 0", got[ioErrorKey{"tx", "EPERM"}], got[ioErrorKey{"rx", "EPERM"}])
+	}
+	for _, e := range []syscall.Errno{syscall.ENOBUFS, syscall.ENOMEM, syscall.EAGAIN, syscall.EINTR, syscall.ECONNREFUSED} {
+		if !transient(sysErr("send", e)) {
+			t.Errorf("%v: not retried, want a retry (transient)", e)
+		}
+	}
+	for _, err := range []error{sysErr("send", syscall.EPERM), sysErr("send", syscall.EMSGSIZE), conn.ErrBadAddr, net.ErrClosed} {
+		if transient(err) {
+			t.Errorf("%v: retried at once, want it dropped", err)
+		}
+	}
+}
+
+// A reader stops on a closed socket without waiting for its context, and
+// a receive that succeeds starts the backoff afresh.
+func TestReadRetry(t *testing.T) {
+	var r readRetry
+	if !r.failed(context.Background(), fmt.Errorf("recvmmsg: %w", net.ErrClosed)) {
+		t.Error("a closed socket: the reader goes on, want it to stop")
+	}
+	r = readRetry{}
+	for i := range 3 {
+		if r.failed(context.Background(), sysErr("recv", syscall.ENOBUFS)) {
+			t.Fatalf("transient error %d: the reader stops", i+1)
+		}
+	}
+	r.ok()
+	if r.consecutive != 0 {
+		t.Errorf("after a receive: %d consecutive errors remembered, want 0", r.consecutive)
+	}
+}

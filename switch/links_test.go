@@ -57,3 +57,29 @@ func TestLinkCountsOnLinePairs(t *testing.T) {
 		t.Errorf("a reader's link counters take %d bytes, want 128", size)
 	}
 }
+
+// A peer two jobs name keeps its counters until the last of them lets go;
+// a datagram of another version is not read for the retransmit flag.
+func TestLinkRefsAndVersion(t *testing.T) {
+	peer := netip.MustParseAddrPort("127.0.0.1:5000")
+	var lt linkTable
+	lt.ref(linkChild, peer)
+	lt.ref(linkChild, peer)
+	lt.unref(peer)
+	if lt.load()[peer] == nil {
+		t.Fatal("a peer a second job still names was forgotten")
+	}
+	lt.unref(peer)
+	if lt.load()[peer] != nil {
+		t.Fatal("a peer no job names is still counted")
+	}
+	h := wire.Header{Type: wire.TypeData, Job: 1, DType: wire.Int32, Op: wire.OpSum, Count: 2, Flags: wire.FlagRetransmit}
+	b := wire.AppendPacket(nil, &h, make([]byte, 8))
+	if !retransmitted(b) {
+		t.Fatal("a retransmission is not counted as one")
+	}
+	b[wire.OffVersion]++
+	if retransmitted(b) {
+		t.Error("a datagram of another version counted as a retransmission")
+	}
+}
