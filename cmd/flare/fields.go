@@ -73,7 +73,7 @@ var suiteFlags = fields{"Suite", map[string]string{
 	"Algo": "--algo", "Iters": "--iters", "Warmup": "--warmup", "Verify": "--verify", "Timeout": "--timeout",
 	"Sparse": "--sparse", "Densities": "--densities", "Overlap": "--overlap", "Tree": "--tree",
 	"Packets": "--packet", "Peers": "--peers", "PeerCmds": "--peer", "Rounds": "--rounds", "Profile": "--profile",
-	"BusyPoll": "--busy-poll",
+	"BusyPoll": "--busy-poll", "JSON": "--json",
 }}
 
 // demoFlags are `flare demo`'s flags for bench.Demo's fields.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -34,9 +36,13 @@ var otherValues = map[string][]string{
 }
 
 // otherValue is the arguments that give flag f a value other than its
-// default.
-func otherValue(t *testing.T, fs *pflag.FlagSet, f string) []string {
+// default: values' (a command's own), else otherValues', else one its
+// type gives.
+func otherValue(t *testing.T, fs *pflag.FlagSet, values map[string][]string, f string) []string {
 	t.Helper()
+	if v, ok := values[f]; ok {
+		return append([]string{f}, v...)
+	}
 	if v, ok := otherValues[f]; ok {
 		return append([]string{f}, v...)
 	}
@@ -74,13 +80,13 @@ func field(v reflect.Value, path string) reflect.Value {
 // fresh value through parse, which returns it, and compares it with base's
 // parse. notFields are the flags that set no field of the map's type;
 // derived, the fields a flag may change besides its own (a default that
-// follows it).
-func checkFlagsSetFields[T any](t *testing.T, m fields, base, notFields []string, derived map[string][]string, parse func(t *testing.T, args []string) (*pflag.FlagSet, T)) {
+// follows it); values, the command's own values for flags.
+func checkFlagsSetFields[T any](t *testing.T, m fields, base, notFields []string, derived, values map[string][]string, parse func(t *testing.T, args []string) (*pflag.FlagSet, T)) {
 	fs, want := parse(t, base)
 	mapped := map[string]bool{}
 	for path, f := range m.flags {
 		mapped[f] = true
-		args := append(append([]string(nil), base...), otherValue(t, fs, f)...)
+		args := append(append([]string(nil), base...), otherValue(t, fs, values, f)...)
 		_, got := parse(t, args)
 		for other := range m.flags {
 			g, w := field(reflect.ValueOf(got), other), field(reflect.ValueOf(want), other)
@@ -117,7 +123,7 @@ func contains(xs []string, x string) bool {
 }
 
 func TestSwitchFlagsSetTheirFields(t *testing.T) {
-	checkFlagsSetFields(t, switchFlags, nil, []string{"--help", "--log-level", "--cpuprofile"}, nil,
+	checkFlagsSetFields(t, switchFlags, nil, []string{"--help", "--log-level", "--cpuprofile"}, nil, nil,
 		func(t *testing.T, args []string) (*pflag.FlagSet, swtch.Config) {
 			fs := newFlags("switch", "", "", io.Discard)
 			var cfg swtch.Config
@@ -139,7 +145,7 @@ func TestAllReduceFlagsSetTheirFields(t *testing.T) {
 	// --sparse), and a sparse job's default storage is hash; ranks in one
 	// process do not busy-poll by default.
 	derived := map[string][]string{"--dtype": {"Count"}, "--sparse": {"Storage"}, "--storage": {"Sparse"}, "--ranks": {"BusyPoll"}}
-	checkFlagsSetFields(t, configFlags, nil, []string{"--help", "--json", "--cpuprofile", "--bytes"}, derived,
+	checkFlagsSetFields(t, configFlags, nil, []string{"--help", "--json", "--cpuprofile", "--bytes"}, derived, nil,
 		func(t *testing.T, args []string) (*pflag.FlagSet, bench.Config) {
 			fs := newFlags("allreduce", "", "", io.Discard)
 			var c bench.Config
@@ -156,6 +162,31 @@ func TestAllReduceFlagsSetTheirFields(t *testing.T) {
 				}
 			}
 			return fs, c
+		})
+}
+
+func TestBenchFlagsSetTheirFields(t *testing.T) {
+	peers := filepath.Join(t.TempDir(), "peers.json")
+	if err := os.WriteFile(peers, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	values := map[string][]string{"--peers": {peers}, "--peer": {"x=true"}, "--tree": {"2x2"}, "--ranks": {"3"}, "--packet": {"2KiB"}}
+	// A sparse bench measures the switch alone unless --paths says; a tree
+	// runs in this process, its own switches at their own packet size, so
+	// neither the ranks' busy poll nor --packet applies.
+	derived := map[string][]string{"--sparse": {"Paths"}, "--tree": {"Packets", "BusyPoll"}}
+	checkFlagsSetFields(t, suiteFlags, nil, []string{"--help", "--procs"}, derived, values,
+		func(t *testing.T, args []string) (*pflag.FlagSet, bench.Suite) {
+			fs := newFlags("bench", "", "", io.Discard)
+			var s bench.Suite
+			b := addBenchFlags(fs, &s)
+			if err := parse(fs, args); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if err := b.resolve(fs, &s, io.Discard); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			return fs, s
 		})
 }
 
