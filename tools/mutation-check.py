@@ -16,13 +16,19 @@ strangers can make it hold, its egress and multicast pool, a child
 switch's tree code, the host's options, join, call, its checks of a
 join-ack, its receive path, sparse stream assembly and merge and
 staggered order, the host ring baseline, the C library, the Python
-package's buffers and PyTorch reducer, and the analytic model's
-formulas. A guard removed, a comparison moved by one (either way), a sum
-made a copy. For each,
+package's buffers and PyTorch reducer, the analytic model's
+formulas, the reference and the checkers every test holds a sum to, the
+harness the handlers' property tests run on, the packet path's buffer
+recycling and receive regions, cores a submitter borrows, socket groups
+and their steering, socket errors and per-link counts, the fan-out
+relay, and which field each of the command line's flags sets. A guard
+removed, a comparison moved by one (either way), a sum made a copy. For
+each,
 the script applies it to a scratch copy of the tree (a git worktree of
 HEAD under a temporary directory; this tree is never touched), runs `go
-test` on the mutant's package (and what ALSO names for it), or `make
-python-test` for a mutant in python/, and says which test failed first
+test` on the mutant's package (its tests that RUN names, where it
+names some, and what ALSO names for it), or `make python-test` for a
+mutant in python/, and says which test failed first
 ("killed"; -failfast stops there, as a mutant of the generation rule can
 make a real-time test wait out its timeouts) or that every test passed
 ("SURVIVED"). A survivor is a defect the tests let through, unless the
