@@ -92,6 +92,7 @@ func SparseReference(dt wire.DType, op wire.Op, inputs [][]byte) ([]byte, error)
 // the rank-order reference by rounding alone, |got − ref| ≤ 2(k−1)·u·Σ|xᵢ|
 // plus one subnormal step per operation, the bound Check uses for dense
 // sums (the switch folds in arrival order, the hosts add the spills last).
+// A NaN matches only a NaN.
 func CheckSparse(dt wire.DType, op wire.Op, inputs [][]byte, got []byte) error {
 	want, err := SparseReference(dt, op, inputs)
 	if err != nil {

@@ -652,7 +652,7 @@ MUTANTS = [
     ("CL12", "cmd/flare/allreduce.go", "\t\tc.Count = int(n) / c.DType.Size()", "\t\tc.Count = int(n)", None),
     ("CL13", "cmd/flare/allreduce.go", "\t\tc.Storage = wire.StorageArray", "\t\tc.Storage = wire.StorageHash", None),
     ("CL14", "cmd/flare/fields.go", "\t\"Iters\": \"--iters\", \"Warmup\": \"--warmup\", \"Verify\": \"--verify\", \"Timeout\": \"--timeout\", \"Sparse\": \"--sparse\",", "\t\"Iters\": \"--iters\", \"Warmup\": \"--iters\", \"Verify\": \"--verify\", \"Timeout\": \"--timeout\", \"Sparse\": \"--sparse\",", None),
-    ("CL15", "cmd/flare/fields.go", "\t\"HPU.Overflow\": \"--overflow\",\n", "", None),
+    ("CL15", "cmd/flare/fields.go", "\"HPU.L1Bytes\": \"--l1\", \"HPU.Overflow\": \"--overflow\",", "\"HPU.L1Bytes\": \"--l1\",", None),
     # the fan-out relay (switch/relay_fanout.go), the ceiling the switch is measured against: who may join, what it counts, when a block is complete, where its result goes
     ("RL1", "switch/relay_fanout.go", "\tif int(h.Child) >= shape.world {", "\tif int(h.Child) > shape.world {", None),
     ("RL2", "switch/relay_fanout.go", "\tif j != nil && (j.token != h.Token || j.shape != shape) {", "\tif j != nil && j.shape != shape {", None),

@@ -93,8 +93,7 @@ var switchFlags = fields{"Config", map[string]string{
 	"Parent": "--parent", "ChildIndex": "--child-index", "Children": "--children", "LocalHosts": "--local-hosts",
 	"Admission": "--admission", "AdminSecretFile": "--admin-secret-file",
 	"HPU.Clusters": "--clusters", "HPU.CoresPerCluster": "--cores", "HPU.QueueDepth": "--queue", "HPU.SubsetS": "--policy-s",
-	"HPU.Overflow": "--overflow",
-	"HPU.L1Bytes":  "--l1", "Socket.BatchSize": "--batch", "Socket.DisableOffload": "--no-offload",
+	"HPU.L1Bytes": "--l1", "HPU.Overflow": "--overflow", "Socket.BatchSize": "--batch", "Socket.DisableOffload": "--no-offload",
 	"Socket.BusyPoll": "--busy-poll", "Readers": "--readers", "SteerRun": "--steer-run",
 	"Multicast": "--multicast", "MulticastPort": "--multicast-port", "Socket.MulticastInterface": "--multicast-interface",
 }}

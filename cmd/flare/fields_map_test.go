@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,17 +77,17 @@ func field(v reflect.Value, path string) reflect.Value {
 	return v
 }
 
-// checkFlagsSetFields parses each flag of m alone (after base) into a
-// fresh value through parse, which returns it, and compares it with base's
+// checkFlagsSetFields parses each flag of m alone into a fresh value
+// through parse, which returns it, and compares it with the defaults'
 // parse. notFields are the flags that set no field of the map's type;
 // derived, the fields a flag may change besides its own (a default that
 // follows it); values, the command's own values for flags.
-func checkFlagsSetFields[T any](t *testing.T, m fields, base, notFields []string, derived, values map[string][]string, parse func(t *testing.T, args []string) (*pflag.FlagSet, T)) {
-	fs, want := parse(t, base)
+func checkFlagsSetFields[T any](t *testing.T, m fields, notFields []string, derived, values map[string][]string, parse func(t *testing.T, args []string) (*pflag.FlagSet, T)) {
+	fs, want := parse(t, nil)
 	mapped := map[string]bool{}
 	for path, f := range m.flags {
 		mapped[f] = true
-		args := append(append([]string(nil), base...), otherValue(t, fs, values, f)...)
+		args := otherValue(t, fs, values, f)
 		_, got := parse(t, args)
 		for other := range m.flags {
 			g, w := field(reflect.ValueOf(got), other), field(reflect.ValueOf(want), other)
@@ -94,7 +95,7 @@ func checkFlagsSetFields[T any](t *testing.T, m fields, base, notFields []string
 				t.Fatalf("%s.%s: no such field", m.typ, other)
 			}
 			same := reflect.DeepEqual(g.Interface(), w.Interface())
-			if !same && contains(derived[f], other) {
+			if !same && slices.Contains(derived[f], other) {
 				continue
 			}
 			if same == (other == path) {
@@ -102,33 +103,23 @@ func checkFlagsSetFields[T any](t *testing.T, m fields, base, notFields []string
 				if !same {
 					verb = "changed"
 				}
-				t.Errorf("%v: %s.%s %s (%v, default %v); the map says %s sets %s.%s", args[len(base):], m.typ, other, verb, g, w, f, m.typ, path)
+				t.Errorf("%v: %s.%s %s (%v, default %v); the map says %s sets %s.%s", args, m.typ, other, verb, g, w, f, m.typ, path)
 			}
 		}
 	}
 	fs.VisitAll(func(fl *pflag.Flag) {
-		if f := "--" + fl.Name; !mapped[f] && !contains(notFields, f) {
+		if f := "--" + fl.Name; !mapped[f] && !slices.Contains(notFields, f) {
 			t.Errorf("%s sets no field of %s in the map: add it (or to the flags that set none)", f, m.typ)
 		}
 	})
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 func TestSwitchFlagsSetTheirFields(t *testing.T) {
-	checkFlagsSetFields(t, switchFlags, nil, []string{"--help", "--log-level", "--cpuprofile"}, nil, nil,
+	checkFlagsSetFields(t, switchFlags, []string{"--help", "--log-level"}, nil, nil,
 		func(t *testing.T, args []string) (*pflag.FlagSet, swtch.Config) {
 			fs := newFlags("switch", "", "", io.Discard)
 			var cfg swtch.Config
 			sf := addSwitchFlags(fs, &cfg)
-			fs.String("cpuprofile", "", "")
 			if err := parse(fs, args); err != nil {
 				t.Fatalf("%v: %v", args, err)
 			}
@@ -145,7 +136,7 @@ func TestAllReduceFlagsSetTheirFields(t *testing.T) {
 	// --sparse), and a sparse job's default storage is hash; ranks in one
 	// process do not busy-poll by default.
 	derived := map[string][]string{"--dtype": {"Count"}, "--sparse": {"Storage"}, "--storage": {"Sparse"}, "--ranks": {"BusyPoll"}}
-	checkFlagsSetFields(t, configFlags, nil, []string{"--help", "--json", "--cpuprofile", "--bytes"}, derived, nil,
+	checkFlagsSetFields(t, configFlags, []string{"--help", "--json", "--cpuprofile", "--bytes"}, derived, nil,
 		func(t *testing.T, args []string) (*pflag.FlagSet, bench.Config) {
 			fs := newFlags("allreduce", "", "", io.Discard)
 			var c bench.Config
@@ -175,7 +166,7 @@ func TestBenchFlagsSetTheirFields(t *testing.T) {
 	// runs in this process, its own switches at their own packet size, so
 	// neither the ranks' busy poll nor --packet applies.
 	derived := map[string][]string{"--sparse": {"Paths"}, "--tree": {"Packets", "BusyPoll"}}
-	checkFlagsSetFields(t, suiteFlags, nil, []string{"--help", "--procs"}, derived, values,
+	checkFlagsSetFields(t, suiteFlags, []string{"--help", "--procs"}, derived, values,
 		func(t *testing.T, args []string) (*pflag.FlagSet, bench.Suite) {
 			fs := newFlags("bench", "", "", io.Discard)
 			var s bench.Suite
