@@ -4,7 +4,10 @@
 --   tshark -X lua_script:contrib/wireshark/flare.lua -r capture.pcap \
 --          -T fields -e flare.type -e flare.job -e flare.block
 -- Install: copy to ~/.local/lib/wireshark/plugins/ (or the global plugins
--- directory) and restart Wireshark.
+-- directory) and restart Wireshark. A switch on another port than 7470 is
+-- found by the heuristic, which Wireshark asks after the dissectors
+-- registered on a packet's ports: add -o udp.try_heuristic_first:TRUE
+-- where a port of the run is another protocol's (44818, 47808, ...).
 
 local flare = Proto("flare", "Flare in-network allreduce")
 
