@@ -21,7 +21,8 @@ formulas, the reference and the checkers every test holds a sum to, the
 harness the handlers' property tests run on, the packet path's buffer
 recycling and receive regions, cores a submitter borrows, socket groups
 and their steering, socket errors and per-link counts, the fan-out
-relay, and which field each of the command line's flags sets. A guard
+relay, which field each of the command line's flags sets, and flare
+bench's medians and ratios. A guard
 removed, a comparison moved by one (either way), a sum made a copy. For
 each,
 the script applies it to a scratch copy of the tree (a git worktree of
@@ -684,6 +685,19 @@ MUTANTS = [
     # the harness the handlers' concurrent property tests run on (internal/harness): the duplicates it claims to inject
     ("HA1", "internal/harness/dense.go", "\t\tif h.rng.Float64() < cfg.Dup {", "\t\tif false {", None),
     ("HA2", "internal/harness/sparse.go", "\t\tif s.rng.Float64() < s.cfg.Dup {\n\t\t\ts.held = append(s.held, s.packet(pool, gen, b, seq, true))", "\t\tif false {\n\t\t\ts.held = append(s.held, s.packet(pool, gen, b, seq, true))", None),
+    # flare bench's numbers (internal/bench): each row's median and p99, its ratios to the relays and the faster peer, rounds merged
+    ("BN1", "internal/bench/legs.go", "\t\tif best == 0 || p.MedianS < best {", "\t\tif best == 0 || p.MedianS > best {", None),
+    ("BN2", "internal/bench/legs.go", "\t\trow.OfFanout = ratioOf(res[fanoutOf(row.Path, pk, res)], row.MedianS)", "\t\trow.OfFanout = ratioOf(res[leg{PathRelay, pk}], row.MedianS)", None),
+    ("BN3", "internal/bench/legs.go", "\treturn base.MedianS / t", "\treturn t / base.MedianS", None),
+    ("BN4", "internal/bench/legs.go", "(path == PathMulticast || path == PathFanoutMC) && res[mc] != nil {", "false && res[mc] != nil {", None),
+    ("BN5", "internal/bench/result.go", "\tr.MedianS = times[len(times)/2]", "\tr.MedianS = times[0]", None),
+    ("BN6", "internal/bench/result.go", "\tr.P99S = times[min(len(times)-1, (len(times)*99+99)/100-1)]", "\tr.P99S = times[max(0, min(len(times)-1, (len(times)*99)/100-1))]", None),
+    ("BN7", "internal/bench/rounds.go", "\trow.MedianS = medians[len(medians)/2]", "\trow.MedianS = medians[0]", None),
+    ("BN8", "internal/bench/rounds.go", "\t\t\trow.P99S = max(row.P99S, r.P99S)", "\t\t\trow.P99S = r.P99S", None),
+    ("BN9", "internal/bench/rounds.go", "\t\t\trow.Verified = row.Verified && r.Verified", "\t\t\trow.Verified = r.Verified", None),
+    ("BN10", "internal/bench/result.go", "\treturn algbw * 2 * float64(p-1) / float64(p)", "\treturn algbw * 2", None),
+    ("BN11", "internal/bench/rounds.go", "\t\t\trow.Retransmits += r.Retransmits\n", "", None),
+    ("BN12", "internal/bench/rounds.go", "\trow.ServerUserS, row.ServerSysS = user/float64(row.Iters), sys/float64(row.Iters)", "\trow.ServerUserS, row.ServerSysS = user/float64(len(rs)), sys/float64(len(rs))", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host

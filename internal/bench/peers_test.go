@@ -100,3 +100,25 @@ func TestSuiteValidatePackets(t *testing.T) {
 		t.Errorf("packets() without Suite.Packets = %v, want the switch's default", got)
 	}
 }
+
+// Each row is held to the fan-out relay of its own kind: the multicast
+// rows to the multicast relay where it was measured, the unicast one
+// otherwise.
+func TestGroupRowsFanout(t *testing.T) {
+	res := map[leg]*Row{
+		{PathSwitch, 1024}: row(PathSwitch, 4, 1024), {PathMulticast, 1024}: row(PathMulticast, 2, 1024),
+		{PathFanout, 1024}: row(PathFanout, 3, 1024), {PathFanoutMC, 1024}: row(PathFanoutMC, 1, 1024),
+	}
+	want := map[string]float64{PathSwitch: 3.0 / 4, PathMulticast: 1.0 / 2, PathFanout: 1, PathFanoutMC: 1}
+	for _, r := range groupRows(res, nil, []int{1024}) {
+		if r.OfFanout != want[r.Path] {
+			t.Errorf("%s: of_fanout %v, want %v", r.Path, r.OfFanout, want[r.Path])
+		}
+	}
+	delete(res, leg{PathFanoutMC, 1024})
+	for _, r := range groupRows(res, nil, []int{1024}) {
+		if r.Path == PathMulticast && r.OfFanout != 3.0/2 {
+			t.Errorf("switch-mc without fanout-mc: of_fanout %v, want the unicast relay's 1.5", r.OfFanout)
+		}
+	}
+}

@@ -35,7 +35,16 @@ func TestBusbw(t *testing.T) {
 	}
 	r := Result{Ranks: 4, Bytes: 1 << 20}
 	r.summarise([]float64{0.004, 0.001, 0.002})
-	if r.MedianS != 0.002 || math.Abs(r.AlgbwGBps-float64(1<<20)/0.002/1e9) > 1e-12 || math.Abs(r.BusbwGBps-1.5*r.AlgbwGBps) > 1e-12 {
-		t.Errorf("summarise: median %v, algbw %v, busbw %v", r.MedianS, r.AlgbwGBps, r.BusbwGBps)
+	if r.MedianS != 0.002 || r.P99S != 0.004 || math.Abs(r.AlgbwGBps-float64(1<<20)/0.002/1e9) > 1e-12 || math.Abs(r.BusbwGBps-1.5*r.AlgbwGBps) > 1e-12 {
+		t.Errorf("summarise: median %v, p99 %v, algbw %v, busbw %v; want 0.002 and the slowest of three, 0.004", r.MedianS, r.P99S, r.AlgbwGBps, r.BusbwGBps)
+	}
+	// p99 of 101 calls: the 100th fastest, one call slower than 99% of them
+	times := make([]float64, 101)
+	for i := range times {
+		times[len(times)-1-i] = float64(i + 1)
+	}
+	r.summarise(times)
+	if r.MedianS != 51 || r.P99S != 100 {
+		t.Errorf("101 calls of 1..101 s: median %v, p99 %v; want 51 and 100", r.MedianS, r.P99S)
 	}
 }

@@ -31,6 +31,7 @@ func TestMergeRounds(t *testing.T) {
 	}{
 		{[]*Row{round(0.030, 0.050, 1, true), round(0.020, 0.025, 2, true), round(0.045, 0.046, 3, true)}, 0.030, 0.050, 6, true, 15, 3},
 		{[]*Row{round(0.030, 0.031, 0, true), round(0.020, 0.060, 0, false)}, 0.030, 0.060, 0, false, 10, 2},
+		{[]*Row{round(0.030, 0.031, 0, false), round(0.020, 0.060, 0, true)}, 0.030, 0.060, 0, false, 10, 2}, // the unverified round first
 	} {
 		got := mergeRounds(tc.rounds)
 		if got.MedianS != tc.median || got.P99S != tc.p99 || got.Retransmits != tc.retx || got.Verified != tc.verified ||
