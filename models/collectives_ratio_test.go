@@ -1,7 +1,6 @@
 package models
 
 import (
-	"math"
 	"strings"
 	"testing"
 )
@@ -30,7 +29,7 @@ func TestCollectiveRatios(t *testing.T) {
 	for i, w := range want {
 		g := got[i]
 		if g.Topology != w.Topology || g.Algorithm != w.Algorithm || g.Baseline != w.Baseline ||
-			math.Abs(g.Faster-w.Faster) > 1e-9 || math.Abs(g.LessWire-w.LessWire) > 1e-9 {
+			beyond(g.Faster-w.Faster, 1e-9) || beyond(g.LessWire-w.LessWire, 1e-9) {
 			t.Errorf("ratio %d: %+v, want %+v", i, g, w)
 		}
 	}

@@ -20,6 +20,11 @@ func findCollective(t *testing.T, rows []CollectiveRow, topo Topology, alg strin
 
 func near(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Max(math.Abs(a), math.Abs(b)) }
 
+// beyond reports whether d, a result's difference from what it should be,
+// is more than tol away from 0; a NaN always is (|NaN| > tol is false, so
+// a formula that gave NaN passed the plain comparison).
+func beyond(d, tol float64) bool { return !(math.Abs(d) <= tol) }
+
 // TestFigure15 is the analogue of the paper's Figure 15: 64 hosts on a
 // two-level fat tree of 8-port 100 Gbit/s switches, 100 MiB of float32.
 func TestFigure15(t *testing.T) {

@@ -17,10 +17,10 @@ func TestTreeFormula(t *testing.T) {
 				p.Bytes = z
 				r := Evaluate(p, Tree)
 				P, L := float64(hosts), p.CyclesPerPacket
-				if want := (P - 1) * L / P; math.Abs(r.Tau-want) > 1e-9 {
+				if want := (P - 1) * L / P; beyond(r.Tau-want, 1e-9) {
 					t.Errorf("%s P=%d Z=%d: tree τ = %g, want (P−1)L/P = %g", preset, hosts, z, r.Tau, want)
 				}
-				if want := (P - 1) / math.Log2(P); math.Abs(r.M-want) > 1e-12 {
+				if want := (P - 1) / math.Log2(P); beyond(r.M-want, 1e-12) {
 					t.Errorf("%s P=%d: tree M = %g, want (P−1)/log2 P = %g", preset, hosts, r.M, want)
 				}
 				if r.Contenders != 1 {
@@ -31,7 +31,7 @@ func TestTreeFormula(t *testing.T) {
 				if p.CountCopies {
 					last += 2 * p.DMACycles
 				}
-				if got := r.Latency - (P-1)*r.DeltaC - r.QueueWait; math.Abs(got-last) > 1e-9*last {
+				if got := r.Latency - (P-1)*r.DeltaC - r.QueueWait; beyond(got-last, 1e-9*last) {
 					t.Errorf("%s P=%d: the tree's last packet takes %g cycles after its arrival and wait, want ⌈log2 P⌉·L = %g", preset, hosts, got, last)
 				}
 			}
@@ -67,7 +67,7 @@ func TestSingleContention(t *testing.T) {
 			q := p
 			q.Reading, q.SameBlockInterArrival, q.SubsetS = tc.reading, tc.deltaC, tc.subset
 			r := Evaluate(q, Single)
-			if math.Abs(r.Contenders-tc.n) > 1e-12 || math.Abs(r.Tau-tc.tau) > 1e-9 {
+			if beyond(r.Contenders-tc.n, 1e-12) || beyond(r.Tau-tc.tau, 1e-9) {
 				t.Errorf("n = %g, τ = %g; want %g, %g", r.Contenders, r.Tau, tc.n, tc.tau)
 			}
 		})
@@ -92,7 +92,7 @@ func TestMultiBuffers(t *testing.T) {
 		{Multi4, 1, L + 3*L/P},
 	} {
 		r := Evaluate(p, tc.d)
-		if math.Abs(r.Contenders-tc.n) > 1e-12 || math.Abs(r.Tau-tc.tau) > 1e-9 {
+		if beyond(r.Contenders-tc.n, 1e-12) || beyond(r.Tau-tc.tau, 1e-9) {
 			t.Errorf("%s: n = %g, τ = %g; want %g, %g", tc.d, r.Contenders, r.Tau, tc.n, tc.tau)
 		}
 		if tc.d.Algo == wire.AlgoMulti && r.M != float64(tc.d.Buffers) {
@@ -124,10 +124,10 @@ func TestStaggerFixedPoint(t *testing.T) {
 		}
 		r := Evaluate(q, Single)
 		want := L * (1 + math.Sqrt(1+8*K/g)) / 4
-		if math.Abs(r.Tau-want) > 1e-6*want {
+		if beyond(r.Tau-want, 1e-6*want) {
 			t.Errorf("Z=%s W=%d: τ = %.4f, want %.4f", FormatBytes(float64(tc.bytes)), tc.window, r.Tau, want)
 		}
-		if de := math.Max(q.InterArrival, r.Tau/K); math.Abs(r.DeltaC-g*de) > 1e-9*r.DeltaC {
+		if de := math.Max(q.InterArrival, r.Tau/K); beyond(r.DeltaC-g*de, 1e-9*r.DeltaC) {
 			t.Errorf("δc = %g, want G·max(δ, τ/K) = %g", r.DeltaC, g*de)
 		}
 	}
@@ -166,10 +166,10 @@ func TestLittlesLaw(t *testing.T) {
 			for _, r := range Sweep(p, designs, 1<<10, 16<<20) {
 				n++
 				want := r.M * (r.Bandwidth / float64(r.Hosts)) * r.Latency
-				if math.Abs(r.R-want) > 1e-9*want || math.Abs(r.MemoryBytes-r.R*float64(p.PacketBytes)) > 1e-6 {
+				if beyond(r.R-want, 1e-9*want) || beyond(r.MemoryBytes-r.R*float64(p.PacketBytes), 1e-6) {
 					t.Fatalf("%s/%s %s %d: R = %g, M·(𝓑/P)·𝓛 = %g", preset, name, r.Algo, r.Bytes, r.R, want)
 				}
-				if bw := math.Min(K/r.Tau, 1/p.InterArrival); math.Abs(r.Bandwidth-bw) > 1e-12*bw {
+				if bw := math.Min(K/r.Tau, 1/p.InterArrival); beyond(r.Bandwidth-bw, 1e-12*bw) {
 					t.Fatalf("%s/%s %s %d: 𝓑 = %g, min(K/τ, 1/δ) = %g", preset, name, r.Algo, r.Bytes, r.Bandwidth, bw)
 				}
 				if r.Tau < r.Work-1e-9 || r.Latency <= 0 || r.Occupancy <= 0 || r.Occupancy > float64(p.QueueDepth) {
@@ -201,13 +201,13 @@ func TestBandwidthUnits(t *testing.T) {
 	}{{wire.Int16, 2}, {wire.Int8, 4}, {wire.Float32, 1}, {wire.Float64, 0.5}, {wire.BFloat16, 1}, {wire.Float16, 1}} {
 		q := p
 		q.DType, q.CyclesPerPacket = tc.d, 0
-		if got := Evaluate(q, Single).ElementsPerS / r.ElementsPerS; math.Abs(got-tc.ratio) > 1e-12 {
+		if got := Evaluate(q, Single).ElementsPerS / r.ElementsPerS; beyond(got-tc.ratio, 1e-12) {
 			t.Errorf("%s: %g× the int32 elements/s, want %g×", tc.d, got, tc.ratio)
 		}
 	}
 	p.HostGbps, p.InterArrival = 10, 0
 	r = Evaluate(p, Single)
-	if !r.LinkBound || math.Abs(r.Gbps-640) > 1e-9 {
+	if !r.LinkBound || beyond(r.Gbps-640, 1e-9) {
 		t.Errorf("64 hosts at 10 Gbit/s: %g Gbit/s, link-bound %v; want 640, true", r.Gbps, r.LinkBound)
 	}
 }
@@ -222,19 +222,19 @@ func TestQueueMD1(t *testing.T) {
 	r := Evaluate(p, Single)
 	rho := 0.5
 	lq := rho * rho / (2 * (1 - rho))
-	if r.Tau != L || math.Abs(r.Utilization-rho) > 1e-12 {
+	if r.Tau != L || beyond(r.Utilization-rho, 1e-12) {
 		t.Fatalf("τ = %g, ρ = %g; want L, 0.5", r.Tau, r.Utilization)
 	}
-	if want := float64(p.CoresPerCluster) * (lq + rho); math.Abs(r.Occupancy-want) > 1e-9 {
+	if want := float64(p.CoresPerCluster) * (lq + rho); beyond(r.Occupancy-want, 1e-9) {
 		t.Errorf("occupancy %g, want C·(L_q + ρ) = %g", r.Occupancy, want)
 	}
-	if want := lq / (rho / L); math.Abs(r.QueueWait-want) > 1e-9 {
+	if want := lq / (rho / L); beyond(r.QueueWait-want, 1e-9) {
 		t.Errorf("wait %g, want L_q/λ = %g", r.QueueWait, want)
 	}
-	if got := erlangC(2, 1); math.Abs(got-1.0/3) > 1e-12 {
+	if got := erlangC(2, 1); beyond(got-1.0/3, 1e-12) {
 		t.Errorf("erlangC(2, 1) = %g, want 1/3", got)
 	}
-	if got := erlangC(1, 0.7); math.Abs(got-0.7) > 1e-12 {
+	if got := erlangC(1, 0.7); beyond(got-0.7, 1e-12) {
 		t.Errorf("erlangC(1, ρ) = %g, want ρ", got)
 	}
 }
@@ -262,7 +262,7 @@ func TestOccupancyTradeoff(t *testing.T) {
 	}
 	sat := Evaluate(mustPreset(t, PresetFlare), Single)
 	lambdaC := sat.Bandwidth / 64
-	if sat.Occupancy != 20 || math.Abs(sat.QueueWait-(20/lambdaC-sat.Tau)) > 1e-9 || sat.Utilization != 1 {
+	if sat.Occupancy != 20 || beyond(sat.QueueWait-(20/lambdaC-sat.Tau), 1e-9) || sat.Utilization != 1 {
 		t.Errorf("saturated: occupancy %g, wait %g, ρ %g; want Q = 20, Q/λ − τ, 1", sat.Occupancy, sat.QueueWait, sat.Utilization)
 	}
 }
@@ -271,13 +271,13 @@ func TestCountCopies(t *testing.T) {
 	p := mustPreset(t, PresetFlare)
 	p.CountCopies = true
 	L, D, P := p.CyclesPerPacket, p.DMACycles, float64(p.Hosts)
-	if r, want := Evaluate(p, Tree), ((P-1)*L+(P+1)*D)/P; math.Abs(r.Tau-want) > 1e-9 {
+	if r, want := Evaluate(p, Tree), ((P-1)*L+(P+1)*D)/P; beyond(r.Tau-want, 1e-9) {
 		t.Errorf("tree with copies: τ = %g, want %g", r.Tau, want)
 	}
-	if r, want := Evaluate(p, Single), ((P-1)*L+2*D)/P; math.Abs(r.Tau-want) > 1e-9 {
+	if r, want := Evaluate(p, Single), ((P-1)*L+2*D)/P; beyond(r.Tau-want, 1e-9) {
 		t.Errorf("single with copies at 1 MiB: τ = %g, want %g", r.Tau, want)
 	}
-	if r, want := Evaluate(p, Multi4), ((P-4)*L+4*D+3*L+D)/P; math.Abs(r.Tau-want) > 1e-9 {
+	if r, want := Evaluate(p, Multi4), ((P-4)*L+4*D+3*L+D)/P; beyond(r.Tau-want, 1e-9) {
 		t.Errorf("multi4 with copies: τ = %g, want %g", r.Tau, want)
 	}
 }

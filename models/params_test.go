@@ -35,7 +35,7 @@ func TestPresets(t *testing.T) {
 			t.Errorf("L=%g DMA=%g clock=%g packet=%d, want 1024, 64, 1e9, 1024", p.CyclesPerPacket, p.DMACycles, p.ClockHz, p.PacketBytes)
 		}
 		// δ: P hosts at 100 Gbit/s deliver a 8192-bit packet every 81.92 ns in total / P.
-		if want := 81.92 / float64(p.Hosts); math.Abs(p.InterArrival-want) > 1e-9 {
+		if want := 81.92 / float64(p.Hosts); beyond(p.InterArrival-want, 1e-9) {
 			t.Errorf("δ = %g, want %g", p.InterArrival, want)
 		}
 	}

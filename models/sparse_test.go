@@ -31,7 +31,7 @@ func TestSparseModel(t *testing.T) {
 		}
 		// The array spans pairs/density indices, 4 bytes and a presence bit each.
 		span := float64(p.SparsePairsPerBlock) / d
-		if math.Abs(a.SpanElements-span) > 1e-6 || math.Abs(a.BlockMemoryBytes-(span*4+math.Ceil(span/8))) > 1e-6 {
+		if beyond(a.SpanElements-span, 1e-6) || beyond(a.BlockMemoryBytes-(span*4+math.Ceil(span/8)), 1e-6) {
 			t.Errorf("%g: array span %g, memory %g", d, a.SpanElements, a.BlockMemoryBytes)
 		}
 		if a.TrafficRatio != 1 || a.SpillPairs != 0 {
@@ -68,17 +68,17 @@ func TestSparseSpillFormula(t *testing.T) {
 	H, P, nnz := float64(p.SparseHashSlots), float64(p.Hosts), float64(p.SparsePairsPerBlock)
 	u := nnz / 0.1 * (1 - math.Pow(0.9, P))
 	owned := H * (1 - math.Exp(-u/H))
-	if math.Abs(h.UnionPairs-u) > 1e-9 || math.Abs(h.SpillPairs-(u-owned)*P*nnz/u) > 1e-6 ||
-		math.Abs(h.TrafficRatio-(owned+(u-owned)*P*nnz/u)/u) > 1e-12 {
+	if beyond(h.UnionPairs-u, 1e-9) || beyond(h.SpillPairs-(u-owned)*P*nnz/u, 1e-6) ||
+		beyond(h.TrafficRatio-(owned+(u-owned)*P*nnz/u)/u, 1e-12) {
 		t.Errorf("union %g spill %g ratio %g; want %g, %g, %g", h.UnionPairs, h.SpillPairs, h.TrafficRatio,
 			u, (u-owned)*P*nnz/u, (owned+(u-owned)*P*nnz/u)/u)
 	}
 	// τ is the block's work over its packets.
 	pkts := P * math.Ceil(nnz/128)
-	if want := (P*nnz*12 + h.FlushCycles + h.SpillCycles) / pkts; math.Abs(h.Tau-want) > 1e-9 {
+	if want := (P*nnz*12 + h.FlushCycles + h.SpillCycles) / pkts; beyond(h.Tau-want, 1e-9) {
 		t.Errorf("τ %g, want %g", h.Tau, want)
 	}
-	if want := float64(p.Cores()) / h.Tau; math.Abs(h.Bandwidth-want) > 1e-12 {
+	if want := float64(p.Cores()) / h.Tau; beyond(h.Bandwidth-want, 1e-12) {
 		t.Errorf("bandwidth %g, want K/τ = %g", h.Bandwidth, want)
 	}
 }

@@ -103,7 +103,7 @@ func TestRingOrder(t *testing.T) {
 func TestPermStats(t *testing.T) {
 	// A plain ring of 8: distances 1,1,2,2,3,3,4 → diameter 4, mean 16/7.
 	d, m := PermStats(8, []int{1})
-	if d != 4 || math.Abs(m-16.0/7) > 1e-12 {
+	if d != 4 || beyond(m-16.0/7, 1e-12) {
 		t.Errorf("ring of 8: %d, %g; want 4, 16/7", d, m)
 	}
 	// p and n−p are the same links.

@@ -54,10 +54,10 @@ func TestTreeArrivalOrderM(t *testing.T) {
 	// The folds (L each, two buffers held) and the final climb add a
 	// little over the instants between arrivals.
 	t.Logf("M = %.3f (aligned pieces %.3f, paper %.2f), δc = %.0f", r.M, want, (P-1)/math.Log2(P), r.DeltaC)
-	if math.Abs(want-4.643) > 0.01 || r.M < want || r.M > want*1.03 {
+	if beyond(want-4.643, 0.01) || r.M < want || r.M > want*1.03 {
 		t.Errorf("M = %.3f, want just above the aligned pieces' %.3f", r.M, want)
 	}
-	if got := r.M * (r.Bandwidth / P) * r.Latency; math.Abs(got-r.R) > 1e-9*r.R {
+	if got := r.M * (r.Bandwidth / P) * r.Latency; beyond(got-r.R, 1e-9*r.R) {
 		t.Errorf("R = %v, M·(𝓑/P)·𝓛 = %v", r.R, got)
 	}
 	p.TreeArrivalOrder = false
@@ -84,7 +84,7 @@ func TestTreeArrivalOrderTwoHosts(t *testing.T) {
 		t.Fatalf("buffer-cycles %v, want %v", got, want)
 	}
 	r := Evaluate(p, Tree)
-	if got := r.M * r.Latency; math.Abs(got-want) > 1e-9*want {
+	if got := r.M * r.Latency; beyond(got-want, 1e-9*want) {
 		t.Fatalf("M·𝓛 = %v, want %v", got, want)
 	}
 }
