@@ -105,3 +105,74 @@ func captureSent(t *testing.T, msgs []conn.Datagram) *CaptureReader {
 	}
 	return r
 }
+
+// The size bound counts the file header and each record's header: three
+// packets that fit to the byte are written, and with one byte less only
+// two (never a file past the bound).
+func TestCaptureBoundExact(t *testing.T) {
+	const frame = 14 + 40 + 8 + 1000 // Ethernet, IPv6, UDP, payload
+	for _, tc := range []struct {
+		max     int64
+		packets int64
+	}{{24 + 3*(16+frame), 3}, {24 + 3*(16+frame) - 1, 2}} {
+		path := filepath.Join(t.TempDir(), "c.pcap")
+		c, err := openCapture(path, tc.max, netip.MustParseAddrPort("[::1]:7470"), func(string, ...any) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := make([]conn.Datagram, 4)
+		for i := range msgs {
+			msgs[i] = conn.Datagram{Buf: make([]byte, 1000), N: 1000, Addr: netip.MustParseAddrPort("[::1]:9000")}
+		}
+		c.record(msgs, true)
+		if err := c.close(); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 24 + tc.packets*(16+frame); fi.Size() != want {
+			t.Errorf("bound %d: a capture of %d bytes, want %d (%d packets)", tc.max, fi.Size(), want, tc.packets)
+		}
+	}
+}
+
+// A switch listening on both families ([::]) captures a host's IPv4
+// datagrams (IPv4-mapped addresses), in and out, in IPv6 frames; and
+// what it holds to make a kept result whole does not grow with the
+// batches it has captured.
+func TestCaptureMixedFamiliesAndScratch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.pcap")
+	c, err := openCapture(path, 1<<20, netip.MustParseAddrPort("[::]:7470"), func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := wire.Header{Version: wire.Version, Type: wire.TypeResult, Job: 3, Token: 9, Generation: 1, DType: wire.Float32, Op: wire.OpSum, Count: 4}
+	d := conn.Datagram{Buf: wire.AppendPacket(nil, &h, nil), Tail: make([]byte, 16), Addr: netip.MustParseAddrPort("[::ffff:127.0.0.1]:9000")}
+	d.N = len(d.Buf)
+	for range 100 {
+		c.record([]conn.Datagram{d}, false)
+		c.record([]conn.Datagram{d}, true) // from the host, as a data packet would come
+	}
+	if n := len(c.whole); n > d.Size() {
+		t.Errorf("after 200 batches of one kept result of %d bytes, the scratch holds %d", d.Size(), n)
+	}
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := NewCaptureReader(f, 7470)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if p, err := r.Next(); err != nil || p.Header != h {
+			t.Fatalf("packet %d: %+v, %v; want the result (%d skipped)", i, p.Header, err, r.Skipped())
+		}
+	}
+}

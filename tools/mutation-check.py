@@ -21,8 +21,8 @@ formulas, the reference and the checkers every test holds a sum to, the
 harness the handlers' property tests run on, the packet path's buffer
 recycling and receive regions, cores a submitter borrows, socket groups
 and their steering, socket errors and per-link counts, the fan-out
-relay, which field each of the command line's flags sets, and flare
-bench's medians and ratios. A guard
+relay, which field each of the command line's flags sets, flare
+bench's medians and ratios, and packet captures. A guard
 removed, a comparison moved by one (either way), a sum made a copy. For
 each,
 the script applies it to a scratch copy of the tree (a git worktree of
@@ -698,6 +698,16 @@ MUTANTS = [
     ("BN10", "internal/bench/result.go", "\treturn algbw * 2 * float64(p-1) / float64(p)", "\treturn algbw * 2", None),
     ("BN11", "internal/bench/rounds.go", "\t\t\trow.Retransmits += r.Retransmits\n", "", None),
     ("BN12", "internal/bench/rounds.go", "\trow.ServerUserS, row.ServerSysS = user/float64(row.Iters), sys/float64(row.Iters)", "\trow.ServerUserS, row.ServerSysS = user/float64(len(rs)), sys/float64(len(rs))", None),
+    # packet captures (switch/capture.go): each datagram's direction and addresses, a run's segments, a kept payload, the file's size bound
+    ("CP1", "switch/capture.go", "\t\tif !received {\n\t\t\tsrc, dst = c.local, d.Addr", "\t\tif received {\n\t\t\tsrc, dst = c.local, d.Addr", None),
+    ("CP2", "switch/capture.go", "\tif received {\n\t\tsrcMAC, dstMAC = captureHostMAC, CaptureSwitchMAC", "\tif !received {\n\t\tsrcMAC, dstMAC = captureHostMAC, CaptureSwitchMAC", None),
+    ("CP3", "switch/capture.go", "\tif c.written+16+int64(len(frame)) > c.max {", "\tif c.written+int64(len(frame)) > c.max {", None),
+    ("CP4", "switch/capture.go", "\tc.written += 16 + int64(len(frame))", "\tc.written += int64(len(frame))", None),
+    ("CP5", "switch/capture.go", "max: max, written: 24,", "max: max, written: 0,", None),
+    ("CP6", "switch/capture.go", "\tif c.full {\n\t\treturn\n\t}\n\tsrcMAC", "\tsrcMAC", None),
+    ("CP7", "switch/capture.go", "\t\tc.whole = c.whole[:0]\n", "", None),
+    ("CP8", "switch/capture.go", "\t\tfor pkt := range d.Datagrams(&c.whole) {\n\t\t\tc.write(now, src, dst, pkt, received)\n\t\t}", "\t\tc.write(now, src, dst, d.Buf[:d.N], received)", None),
+    ("CP9", "switch/capture.go", "\tif s.Is4() && t.Is4() {", "\tif s.Is4() {", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
