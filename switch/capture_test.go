@@ -12,13 +12,26 @@ import (
 
 // The capture stops at its size bound and says so once.
 func TestCaptureBound(t *testing.T) {
+	size, logged := captureOfSize(t, 3000, 5)
+	if size > 3000 || size < 2000 {
+		t.Errorf("capture of %d bytes, want at most the 3000 bound and two packets' worth", size)
+	}
+	if logged != 1 {
+		t.Errorf("the bound was reported %d times, want once", logged)
+	}
+}
+
+// captureOfSize captures n received and n sent datagrams of 1000 bytes
+// to and from [::1]:9000 (IPv6 frames) with the size bound max, and
+// returns the file's size and how many times the capture logged.
+func captureOfSize(t *testing.T, max int64, n int) (size int64, logged int) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "c.pcap")
-	var logged int
-	c, err := openCapture(path, 3000, netip.MustParseAddrPort("127.0.0.1:7470"), func(string, ...any) { logged++ })
+	c, err := openCapture(path, max, netip.MustParseAddrPort("127.0.0.1:7470"), func(string, ...any) { logged++ })
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := make([]conn.Datagram, 5)
+	msgs := make([]conn.Datagram, n)
 	for i := range msgs {
 		msgs[i] = conn.Datagram{Buf: make([]byte, 1000), N: 1000, Addr: netip.MustParseAddrPort("[::1]:9000")}
 	}
@@ -31,12 +44,7 @@ func TestCaptureBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Size() > 3000 || fi.Size() < 2000 {
-		t.Errorf("capture of %d bytes, want at most the 3000 bound and two packets' worth", fi.Size())
-	}
-	if logged != 1 {
-		t.Errorf("the bound was reported %d times, want once", logged)
-	}
+	return fi.Size(), logged
 }
 
 // A sent datagram whose payload is a kept result (conn.Datagram's Tail) is
@@ -115,25 +123,8 @@ func TestCaptureBoundExact(t *testing.T) {
 		max     int64
 		packets int64
 	}{{24 + 3*(16+frame), 3}, {24 + 3*(16+frame) - 1, 2}} {
-		path := filepath.Join(t.TempDir(), "c.pcap")
-		c, err := openCapture(path, tc.max, netip.MustParseAddrPort("[::1]:7470"), func(string, ...any) {})
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs := make([]conn.Datagram, 4)
-		for i := range msgs {
-			msgs[i] = conn.Datagram{Buf: make([]byte, 1000), N: 1000, Addr: netip.MustParseAddrPort("[::1]:9000")}
-		}
-		c.record(msgs, true)
-		if err := c.close(); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := 24 + tc.packets*(16+frame); fi.Size() != want {
-			t.Errorf("bound %d: a capture of %d bytes, want %d (%d packets)", tc.max, fi.Size(), want, tc.packets)
+		if size, _ := captureOfSize(t, tc.max, 4); size != 24+tc.packets*(16+frame) {
+			t.Errorf("bound %d: a capture of %d bytes, want %d (%d packets)", tc.max, size, 24+tc.packets*(16+frame), tc.packets)
 		}
 	}
 }
