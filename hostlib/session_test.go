@@ -481,35 +481,6 @@ func TestSessionZeroAlloc(t *testing.T) {
 	}
 }
 
-func TestEncodeDecodeLE(t *testing.T) {
-	// The copying path of big-endian machines, checked on any machine
-	// against the wire encoding.
-	v := []int32{1, -2, 0x01020304}
-	b := make([]byte, 12)
-	encodeLE(b, v)
-	if want := []byte{1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 4, 3, 2, 1}; !bytes.Equal(b, want) {
-		t.Errorf("encodeLE: % x; want % x", b, want)
-	}
-	back := make([]int32, 3)
-	decodeLE(back, b)
-	if !slices.Equal(back, v) {
-		t.Errorf("decodeLE: %v; want %v", back, v)
-	}
-	h := []elem.BFloat16{elem.BFloat16From(1.5)}
-	hb := make([]byte, 2)
-	encodeLE(hb, h)
-	if hb[0] != 0xc0 || hb[1] != 0x3f {
-		t.Errorf("bfloat16 1.5 encodes as % x; want c0 3f", hb)
-	}
-	encodeLE(hb, []elem.Float16{elem.Float16From(1.5)})
-	if hb[0] != 0x00 || hb[1] != 0x3e {
-		t.Errorf("float16 1.5 encodes as % x; want 00 3e", hb)
-	}
-	if nativeLittleEndian && !bytes.Equal(viewBytes(v), b) {
-		t.Errorf("viewBytes: % x; want % x", viewBytes(v), b)
-	}
-}
-
 func TestDTypeOf(t *testing.T) {
 	type grad float64
 	tests := []struct{ got, want wire.DType }{

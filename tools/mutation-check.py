@@ -22,7 +22,8 @@ harness the handlers' property tests run on, the packet path's buffer
 recycling and receive regions, cores a submitter borrows, socket groups
 and their steering, socket errors and per-link counts, the fan-out
 relay, which field each of the command line's flags sets, flare
-bench's medians and ratios, and packet captures. A guard
+bench's medians and ratios, packet captures, and a Go slice's dtype. A
+guard
 removed, a comparison moved by one (either way), a sum made a copy. For
 each,
 the script applies it to a scratch copy of the tree (a git worktree of
@@ -708,6 +709,14 @@ MUTANTS = [
     ("CP7", "switch/capture.go", "\t\tc.whole = c.whole[:0]\n", "", None),
     ("CP8", "switch/capture.go", "\t\tfor pkt := range d.Datagrams(&c.whole) {\n\t\t\tc.write(now, src, dst, pkt, received)\n\t\t}", "\t\tc.write(now, src, dst, d.Buf[:d.N], received)", None),
     ("CP9", "switch/capture.go", "\tif s.Is4() && t.Is4() {", "\tif s.Is4() {", None),
+    # a Go slice's dtype (hostlib/dtype.go): which wire dtype each element type is, the check against the session's, the portable encoding
+    ("DT1", "hostlib/dtype.go", "\tcase reflect.Int16:\n\t\treturn wire.Int16", "\tcase reflect.Int16:\n\t\treturn wire.BFloat16", None),
+    ("DT2", "hostlib/dtype.go", "\tcase reflect.Float32:\n\t\treturn wire.Float32", "\tcase reflect.Float32:\n\t\treturn wire.Int32", None),
+    ("DT3", "hostlib/dtype.go", "\t\tif reflect.TypeFor[T]() == reflect.TypeFor[elem.Float16]() {", "\t\tif reflect.TypeFor[T]() != reflect.TypeFor[elem.Float16]() {", None),
+    ("DT4", "hostlib/dtype.go", "\tif got := DTypeOf[T](); got != dt {", "\tif got := DTypeOf[T](); got.Size() != dt.Size() {", None),
+    ("DT5", "hostlib/dtype.go", "\t\t\tbinary.LittleEndian.PutUint64(dst[8*i:], *(*uint64)(unsafe.Pointer(&src[i])))", "\t\t\tbinary.BigEndian.PutUint64(dst[8*i:], *(*uint64)(unsafe.Pointer(&src[i])))", None),
+    ("DT6", "hostlib/dtype.go", "\t\t\t*(*uint16)(unsafe.Pointer(&dst[i])) = binary.LittleEndian.Uint16(src[2*i:])", "\t\t\t*(*uint16)(unsafe.Pointer(&dst[i])) = binary.BigEndian.Uint16(src[2*i:])", None),
+    ("DT7", "hostlib/dtype.go", "\tcase reflect.Int64:\n\t\treturn wire.Int64", "\tcase reflect.Int64:\n\t\treturn wire.Float64", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
