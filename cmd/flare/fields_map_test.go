@@ -114,20 +114,62 @@ func checkFlagsSetFields[T any](t *testing.T, m fields, notFields []string, deri
 	})
 }
 
+// parsedFlags parses args as command cmd's flags, which add registers,
+// and runs the resolve step add returns (nil: none), failing the test on
+// an error.
+func parsedFlags(t *testing.T, cmd string, args []string, add func(fs *pflag.FlagSet) (resolve func() error)) *pflag.FlagSet {
+	t.Helper()
+	fs := newFlags(cmd, "", "", io.Discard)
+	resolve := add(fs)
+	if err := parse(fs, args); err != nil {
+		t.Fatalf("flare %s %q: %v", cmd, args, err)
+	}
+	if resolve != nil {
+		if err := resolve(); err != nil {
+			t.Fatalf("flare %s %q: %v", cmd, args, err)
+		}
+	}
+	return fs
+}
+
+// parsedSwitch is flare switch's Config from args.
+func parsedSwitch(t *testing.T, args []string) (*pflag.FlagSet, swtch.Config) {
+	var cfg swtch.Config
+	fs := parsedFlags(t, "switch", args, func(fs *pflag.FlagSet) func() error {
+		sf := addSwitchFlags(fs, &cfg)
+		return func() error { return sf.resolve(&cfg, io.Discard) }
+	})
+	return fs, cfg
+}
+
+// parsedAllReduce is flare allreduce's Config from args, its token
+// resolved as runAllReduce does when --token is given.
+func parsedAllReduce(t *testing.T, args []string) (*pflag.FlagSet, bench.Config) {
+	var c bench.Config
+	fs := parsedFlags(t, "allreduce", args, func(fs *pflag.FlagSet) func() error {
+		a := addAllReduceFlags(fs, &c)
+		return func() error {
+			if err := a.resolve(fs, &c); err != nil || !fs.Changed("token") {
+				return err
+			}
+			return resolveToken(&c, *a.token, true, "")
+		}
+	})
+	return fs, c
+}
+
+// parsedBench is flare bench's Suite from args.
+func parsedBench(t *testing.T, args []string) (*pflag.FlagSet, bench.Suite) {
+	var s bench.Suite
+	fs := parsedFlags(t, "bench", args, func(fs *pflag.FlagSet) func() error {
+		b := addBenchFlags(fs, &s)
+		return func() error { return b.resolve(fs, &s, io.Discard) }
+	})
+	return fs, s
+}
+
 func TestSwitchFlagsSetTheirFields(t *testing.T) {
-	checkFlagsSetFields(t, switchFlags, []string{"--help", "--log-level"}, nil, nil,
-		func(t *testing.T, args []string) (*pflag.FlagSet, swtch.Config) {
-			fs := newFlags("switch", "", "", io.Discard)
-			var cfg swtch.Config
-			sf := addSwitchFlags(fs, &cfg)
-			if err := parse(fs, args); err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			if err := sf.resolve(&cfg, io.Discard); err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			return fs, cfg
-		})
+	checkFlagsSetFields(t, switchFlags, []string{"--help", "--log-level"}, nil, nil, parsedSwitch)
 }
 
 func TestAllReduceFlagsSetTheirFields(t *testing.T) {
@@ -136,24 +178,7 @@ func TestAllReduceFlagsSetTheirFields(t *testing.T) {
 	// --sparse), and a sparse job's default storage is hash; ranks in one
 	// process do not busy-poll by default.
 	derived := map[string][]string{"--dtype": {"Count"}, "--sparse": {"Storage"}, "--storage": {"Sparse"}, "--ranks": {"BusyPoll"}}
-	checkFlagsSetFields(t, configFlags, []string{"--help", "--json", "--cpuprofile", "--bytes"}, derived, nil,
-		func(t *testing.T, args []string) (*pflag.FlagSet, bench.Config) {
-			fs := newFlags("allreduce", "", "", io.Discard)
-			var c bench.Config
-			a := addAllReduceFlags(fs, &c)
-			if err := parse(fs, args); err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			if err := a.resolve(fs, &c); err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			if fs.Changed("token") { // as runAllReduce resolves it
-				if err := resolveToken(&c, *a.token, true, ""); err != nil {
-					t.Fatalf("%v: %v", args, err)
-				}
-			}
-			return fs, c
-		})
+	checkFlagsSetFields(t, configFlags, []string{"--help", "--json", "--cpuprofile", "--bytes"}, derived, nil, parsedAllReduce)
 }
 
 func TestBenchFlagsSetTheirFields(t *testing.T) {
@@ -166,19 +191,7 @@ func TestBenchFlagsSetTheirFields(t *testing.T) {
 	// runs in this process, its own switches at their own packet size, so
 	// neither the ranks' busy poll nor --packet applies.
 	derived := map[string][]string{"--sparse": {"Paths"}, "--tree": {"Packets", "BusyPoll"}}
-	checkFlagsSetFields(t, suiteFlags, []string{"--help", "--procs"}, derived, values,
-		func(t *testing.T, args []string) (*pflag.FlagSet, bench.Suite) {
-			fs := newFlags("bench", "", "", io.Discard)
-			var s bench.Suite
-			b := addBenchFlags(fs, &s)
-			if err := parse(fs, args); err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			if err := b.resolve(fs, &s, io.Discard); err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			return fs, s
-		})
+	checkFlagsSetFields(t, suiteFlags, []string{"--help", "--procs"}, derived, values, parsedBench)
 }
 
 // A bench's rank process gets the bench's call: allreduceArgs' command
@@ -194,18 +207,7 @@ func TestAllReduceArgsRoundTrip(t *testing.T) {
 			Peers: []string{"127.0.0.1:1", "127.0.0.1:2"}, TailMedian: 2 * time.Millisecond},
 	} {
 		args := allreduceArgs(c)
-		fs := newFlags("allreduce", "", "", io.Discard)
-		var got bench.Config
-		a := addAllReduceFlags(fs, &got)
-		if err := parse(fs, args[1:]); err != nil {
-			t.Fatalf("%q: %v", args, err)
-		}
-		if err := a.resolve(fs, &got); err != nil {
-			t.Fatalf("%q: %v", args, err)
-		}
-		if err := resolveToken(&got, *a.token, fs.Changed("token"), ""); err != nil {
-			t.Fatalf("%q: %v", args, err)
-		}
+		_, got := parsedAllReduce(t, args[1:])
 		if !reflect.DeepEqual(got, c) {
 			t.Errorf("%q parses to\n%+v, want\n%+v", args, got, c)
 		}
@@ -216,15 +218,7 @@ func TestAllReduceArgsRoundTrip(t *testing.T) {
 // Count is that many bytes of elements.
 func TestAllReduceBytes(t *testing.T) {
 	for _, dt := range wire.DTypes {
-		fs := newFlags("allreduce", "", "", io.Discard)
-		var c bench.Config
-		a := addAllReduceFlags(fs, &c)
-		if err := parse(fs, []string{"--ranks", "2", "--bytes", "64KiB", "--dtype", dt.String()}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.resolve(fs, &c); err != nil {
-			t.Fatal(err)
-		}
+		_, c := parsedAllReduce(t, []string{"--ranks", "2", "--bytes", "64KiB", "--dtype", dt.String()})
 		if want := 64 << 10 / dt.Size(); c.Count != want {
 			t.Errorf("--bytes 64KiB --dtype %s: %d elements, want %d", dt, c.Count, want)
 		}

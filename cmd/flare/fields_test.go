@@ -3,15 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/bench"
-	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -51,44 +47,9 @@ func TestWithFlags(t *testing.T) {
 // process of its own and to 0 where ranks share a process, a value given
 // wins either way, and a bench's rank processes get the bench's value.
 func TestBusyPollDefaults(t *testing.T) {
-	// parsed parses args as command cmd's flags, which add adds, and then
-	// runs the resolve step add returns (nil: none).
-	parsed := func(cmd string, args []string, add func(fs *pflag.FlagSet) (resolve func() error)) {
-		fs := newFlags(cmd, "", "", io.Discard)
-		resolve := add(fs)
-		if err := parse(fs, args); err != nil {
-			t.Fatal(err)
-		}
-		if resolve != nil {
-			if err := resolve(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	benchPoll := func(args ...string) time.Duration {
-		var s bench.Suite
-		parsed("bench", args, func(fs *pflag.FlagSet) func() error {
-			b := addBenchFlags(fs, &s)
-			return func() error { return b.resolve(fs, &s, io.Discard) }
-		})
-		return s.BusyPoll
-	}
-	allreducePoll := func(args ...string) time.Duration {
-		var c bench.Config
-		parsed("allreduce", args, func(fs *pflag.FlagSet) func() error {
-			a := addAllReduceFlags(fs, &c)
-			return func() error { return a.resolve(fs, &c) }
-		})
-		return c.BusyPoll
-	}
-	switchPoll := func(args ...string) time.Duration {
-		var cfg swtch.Config
-		parsed("switch", args, func(fs *pflag.FlagSet) func() error {
-			addSwitchFlags(fs, &cfg)
-			return nil
-		})
-		return cfg.Socket.BusyPoll
-	}
+	benchPoll := func(args ...string) time.Duration { _, s := parsedBench(t, args); return s.BusyPoll }
+	allreducePoll := func(args ...string) time.Duration { _, c := parsedAllReduce(t, args); return c.BusyPoll }
+	switchPoll := func(args ...string) time.Duration { _, cfg := parsedSwitch(t, args); return cfg.Socket.BusyPoll }
 	for _, tc := range []struct {
 		name      string
 		got, want time.Duration
