@@ -216,6 +216,9 @@ func Run(cfg Config) (Result, error) {
 	if err := s.run(); err != nil {
 		return Result{}, err
 	}
+	if err := s.check(); err != nil {
+		return Result{}, err
+	}
 	return s.result(), nil
 }
 
@@ -351,7 +354,7 @@ func (s *sim) close() {
 }
 
 // run starts every host at its first random gap after cycle 0 and runs the
-// unit until the last result; then it checks the results.
+// unit until the last result.
 func (s *sim) run() error {
 	if s.cfg.Arrivals == ArrivalsSwitch {
 		f := &simFeed{s: s, rng: rand.New(rand.NewPCG(s.cfg.Seed, 0xfeed))}
@@ -374,6 +377,13 @@ func (s *sim) run() error {
 	if err := s.unit.Run(); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
+	return nil
+}
+
+// check holds a finished run to what a correct switch does: nothing
+// unexpected emitted, no packet refused, every block completed, and the
+// result the reference's.
+func (s *sim) check() error {
 	if len(s.problems) > 0 {
 		return fmt.Errorf("sim: %s: %s", DesignName(s.cfg.Algo, s.cfg.Buffers), s.problems[0])
 	}

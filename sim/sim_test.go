@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -90,6 +91,9 @@ func TestSimulateRounds(t *testing.T) {
 	}
 	if got := SteadyRounds(512, 1<<20, 1024); got != 1 {
 		t.Errorf("SteadyRounds(512 cores, 1MiB) = %d, want 1", got)
+	}
+	if got := SteadyRounds(512, 3072, 1024); got != 171 {
+		t.Errorf("SteadyRounds(512 cores, 3KiB) = %d, want 171 (rounded up)", got)
 	}
 	if got := SteadyRounds(512, 4000, 1024); got != 1 {
 		t.Errorf("SteadyRounds(512 cores, 4000 bytes) = %d, want 1 (not whole packets)", got)
@@ -212,6 +216,10 @@ func TestSimulateQueueBounded(t *testing.T) {
 			t.Fatalf("S=%d: queue occupancy mean %v max %d, ingress wait %v: want the depth, 4, reached and waiting",
 				s, r.QueueOccupancy, r.QueueOccupancyMax, r.IngressWaitCycles)
 		}
+		// A packet's mean wait is shorter than the whole run.
+		if r.IngressWaitCycles >= float64(r.Cycles) {
+			t.Fatalf("S=%d: a mean ingress wait of %v cycles in a run of %d", s, r.IngressWaitCycles, r.Cycles)
+		}
 	}
 }
 
@@ -223,6 +231,18 @@ func TestSimulateWindowMemory(t *testing.T) {
 		if bound := buffersFor(dg.algo, dg.b, 4, r.Blocks, 2); r.MemoryBuffersMax > bound || r.Window != 2 {
 			t.Fatalf("%s: %d buffers at the peak, window %d; want at most %d", dg, r.MemoryBuffersMax, r.Window, bound)
 		}
+	}
+	// Hosts with their own gaps keep to the window too: the quota is the
+	// window's, so one block too many in flight finds no buffer.
+	for _, dg := range designs {
+		cfg := Config{HPU: hpu.Config{Clusters: 4, CoresPerCluster: 8}, Hosts: 4, Bytes: 128 << 10, Algo: dg.algo, Buffers: dg.b, Window: 2, Seed: 4, Arrivals: ArrivalsHosts}
+		if r := simulate(t, cfg); r.MemoryBuffersMax > buffersFor(dg.algo, dg.b, 4, r.Blocks, 2) {
+			t.Fatalf("%s, independent hosts: %d buffers at the peak, above the window's", dg, r.MemoryBuffersMax)
+		}
+	}
+	// A window wider than the vector is the vector's blocks.
+	if r := simulate(t, Config{HPU: hpu.Config{Clusters: 1, CoresPerCluster: 4}, Hosts: 2, Bytes: 8 << 10, Window: 100, Seed: 1}); r.Window != 8 {
+		t.Fatalf("a window of 100 over 8 blocks: %d, want 8", r.Window)
 	}
 	// Without a window the run picks the largest one L1 holds.
 	cfg := Config{HPU: hpu.Config{Clusters: 1, CoresPerCluster: 8, L1Bytes: 64 << 10}, Hosts: 4, Bytes: 512 << 10, Algo: wire.AlgoTree, Seed: 4}
@@ -237,6 +257,7 @@ func TestSimulateConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Config{Bytes: 1022}, "bytes = 1022"},
+		{Config{Bytes: 4096, Hosts: proto.MaxChildren + 1}, "hosts = 65537: must be in 1..65536"},
 		{Config{Bytes: 0}, "bytes = 0"},
 		{Config{Bytes: 4096, DType: wire.Float32, Op: wire.OpAnd}, "operator and on float32"},
 		{Config{Bytes: 4096, PacketBytes: 2048, HPU: hpu.Config{BufferBytes: 1024}}, "packet bytes = 2048"},

@@ -22,9 +22,9 @@ harness the handlers' property tests run on, the packet path's buffer
 recycling and receive regions, cores a submitter borrows, socket groups
 and their steering, socket errors and per-link counts, the fan-out
 relay, which field each of the command line's flags sets, flare
-bench's medians and ratios, packet captures, and a Go slice's dtype. A
-guard
-removed, a comparison moved by one (either way), a sum made a copy. For
+bench's medians and ratios, packet captures, a Go slice's dtype, and
+the simulator's checks and measurements and their comparison with the
+model. A guard removed, a comparison moved by one (either way), a sum made a copy. For
 each,
 the script applies it to a scratch copy of the tree (a git worktree of
 HEAD under a temporary directory; this tree is never touched), runs `go
@@ -717,6 +717,45 @@ MUTANTS = [
     ("DT5", "hostlib/dtype.go", "\t\t\tbinary.LittleEndian.PutUint64(dst[8*i:], *(*uint64)(unsafe.Pointer(&src[i])))", "\t\t\tbinary.BigEndian.PutUint64(dst[8*i:], *(*uint64)(unsafe.Pointer(&src[i])))", None),
     ("DT6", "hostlib/dtype.go", "\t\t\t*(*uint16)(unsafe.Pointer(&dst[i])) = binary.LittleEndian.Uint16(src[2*i:])", "\t\t\t*(*uint16)(unsafe.Pointer(&dst[i])) = binary.BigEndian.Uint16(src[2*i:])", None),
     ("DT7", "hostlib/dtype.go", "\tcase reflect.Int64:\n\t\treturn wire.Int64", "\tcase reflect.Int64:\n\t\treturn wire.Float64", None),
+    # the simulator (sim/sim.go, host.go): the checks that make a wrong run an error, the steady state's and the latency's arithmetic, the window and quota its hosts keep to, its inputs
+    ("SM1", "sim/sim.go", "\t\tlat += at - s.firstIn[b]", "\t\tlat += at - s.firstIn[max(0, b-1)]", None),
+    ("SM2", "sim/sim.go", "\tr.LatencyCycles = float64(lat) / float64(s.nblocks)", "\tr.LatencyCycles = float64(lat) / float64(s.perRound)", None),
+    ("SM3", "sim/host.go", "\tif s.firstIn[blk] < 0 {\n\t\ts.firstIn[blk] = now", "\tif true {\n\t\ts.firstIn[blk] = now", None),
+    ("SM4", "sim/sim.go", "\ts.steady = [2]int64{max(1, packets/steadyTrim), packets - packets/steadyTrim}", "\ts.steady = [2]int64{1, packets}", None),
+    ("SM5", "sim/sim.go", "\t\tr.MemoryBuffers = float64(b.area-a.area) / float64(b.at-a.at)\n", "", None),
+    ("SM6", "sim/sim.go", "\t\tr.SteadyTauCycles = float64(b.busy-a.busy) / float64(s.steady[1]-s.steady[0])\n", "", None),
+    ("SM7", "sim/sim.go", "\t\treturn pktsPerCycle * float64(cfg.Bytes) / float64(s.perRound) * 8 * cfg.HPU.Cost.ClockHz / 1e9", "\t\treturn pktsPerCycle * float64(cfg.Bytes) / float64(s.nblocks) * 8 * cfg.HPU.Cost.ClockHz / 1e9", None),
+    ("SM8", "sim/host.go", "\tcase b >= s.nblocks || s.emitted[b] >= 0:", "\tcase b >= s.nblocks:", None),
+    ("SM9", "sim/host.go", "\tcase h.Type != wire.TypeResult || h.Flags&wire.FlagRetransmit != 0:", "\tcase h.Type != wire.TypeResult:", None),
+    ("SM10", "sim/sim.go", "\tif err := elem.Check(s.cfg.DType, s.cfg.Op, s.inputs, s.out); err != nil {", "\tif err := error(nil); err != nil {", None),
+    ("SM11", "sim/sim.go", "d+nb+inv != 0 {", "d+nb != 0 {", None),
+    ("SM12", "sim/sim.go", "\t\tif at < 0 {\n\t\t\treturn fmt.Errorf(\"sim: block %d of %d never completed", "\t\tif at < -1 {\n\t\t\treturn fmt.Errorf(\"sim: block %d of %d never completed", None),
+    ("SM13", "sim/sim.go", "\t\treturn min(n, w*p) * b", "\t\treturn min(n, w*p)", None),
+    ("SM14", "sim/sim.go", "\t\treturn min(n, w) * p", "\t\treturn min(n, w*p)", None),
+    ("SM15", "sim/sim.go", "\t\tr.IngressWaitCycles = float64(st.IngressWaitCycles) / float64(st.Arrivals)", "\t\tr.IngressWaitCycles = float64(st.IngressWaitCycles)", None),
+    ("SM16", "sim/sim.go", "\ts.group = min(s.perRound, s.window)", "\ts.group = s.perRound", None),
+    ("SM17", "sim/sim.go", "\tif len(s.problems) > 0 {", "\tif len(s.problems) > 1 {", None),
+    ("SM18", "sim/host.go", "\tif h.Type == wire.TypeError {\n\t\treturn // a waiting", "\tif h.Type == wire.TypeError && false {\n\t\treturn // a waiting", None),
+    ("SM19", "sim/sim.go", "\tif s.window == 0 || s.window > n {", "\tif s.window == 0 {", None),
+    ("SM20", "sim/sim.go", "\tneed = max(need, dcfg.MinBuffers())", "\t_ = dcfg.MinBuffers()", "for n, w >= 1 buffersFor is never below MinBuffers: single min(n, wP) >= 1, multi min(n, wP)·B >= B, tree min(n, w)·P >= P"),
+    ("SM21", "sim/sim.go", "\t\tc.MeanInterArrival = float64(c.PacketBytes) * 8 / (c.HostGbps * 1e9) * c.HPU.Cost.ClockHz", "\t\tc.MeanInterArrival = float64(c.PacketBytes) / (c.HostGbps * 1e9) * c.HPU.Cost.ClockHz", None),
+    ("SM22", "sim/sim.go", "\tif c.HPU.BufferBytes == 0 {\n\t\tc.HPU.BufferBytes = c.PacketBytes", "\tif c.HPU.BufferBytes == 0 {\n\t\tc.HPU.BufferBytes = 2 * c.PacketBytes", None),
+    ("SM23", "sim/sim.go", "\t\tr.MemoryBytes = r.MemoryBuffers * float64(cfg.HPU.BufferBytes)\n\t\tr.SteadyTau", "\t\tr.MemoryBytes = r.MemoryBuffers * float64(cfg.PacketBytes)\n\t\tr.SteadyTau", None),
+    ("SM24", "sim/sim.go", "\treturn max(1, (cores+n-1)/n)", "\treturn max(1, cores/n)", None),
+    ("SM25", "sim/sim.go", "\tcase c.Bytes < es || c.Bytes%es != 0:", "\tcase c.Bytes < 0 || c.Bytes%es != 0:", None),
+    ("SM26", "sim/sim.go", "\tcase c.Hosts < 1 || c.Hosts > proto.MaxChildren:", "\tcase c.Hosts < 1:", None),
+    ("SM27", "sim/host.go", "\t\tif h.inflight >= s.window {\n\t\t\tcontinue", "\t\tif h.inflight > s.window {\n\t\t\tcontinue", None),
+    ("SM28", "sim/host.go", "\tif h.inflight >= s.window {\n\t\th.blocked = true", "\tif h.inflight > s.window {\n\t\th.blocked = true", None),
+    ("SM29", "sim/host.go", "\t\tf.turn = (h.rank + 1) % p", "\t\tf.turn = h.rank", None),
+    ("SM30", "sim/sim.go", "\t\t\t\telem.StoreFloat(dt, b[i:], 0.75+r.Float64()/2)", "\t\t\t\telem.StoreFloat(dt, b[i:], r.Float64()*2-1)", None),
+    # the model against the simulation (sim/sweep): the relative errors, the ranking's ties, what the simulated run is given
+    ("SW1", "sim/sweep/compare.go", "\t\tif r.StaggerBlocks < r.Blocks {", "\t\tif false {", None),
+    ("SW2", "sim/sweep/rank.go", "\t\t\tif apart(model(rows[i]), model(rows[j]))*apart(sim(rows[i]), sim(rows[j])) < 0 {", "\t\t\tif apart(model(rows[i]), model(rows[j]))*apart(sim(rows[i]), sim(rows[j])) > 0 {", None),
+    ("SW3", "sim/sweep/rank.go", "\t\tcase a > b*(1+rankTol):", "\t\tcase a > b:", None),
+    ("SW4", "sim/sweep/compare.go", "\treturn (got - want) / want", "\treturn (got - want) / got", None),
+    ("SW5", "sim/sweep/sweep.go", "\t\tMeanInterArrival: p.Delta() * float64(p.Hosts),", "\t\tMeanInterArrival: p.Delta(),", None),
+    ("SW6", "sim/sweep/sweep.go", "\t\trounds = sim.SteadyRounds(p.Cores(), int(bytes), p.PacketBytes)", "\t\trounds = 1", None),
+    ("SW7", "sim/sweep/compare.go", "\t\t\tTauErr: relErr(r.TauCycles, m.Tau), LatencyErr: relErr(r.LatencyCycles, m.Latency),", "\t\t\tTauErr: relErr(r.TauCycles, m.Tau), LatencyErr: relErr(r.LatencyCycles, m.Tau),", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -730,6 +769,7 @@ ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
 ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] == "hpu/vsim.go"})  # the simulator, which the virtual unit runs
+ALSO.update({m[0]: ["./sim/sweep"] for m in MUTANTS if m[1].startswith("sim/") and not m[1].startswith("sim/sweep/")})  # the model-vs-simulation tests, which run it
 
 # Which of its own package's tests a mutant runs, where not all: the CLI's
 # end-to-end tests start daemons and ranks as processes for minutes, and

@@ -80,7 +80,8 @@ func TestSimCompareFlare(t *testing.T) {
 			within("tau", r, r.TauErr, 0.05)
 		}
 	}
-	// S = 1 at 512KiB and 1MiB: τ is the model's exactly.
+	// S = 1 at 512KiB and 1MiB: τ is the model's exactly, and so is the
+	// latency within 10% (no queue waits that the model leaves out).
 	for _, size := range []int64{512 << 10, 1 << 20} {
 		rows := compared(t, 1, allDesigns, size)
 		if len(rows) != 4 {
@@ -88,6 +89,7 @@ func TestSimCompareFlare(t *testing.T) {
 		}
 		for _, r := range rows {
 			within("tau", r, r.TauErr, 1e-9)
+			within("latency", r, r.LatencyErr, 0.10)
 			agree(r)
 			if !r.RankMatch {
 				t.Errorf("S=1 at %s: the ranking differs", units.FormatSize(size))
@@ -144,6 +146,8 @@ func TestRankings(t *testing.T) {
 		{"swapped", []CompareRow{row("single", 100, 40), row("tree", 50, 90)}, false, "single > tree"},
 		{"model tie", []CompareRow{row("single", 100, 40), row("tree", 101, 90)}, true, "tree > single"},
 		{"sim tie", []CompareRow{row("single", 100, 90), row("tree", 50, 91)}, true, "single > tree"},
+		{"model tie, the first ahead", []CompareRow{row("single", 101, 40), row("tree", 100, 90)}, true, "single > tree"},
+		{"sim tie, the first ahead", []CompareRow{row("single", 50, 91), row("tree", 100, 90)}, true, "tree > single"},
 	} {
 		rankSize(c.rows)
 		if got := c.rows[0].RankMatch; got != c.match {
@@ -170,5 +174,17 @@ func TestCompareRanksEachSize(t *testing.T) {
 	}
 	if _, err := Compare(p, []sim.Result{{Algo: "nosuch", Bytes: 4096}}); err == nil {
 		t.Error("a run of an unknown design compared without an error")
+	}
+}
+
+// A relative error is the simulation's distance from the model, over the
+// model; a model of 0 is no agreement.
+func TestRelErr(t *testing.T) {
+	for _, c := range []struct{ got, want, err float64 }{
+		{110, 100, 0.10}, {90, 100, -0.10}, {100, 100, 0}, {200, 100, 1}, {1, 0, math.Inf(1)},
+	} {
+		if e := relErr(c.got, c.want); math.Abs(e-c.err) > 1e-12 && !(math.IsInf(e, 1) && math.IsInf(c.err, 1)) {
+			t.Errorf("relErr(%v, %v) = %v, want %v", c.got, c.want, e, c.err)
+		}
 	}
 }
