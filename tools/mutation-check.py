@@ -24,9 +24,8 @@ and their steering, socket errors and per-link counts, the fan-out
 relay, which field each of the command line's flags sets, flare
 bench's medians and ratios, packet captures, a Go slice's dtype, and
 the simulator's checks and measurements and their comparison with the
-model. A guard removed, a comparison moved by one (either way), a sum made a copy. For
-each,
-the script applies it to a scratch copy of the tree (a git worktree of
+model. A guard removed, a comparison moved by one (either way), a sum
+made a copy. For each, the script applies it to a scratch copy of the tree (a git worktree of
 HEAD under a temporary directory; this tree is never touched), runs `go
 test` on the mutant's package (its tests that RUN names, where it
 names some, and what ALSO names for it), or `make python-test` for a
