@@ -514,8 +514,10 @@ func cancelOneJoin(t *testing.T, opts func(r int) hostlib.Options, joined func()
 	defer cancel()
 	cancelled := make(chan error, 1)
 	go func() { _, err := hostlib.Join(ctx, o1); cancelled <- err }()
-	for !joined() {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !joined(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("both joins not at the switch after 10 s")
+		}
 	}
 	time.Sleep(250 * time.Millisecond)
 	start := time.Now()

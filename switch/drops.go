@@ -19,8 +19,13 @@ const (
 	// dropRefusedJoin counts refused joins past the answer limit: they get
 	// no answer (a flood of bad joins is not answered one by one).
 	dropRefusedJoin = "refused-join"
-	// dropOversize counts datagrams larger than the receive buffers (the
-	// packet size plus the header), which the socket layer discards.
+	// dropOversize counts datagrams larger than the receive buffers, which
+	// the socket layer discards: Config.Socket.MaxDatagram bytes (at least
+	// the header and a packet) where a reader receives into its own
+	// buffers. A reader that lends GRO regions takes any datagram UDP
+	// carries; one too long for its job is refused by the checks of its
+	// length against its count (wire) and of its count against the job's
+	// blocks (the handler) instead.
 	dropOversize = "oversize"
 )
 

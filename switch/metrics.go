@@ -150,12 +150,20 @@ func (c *collector) collectUnit(counter, gauge func(*prometheus.Desc, float64, .
 	tot := st.Total()
 	counter(c.lockWait, float64(tot.LockWaitNs)/1e9)
 	gauge(c.tauC, st.TauCycles())
-	buckets := make(map[float64]uint64, hpu.HistBuckets-1)
-	var cum uint64
+	count, sum, buckets := handlerHistogram(&tot)
+	ch <- prometheus.MustNewConstHistogram(c.handler, count, sum, buckets)
+}
+
+// handlerHistogram is the unit's handler-time histogram as Prometheus
+// takes one: the handlers counted under each bucket's upper bound in
+// seconds, cumulatively; all of them, the last bucket's (no bound) too;
+// and their time in seconds.
+func handlerHistogram(tot *hpu.CoreStats) (count uint64, sum float64, buckets map[float64]uint64) {
+	buckets = make(map[float64]uint64, hpu.HistBuckets-1)
 	for i := 0; i < hpu.HistBuckets-1; i++ {
-		cum += uint64(tot.Hist[i])
-		buckets[float64(hpu.HistBound(i))/1e9] = cum
+		count += uint64(tot.Hist[i])
+		buckets[float64(hpu.HistBound(i))/1e9] = count
 	}
-	count := cum + uint64(tot.Hist[hpu.HistBuckets-1])
-	ch <- prometheus.MustNewConstHistogram(c.handler, count, float64(tot.BusyNs)/1e9, buckets)
+	count += uint64(tot.Hist[hpu.HistBuckets-1])
+	return count, float64(tot.BusyNs) / 1e9, buckets
 }

@@ -69,7 +69,7 @@ func checkSums(t *testing.T, ss []*hostlib.Session, elements, calls int) {
 // run, under the race detector, retransmits). The group goes back to the
 // pool when the job ends, and its link with it.
 func TestMulticastResults(t *testing.T) {
-	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.81.0/30")})
+	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.81.0/30"), Admin: "127.0.0.1:0"})
 	const elements, world, calls = 50_000, 4, 3
 	ss := mcRanks(t, sw, 1, world, elements, func(int) bool { return true })
 	blocks := int64(ss[0].Blocks())
@@ -80,13 +80,16 @@ func TestMulticastResults(t *testing.T) {
 	if all, retx := txPackets(sw, "child"); all-retx >= blocks {
 		t.Errorf("%d datagrams sent to members one by one, %d of them answers to retransmissions: want the rest join-acks (< %d)", all, retx, blocks)
 	}
-	if got := sw.MulticastGroupsInUse(); got != 1 {
-		t.Errorf("%d groups in use, want 1", got)
+	if got, exported := sw.MulticastGroupsInUse(), metric(t, sw, "flare_multicast_groups_in_use"); got != 1 || exported != 1 {
+		t.Errorf("%d groups in use (%v exported), want 1", got, exported)
 	}
 	for _, s := range ss {
 		s.Close()
 	}
 	waitFor(t, "the group back in the pool", func() bool { return sw.MulticastGroupsInUse() == 0 && groupTxPackets(sw) == 0 })
+	if n := metric(t, sw, "flare_multicast_groups_in_use"); n != 0 {
+		t.Errorf("%v groups in use exported once the job ended, want 0", n)
+	}
 }
 
 // A job with one rank that does not ask runs unicast for everyone; a
