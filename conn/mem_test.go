@@ -170,9 +170,107 @@ func TestMemRuns(t *testing.T) {
 			sent += k
 		}
 		var got atomic.Int64
-		if err := receiveAll(b, sizes, a.LocalAddr(), &got, false); err != nil {
-			t.Fatalf("faults %+v: %v", faults, err)
+		done := make(chan error, 1)
+		go func() { done <- receiveAll(b, sizes, a.LocalAddr(), &got, false) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("faults %+v: %v", faults, err)
+			}
+		case <-time.After(10 * time.Second):
+			b.Close()
+			t.Fatalf("faults %+v: %d of %d datagrams after 10 s (stats %+v)", faults, got.Load(), len(sizes), n.Stats())
 		}
+	}
+}
+
+// One WriteBatch of more datagrams to one conn than a run gathers (64)
+// delivers them all, in order.
+func TestMemLongBatch(t *testing.T) {
+	n := NewMemNetwork()
+	a, b := memPair(t, n)
+	msgs := newMsgs(200, 16)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = 16, b.LocalAddr()
+		stamp(msgs[i].Buf, uint64(i))
+	}
+	if k, err := a.WriteBatch(msgs); k != len(msgs) || err != nil {
+		t.Fatalf("WriteBatch = %d, %v; want %d", k, err, len(msgs))
+	}
+	seqs := recvSeqs(t, b, len(msgs), 5*time.Second)
+	if len(seqs) != len(msgs) || !slices.IsSorted(seqs) || seqs[len(seqs)-1] != uint64(len(msgs)-1) {
+		t.Fatalf("received %d of %d datagrams: %v", len(seqs), len(msgs), seqs)
+	}
+}
+
+// A send the socket layer would refuse (too large, to no address) is
+// refused as UDP refuses it: the datagrams before it go, it and the rest
+// do not, and the error says which rule.
+func TestMemSendChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bad  Datagram
+		want error
+	}{
+		{"too large", Datagram{Buf: make([]byte, DefaultMaxDatagram+1), N: DefaultMaxDatagram + 1}, ErrDatagramTooLarge},
+		{"no address", Datagram{Buf: make([]byte, 16), N: 16}, ErrBadAddr},
+		{"port 0", Datagram{Buf: make([]byte, 16), N: 16, Addr: netip.MustParseAddrPort("127.0.0.1:0")}, ErrBadAddr},
+	} {
+		n := NewMemNetwork()
+		a, b := memPair(t, n)
+		msgs := newMsgs(3, 16)
+		for i := range msgs {
+			msgs[i].N, msgs[i].Addr = 16, b.LocalAddr()
+			stamp(msgs[i].Buf, uint64(i))
+		}
+		if tc.bad.Addr == (netip.AddrPort{}) && tc.want != ErrBadAddr {
+			tc.bad.Addr = b.LocalAddr()
+		}
+		msgs[1] = tc.bad
+		if k, err := a.WriteBatch(msgs); k != 1 || !errors.Is(err, tc.want) {
+			t.Errorf("%s: WriteBatch = %d, %v; want 1 sent and %v", tc.name, k, err, tc.want)
+		}
+		if st := n.Stats(); st != (MemStats{Delivered: 1}) {
+			t.Errorf("%s: stats %+v, want the first datagram delivered and nothing else", tc.name, st)
+		}
+	}
+}
+
+// A datagram that arrives after its receiver closed (here, delayed) is
+// counted as sent to nobody, not queued.
+func TestMemClosedReceiver(t *testing.T) {
+	n := NewMemNetwork()
+	n.Faults.Delay = 20 * time.Millisecond
+	a, b := memPair(t, n)
+	sendSeq(t, a, b.LocalAddr(), 0, 3, 16)
+	b.Close()
+	for deadline := time.Now().Add(5 * time.Second); n.Stats().NoRoute < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v 5 s after the close: want the 3 late datagrams counted as sent to nobody", n.Stats())
+		}
+	}
+	if st := n.Stats(); st != (MemStats{NoRoute: 3}) {
+		t.Errorf("stats %+v, want 3 sent to nobody and nothing delivered", st)
+	}
+}
+
+// Port 0 picks a free ephemeral port, past the ones taken.
+func TestMemEphemeralPorts(t *testing.T) {
+	n := NewMemNetwork()
+	for _, p := range []uint16{memPortFirst, memPortFirst + 1} {
+		c, err := n.Listen(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	c, err := n.Listen(netip.AddrPort{})
+	if err != nil {
+		t.Fatalf("Listen on port 0 with the first two ephemeral ports taken: %v", err)
+	}
+	defer c.Close()
+	if p := c.LocalAddr().Port(); p != memPortFirst+2 {
+		t.Errorf("port %d, want %d", p, memPortFirst+2)
 	}
 }
 
@@ -190,17 +288,37 @@ func TestMemAddressing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wild4, err := n.Listen(netip.MustParseAddrPort("0.0.0.0:9000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wild4.Close()
+	// A mapped address is bound as the IPv4 one.
+	mapped, err := n.Listen(netip.MustParseAddrPort("[::ffff:10.0.0.3]:7471"))
+	if err != nil || mapped.LocalAddr() != netip.MustParseAddrPort("10.0.0.3:7471") {
+		t.Fatalf("Listen([::ffff:10.0.0.3]:7471) = %v, %v; want 10.0.0.3:7471", mapped, err)
+	}
+	defer mapped.Close()
 	host, _ := memPair(t, n)
 	// Mapped and wildcard destinations reach the right conns; nobody at
 	// 10.0.0.2 is counted, not an error.
 	sendSeq(t, host, netip.MustParseAddrPort("[::ffff:10.0.0.1]:7470"), 0, 1, 16)
 	sendSeq(t, host, netip.MustParseAddrPort("192.0.2.1:9000"), 1, 1, 16)
 	sendSeq(t, host, netip.MustParseAddrPort("10.0.0.2:7470"), 2, 1, 16)
+	sendSeq(t, host, netip.MustParseAddrPort("[2001:db8::1]:9000"), 3, 1, 16)
+	sendSeq(t, host, netip.MustParseAddrPort("10.0.0.3:7471"), 4, 1, 16)
 	if s := recvSeqs(t, c, 1, time.Second); len(s) != 1 || s[0] != 0 {
 		t.Errorf("at %v got %v", at, s)
 	}
-	if s := recvSeqs(t, wild, 1, time.Second); len(s) != 1 || s[0] != 1 {
+	// An IPv4 destination reaches 0.0.0.0 before [::]; an IPv6 one, [::].
+	if s := recvSeqs(t, wild4, 1, time.Second); len(s) != 1 || s[0] != 1 {
+		t.Errorf("at 0.0.0.0:9000 got %v", s)
+	}
+	if s := recvSeqs(t, wild, 1, time.Second); len(s) != 1 || s[0] != 3 {
 		t.Errorf("at [::]:9000 got %v", s)
+	}
+	if s := recvSeqs(t, mapped, 1, time.Second); len(s) != 1 || s[0] != 4 {
+		t.Errorf("at 10.0.0.3:7471 got %v", s)
 	}
 	if st := n.Stats(); st.NoRoute != 1 {
 		t.Errorf("NoRoute = %d, want 1", st.NoRoute)
@@ -255,6 +373,10 @@ func TestMemOverflowAndTruncation(t *testing.T) {
 	sendSeq(t, a, b.LocalAddr(), 0, 25, 100)
 	if st := n.Stats(); st.Delivered != 10 || st.Overflow != 15 {
 		t.Fatalf("stats %+v, want 10 delivered and 15 overflowing", st)
+	}
+	sendSeq(t, a, b.LocalAddr(), 25, 1, 100) // one more, alone
+	if st := n.Stats(); st.Delivered != 10 || st.Overflow != 16 {
+		t.Fatalf("stats %+v after one more, want 10 delivered and 16 overflowing", st)
 	}
 	msgs := newMsgs(20, 50)
 	msgs[0].Buf = make([]byte, 200)
