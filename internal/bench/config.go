@@ -271,10 +271,7 @@ func (c *Config) place(r, world int) (sw string, rank, localWorld int) {
 			lo += n
 		}
 	}
-	i := r * len(l) / world
-	for i*world/len(l) > r { // integer division: find the leaf whose block holds r
-		i--
-	}
+	i := r * len(l) / world // a leaf at or before r's: i*world/len(l) <= r
 	for (i+1)*world/len(l) <= r {
 		i++
 	}

@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/hostlib"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -53,6 +57,119 @@ func TestConfigValidateNamesField(t *testing.T) {
 		tc.edit(&c)
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// Each end of every range is allowed, and one past it refused.
+func TestConfigLimitsAllowed(t *testing.T) {
+	var maxBlock uint64 = math.MaxUint32 // a variable: the constant overflows a 32-bit int
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"one rank", func(c *Config) { c.Ranks = 1 }},
+		{"the most ranks", func(c *Config) { c.Ranks = MaxRanks }},
+		{"one element", func(c *Config) { c.Count = 1 }},
+		{"the most elements", func(c *Config) { c.Count = MaxCount }},
+		{"no warm-up", func(c *Config) { c.Warmup = 0 }},
+		{"the shortest deadline", func(c *Config) { c.Deadline, c.Algo = time.Millisecond, "single" }},
+		{"the longest deadline", func(c *Config) { c.Deadline = 65535 * time.Millisecond }},
+		{"no tail", func(c *Config) { c.TailRatio, c.TailMedian = 1, time.Millisecond }},
+		{"the longest tail", func(c *Config) { c.TailRatio, c.TailMedian = 100, time.Millisecond }},
+		{"no busy poll", func(c *Config) { c.BusyPoll = 0 }},
+		{"the longest busy poll", func(c *Config) { c.BusyPoll = conn.MaxBusyPoll }},
+		{"one rank of one", func(c *Config) { c.Ranks, c.Rank, c.World = 0, 0, 1 }},
+		{"the last rank of the largest world", func(c *Config) { c.Ranks, c.Rank, c.World = 0, hostlib.MaxWorld-1, hostlib.MaxWorld }},
+		{"every index", func(c *Config) { c.Sparse, c.Density = true, 1 }},
+		{"no shared indices", func(c *Config) { c.Sparse, c.Overlap = true, 0 }},
+		{"all indices shared", func(c *Config) { c.Sparse, c.Overlap = true, 1 }},
+		{"sparse min", func(c *Config) { c.Sparse, c.Op = true, wire.OpMin }},
+		{"sparse max", func(c *Config) { c.Sparse, c.Op = true, wire.OpMax }},
+		{"a sparse ring stores nothing", func(c *Config) { c.Sparse, c.Algo, c.Storage = true, "ring", 0 }},
+		{"one rank a leaf", func(c *Config) { c.Switch = "a:1,b:2,c:3,d:4" }},
+		{"two buffers", func(c *Config) { c.Algo = "multi2" }},
+		{"the most buffers", func(c *Config) { c.Algo = "multi" + strconv.Itoa(proto.MaxBuffers) }},
+		{"the largest block", func(c *Config) {
+			if strconv.IntSize == 32 {
+				t.Skip("a 32-bit int holds no 2^32-1")
+			}
+			c.BlockElems = int(maxBlock)
+		}},
+	} {
+		c := good()
+		tc.edit(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Ranks = -1 }, "Config.Ranks = -1"},
+		{func(c *Config) { c.Ranks = MaxRanks + 1 }, "Config.Ranks = 1025"},
+		{func(c *Config) { c.Count = MaxCount + 1 }, "Config.Count = 1073741825"},
+		{func(c *Config) { c.Warmup = -1 }, "Config.Warmup = -1"},
+		{func(c *Config) { c.Deadline = 65536 * time.Millisecond }, "Config.Deadline = 1m5.536s"},
+		{func(c *Config) { c.Deadline = 500 * time.Microsecond }, "Config.Deadline = 500µs"},
+		{func(c *Config) { c.Deadline, c.Sparse = 5*time.Millisecond, true }, "Config.Deadline with Config.Algo = auto"},
+		{func(c *Config) { c.TailRatio, c.TailMedian = 0.5, time.Millisecond }, "Config.TailRatio = 0.5"},
+		{func(c *Config) { c.TailRatio, c.TailMedian = 101, time.Millisecond }, "Config.TailRatio = 101"},
+		{func(c *Config) { c.TailRatio = 2 }, "Config.TailRatio = 2 with Config.TailMedian = 0s"},
+		{func(c *Config) { c.BusyPoll = -1 }, "Config.BusyPoll = -1ns"},
+		{func(c *Config) { c.BusyPoll = conn.MaxBusyPoll + 1 }, "Config.BusyPoll = 10.000001ms"},
+		{func(c *Config) { c.Ranks, c.Rank, c.World = 0, 0, hostlib.MaxWorld+1 }, "Config.World = 65536"},
+		{func(c *Config) { c.Ranks, c.Rank, c.World = 0, -1, 2 }, "Config.Rank = -1"},
+		{func(c *Config) { c.Ranks, c.Rank, c.World = 0, 2, 2 }, "Config.Rank = 2 with Config.World = 2"},
+		{func(c *Config) { c.Sparse, c.Density = true, 0 }, "Config.Density = 0"},
+		{func(c *Config) { c.Sparse, c.Reproducible = true, true }, "with Config.Sparse: sparse jobs use"},
+		{func(c *Config) { c.Algo, c.Peers = "ring", []string{"a:1", "b:1", "c:1", "d:1"} }, "Config.Peers: only with"},
+		{func(c *Config) { c.Ranks, c.World, c.Algo, c.Peers = 0, 2, "ring", []string{"a:1", "b:1", "c:1"} }, "give Config.Peers with 2 addresses"},
+		{func(c *Config) { c.Switch = "a:1=0,b:2=4" }, `Config.Switch entry "a:1=0": =N must be a rank count >= 1`},
+		{func(c *Config) { c.Algo = "multi1" }, `Config.Algo = "multi1"`},
+		{func(c *Config) { c.Algo = "multi" + strconv.Itoa(proto.MaxBuffers+1) }, `Config.Algo = "multi65"`},
+	} {
+		c := good()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// Every rank of every small shape has one place: the leaves' blocks are
+// contiguous, in order, their sizes at most one apart, and each block's
+// local ranks are 0..n-1 of n.
+func TestPlaceEqualShares(t *testing.T) {
+	for leaves := 1; leaves <= 6; leaves++ {
+		names := make([]string, leaves)
+		for i := range names {
+			names[i] = "s" + strconv.Itoa(i)
+		}
+		c := Config{Switch: strings.Join(names, ",")}
+		for world := leaves; world <= 20; world++ {
+			leaf, next, size := 0, 0, 0
+			lo, hi := world, 0
+			for r := range world {
+				sw, lr, lw := c.place(r, world)
+				if r > 0 && lr == 0 { // the next leaf's block: this one's must be whole
+					if next != size || leaf+1 >= leaves {
+						t.Fatalf("%d leaves, world %d: rank %d starts a block after %d of %s's %d", leaves, world, r, next, names[leaf], size)
+					}
+					leaf, next = leaf+1, 0
+				}
+				if sw != names[leaf] || lr != next || (next > 0 && lw != size) {
+					t.Fatalf("%d leaves, world %d: rank %d at %s %d/%d, want %s %d/%d", leaves, world, r, sw, lr, lw, names[leaf], next, size)
+				}
+				if next == 0 {
+					size, lo, hi = lw, min(lo, lw), max(hi, lw)
+				}
+				next++
+			}
+			if leaf != leaves-1 || next != size || hi-lo > 1 {
+				t.Errorf("%d leaves, world %d: %d blocks, the last %d of %d, sizes %d..%d", leaves, world, leaf+1, next, size, lo, hi)
+			}
 		}
 	}
 }
