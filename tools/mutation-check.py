@@ -16,26 +16,27 @@ strangers can make it hold, its egress and multicast pool, a child
 switch's tree code, the host's options, join, call, its checks of a
 join-ack, its receive path, sparse stream assembly and merge and
 staggered order, the host ring baseline, the C library, the Python
-package's buffers and PyTorch reducer, the analytic model's
-formulas, the reference and the checkers every test holds a sum to, the
-harness the handlers' property tests run on, the packet path's buffer
-recycling and receive regions, cores a submitter borrows, socket groups
-and their steering, socket errors and per-link counts, the fan-out
-relay, which field each of the command line's flags sets, flare
-bench's medians and ratios, packet captures, a Go slice's dtype, and
-the simulator's checks and measurements and their comparison with the
-model. A guard removed, a comparison moved by one (either way), a sum
-made a copy. For each, the script applies it to a scratch copy of the tree (a git worktree of
-HEAD under a temporary directory; this tree is never touched), runs `go
-test` on the mutant's package (its tests that RUN names, where it
-names some, and what ALSO names for it), or `make python-test` for a
-mutant in python/, and says which test failed first
-("killed"; -failfast stops there, as a mutant of the generation rule can
-make a real-time test wait out its timeouts) or that every test passed
-("SURVIVED"). A survivor is a defect the tests let through, unless the
-mutant is marked equivalent: one that cannot change what the code does
-for any input (the reason is given). A mutant whose text is no longer in
-its file is reported, so the list goes stale loudly.
+package's buffers and PyTorch reducer, the analytic model's formulas,
+the reference and the checkers every test holds a sum to, the harness
+the handlers' property tests run on, the packet path's buffer recycling
+and receive regions, cores a submitter borrows, socket groups and their
+steering, socket errors and per-link counts, the fan-out relay, which
+field each of the command line's flags sets, flare bench's medians and
+ratios, packet captures, a Go slice's dtype, the simulator's checks and
+measurements and their comparison with the model, the daemon's metrics,
+the in-memory network, the host's errors, and flare bench's
+configuration. A guard removed, a comparison moved by one (either way),
+a sum made a copy. For each, the script applies it to a scratch copy of
+the tree (a git worktree of HEAD under a temporary directory; this tree
+is never touched), runs `go test` on the mutant's package (its tests
+that RUN names, where it names some, and what ALSO names for it), or
+`make python-test` for a mutant in python/, and says which test failed
+first ("killed"; -failfast stops there, as a mutant of the generation
+rule can make a real-time test wait out its timeouts) or that every test
+passed ("SURVIVED"). A survivor is a defect the tests let through,
+unless the mutant is marked equivalent: one that cannot change what the
+code does for any input (the reason is given). A mutant whose text is no
+longer in its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -755,6 +756,107 @@ MUTANTS = [
     ("SW5", "sim/sweep/sweep.go", "\t\tMeanInterArrival: p.Delta() * float64(p.Hosts),", "\t\tMeanInterArrival: p.Delta(),", None),
     ("SW6", "sim/sweep/sweep.go", "\t\trounds = sim.SteadyRounds(p.Cores(), int(bytes), p.PacketBytes)", "\t\trounds = 1", None),
     ("SW7", "sim/sweep/compare.go", "\t\t\tTauErr: relErr(r.TauCycles, m.Tau), LatencyErr: relErr(r.LatencyCycles, m.Latency),", "\t\t\tTauErr: relErr(r.TauCycles, m.Tau), LatencyErr: relErr(r.LatencyCycles, m.Tau),", None),
+    # the daemon's metrics (switch/metrics.go): each series an operator reads, its labels, its units, what an ended job leaves counted, the handler-time histogram
+    ("MT1", "switch/metrics.go", "\tcounter(c.rx, float64(rx))\n\tcounter(c.tx, float64(tx))", "\tcounter(c.rx, float64(tx))\n\tcounter(c.tx, float64(rx))", None),
+    ("MT2", "switch/metrics.go", "\t\tcounter(c.reader, float64(s.perReader[i].rx.Load()), r, \"rx\")", "\t\tcounter(c.reader, float64(s.perReader[i].tx.Load()), r, \"rx\")", None),
+    ("MT3", "switch/metrics.go", "\t\t\tdrops[dropOversize] += int64(tc.Truncated())", "\t\t\t_ = tc.Truncated()", None),
+    ("MT4", "switch/metrics.go", "\t\tcounter(c.jobRx, float64(rx), id)\n\t\tcounter(c.jobTx, float64(tx), id)", "\t\tcounter(c.jobRx, float64(tx), id)\n\t\tcounter(c.jobTx, float64(rx), id)", None),
+    ("MT5", "switch/metrics.go", "\tcompleted, latency := s.completedEnded.Load(), s.latencyEnded.Load()", "\tcompleted, latency := int64(0), s.latencyEnded.Load()", None),
+    ("MT6", "switch/metrics.go", "\tcompleted, latency := s.completedEnded.Load(), s.latencyEnded.Load()", "\tcompleted, latency := s.completedEnded.Load(), int64(0)", None),
+    ("MT7", "switch/metrics.go", "\tcounter(c.blockLat, float64(latency)/1e9)", "\tcounter(c.blockLat, float64(latency)/1e6)", None),
+    ("MT8", "switch/metrics.go", "\tcounter(c.bufSeconds, float64(s.unit.Memory().HeldNs())/1e9)", "\tcounter(c.bufSeconds, float64(s.unit.Memory().HeldNs())/1e6)", None),
+    ("MT9", "switch/metrics.go", "\t\tcounter(c.linkBytes, float64(all.RxBytes), p, l.role, \"rx\")", "\t\tcounter(c.linkBytes, float64(all.TxBytes), p, l.role, \"rx\")", None),
+    ("MT10", "switch/metrics.go", "\t\tcounter(c.linkPackets, float64(all.RxPackets), p, l.role, \"rx\")", "\t\tcounter(c.linkPackets, float64(all.RxBytes), p, l.role, \"rx\")", None),
+    ("MT11", "switch/metrics.go", "\t\tcounter(c.linkPackets, float64(all.TxPackets), p, l.role, \"tx\")", "\t\tcounter(c.linkPackets, float64(all.RxPackets), p, l.role, \"tx\")", None),
+    ("MT12", "switch/metrics.go", "\tgauge(c.memReserved, float64(s.budget.reserved.Load()))", "\tgauge(c.memReserved, float64(s.budget.limit))", None),
+    ("MT13", "switch/metrics.go", "\tgauge(c.pending, float64(s.pending.n.Load()))", "\tgauge(c.pending, float64(len(jobs)))", None),
+    ("MT14", "switch/metrics.go", "\tgauge(c.jobs, float64(len(jobs)))", "\tgauge(c.jobs, float64(s.pending.n.Load()))", None),
+    ("MT15", "switch/metrics.go", "\t\tcounter(c.ioErrors, float64(n), k.dir, k.errno)", "\t\tcounter(c.ioErrors, float64(n), k.errno, k.dir)", None),
+    ("MT16", "switch/metrics.go", "\tgauge(c.bufs, float64(mem.InUse()))\n\tgauge(c.bufsTotal, float64(mem.Total()))", "\tgauge(c.bufs, float64(mem.Total()))\n\tgauge(c.bufsTotal, float64(mem.InUse()))", None),
+    ("MT17", "switch/metrics.go", "\t\tgauge(c.queue, float64(cl.QueueNow), l)\n\t\tgauge(c.queueMean, cl.QueueMean, l)", "\t\tgauge(c.queue, cl.QueueMean, l)\n\t\tgauge(c.queueMean, float64(cl.QueueNow), l)", None),
+    ("MT18", "switch/metrics.go", "\t\tl := strconv.Itoa(co.Cluster*s.cfg.HPU.CoresPerCluster + co.Core)", "\t\tl := strconv.Itoa(co.Cluster*s.cfg.HPU.Clusters + co.Core)", None),
+    ("MT19", "switch/metrics.go", "\t\tcounter(c.coreBusy, float64(co.BusyNs)/1e9, l)", "\t\tcounter(c.coreBusy, float64(co.BusyNs)/1e6, l)", None),
+    ("MT20", "switch/metrics.go", "\t\tcounter(c.corePackets, float64(co.Packets), l)", "\t\tcounter(c.corePackets, float64(co.Packets+co.Rejected), l)", None),
+    ("MT21", "switch/metrics.go", "\tcounter(c.lockWait, float64(tot.LockWaitNs)/1e9)", "\tcounter(c.lockWait, float64(tot.BusyNs)/1e9)", None),
+    ("MT22", "switch/metrics.go", "\tgauge(c.tauC, st.TauCycles())", "\tgauge(c.tauC, st.TauNs())", None),
+    ("MT23", "switch/metrics.go", "\t\tcount += uint64(tot.Hist[i])", "\t\tcount = uint64(tot.Hist[i])", None),
+    ("MT24", "switch/metrics.go", "\tcount += uint64(tot.Hist[hpu.HistBuckets-1])\n", "", None),
+    ("MT25", "switch/metrics.go", "\treturn count, float64(tot.BusyNs) / 1e9, buckets", "\treturn count, float64(tot.LockWaitNs) / 1e9, buckets", None),
+    ("MT26", "switch/metrics.go", "\t\tbuckets[float64(hpu.HistBound(i))/1e9] = count", "\t\tbuckets[float64(hpu.HistBound(i+1))/1e9] = count", None),
+    ("MT27", "switch/metrics.go", "\tgauge(c.groups, float64(s.groups.held()))", "\tgauge(c.groups, 0)", None),
+    ("MT28", "switch/metrics.go", "\t\t\tlatency += live.handler.latencyNs()\n", "", None),
+    ("MT29", "switch/metrics.go", "\t\t\tcompleted += live.handler.completed()\n", "", None),
+    # the in-memory network tests and benchmarks run on (conn/mem.go): its faults, its queues' bounds and counts, its addressing, the checks a socket would make, a closed receiver
+    ("ME1", "conn/mem.go", "\tif f.Drop > 0 && n.draw() < f.Drop {", "\tif f.Drop > 0 && n.draw() < f.Drop/2 {", None),
+    ("ME2", "conn/mem.go", "\t\tn.duplicated.Add(1)\n\t\tcopies = 2", "\t\tn.duplicated.Add(1)\n\t\tcopies = 1", None),
+    ("ME3", "conn/mem.go", "\t\tn.reordered.Add(1)\n\t\tdelay += MemReorderHold", "\t\tn.reordered.Add(1)", None),
+    ("ME4", "conn/mem.go", "\tif dst.closed() {\n\t\tn.noRoute.Add(uint64(len(bs)))", "\tif false {\n\t\tn.noRoute.Add(uint64(len(bs)))", None),
+    ("ME5", "conn/mem.go", "\tk := min(len(bs), len(q.ring)-q.n)", "\tk := min(len(bs), len(q.ring)-q.n+1)", None),
+    ("ME6", "conn/mem.go", "\tif len(p.b) > cap(msgs[out].Buf) {", "\tif len(p.b) >= cap(msgs[out].Buf) {", None),
+    ("ME7", "conn/mem.go", "\tmsgs[out].Addr = p.from\n", "", None),
+    ("ME8", "conn/mem.go", "\t\tif err := checkSend(d, DefaultMaxDatagram); err != nil {", "\t\tif err := error(nil); err != nil {", None),
+    ("ME9", "conn/mem.go", "\tif a.Is4() {\n\t\tif c := n.conns[netip.AddrPortFrom(netip.IPv4Unspecified(), dst.Port())]", "\tif !a.Is4() {\n\t\tif c := n.conns[netip.AddrPortFrom(netip.IPv4Unspecified(), dst.Port())]", None),
+    ("ME10", "conn/mem.go", "\t\tif len(g.conns) == 0 {\n\t\t\tdelete(c.net.conns, c.addr)", "\t\tif len(g.conns) < 0 {\n\t\t\tdelete(c.net.conns, c.addr)", None),
+    ("ME11", "conn/mem.go", "\treturn g.conns[g.cfg.pick(len(g.conns), b, from)]", "\treturn g.conns[0]", None),
+    ("ME12", "conn/mem.go", "\tfaults := n.Faults != (Faults{})", "\tfaults := n.Faults.Drop+n.Faults.Dup > 0", None),
+    ("ME13", "conn/mem.go", "\tif dst != r.to || r.k == len(r.bs) {", "\tif dst != r.to {", None),
+    ("ME14", "conn/mem.go", "\t\theld := append([]byte(nil), b...)", "\t\theld := b", None),
+    ("ME15", "conn/mem.go", "\tif queued < len(bs) {", "\tif queued < len(bs)-1 {", None),
+    ("ME16", "conn/mem.go", "\tqueued.Add(uint64(k))", "\tqueued.Add(uint64(len(bs)))", None),
+    ("ME17", "conn/mem.go", "\tdelay := f.Delay\n", "\tdelay := time.Duration(0)\n", None),
+    ("ME18", "conn/mem.go", "\t\t\tif ap = netip.AddrPortFrom(a, n.port); n.conns[ap] == nil {", "\t\t\tif ap = netip.AddrPortFrom(a, n.port); true {", None),
+    ("ME19", "conn/mem.go", "\tif n.conns[ap] != nil {\n\t\treturn nil, fmt.Errorf(\"mem listen %v: address already in use\", ap)", "\tif false {\n\t\treturn nil, fmt.Errorf(\"mem listen %v: address already in use\", ap)", None),
+    ("ME20", "conn/mem.go", "\t\tif f := len(q.free); f > 0 {", "\t\tif f := len(q.free); f > 1 {", "whether a datagram's copy is reused or allocated, never what is delivered"),
+    ("ME21", "conn/mem.go", "\treturn n.conns[netip.AddrPortFrom(netip.IPv6Unspecified(), dst.Port())]", "\treturn nil", None),
+    ("ME22", "conn/mem.go", "\ta := addr.Addr().Unmap()", "\ta := addr.Addr()", None),
+    # the host's errors (hostlib/errors.go): which sentinels each matches, what it says
+    ("HE1", "hostlib/errors.go", "func (e *AbortedError) Is(target error) bool { return target == ErrAborted }", "func (e *AbortedError) Is(target error) bool { return target == ErrClosed }", None),
+    ("HE2", "hostlib/errors.go", "\tif e.Generation == 0 {\n\t\twhat = \"join\"", "\tif e.Generation == 1 {\n\t\twhat = \"join\"", None),
+    ("HE3", "hostlib/errors.go", "\treturn target == ErrRefused && e.Code == wire.CodeRefusedMemory", "\treturn target == ErrRefused", None),
+    ("HE4", "hostlib/errors.go", "\treturn target == ErrRefused && e.Code == wire.CodeRefusedMemory", "\treturn e.Code == wire.CodeRefusedMemory", None),
+    ("HE5", "hostlib/errors.go", "\treturn target == ErrTimeout || target == context.DeadlineExceeded", "\treturn target == ErrTimeout || target == context.Canceled", None),
+    ("HE6", "hostlib/errors.go", "\treturn target == ErrTimeout || target == context.DeadlineExceeded", "\treturn target == context.DeadlineExceeded", None),
+    ("HE7", "hostlib/errors.go", "func (e *TimeoutError) Timeout() bool { return true }", "func (e *TimeoutError) Timeout() bool { return false }", None),
+    ("HE8", "hostlib/errors.go", "\t\tif e.Missing > len(e.First) {", "\t\tif e.Missing >= len(e.First) {", None),
+    ("HE9", "hostlib/errors.go", "\tif e.Waiting != \"\" {", "\tif false {", None),
+    ("HE10", "hostlib/errors.go", "\tif e.LastSend != nil {", "\tif false {", None),
+    ("HE11", "hostlib/errors.go", "\tif e.Message == \"\" {", "\tif true {", None),
+    ("HE12", "hostlib/errors.go", "const maxFirstMissing = 8", "const maxFirstMissing = 9", None),
+    ("HE13", "hostlib/errors.go", "\t\t\tif i > 0 {\n\t\t\t\tb.WriteString(\", \")", "\t\t\tif i > 1 {\n\t\t\t\tb.WriteString(\", \")", None),
+    # flare bench's configuration (internal/bench/config.go): each range's both ends, and where each rank of a tree joins
+    ("BC1", "internal/bench/config.go", "\tcase c.Count < 1 || c.Count > MaxCount:", "\tcase c.Count < 1 || c.Count >= MaxCount:", None),
+    ("BC2", "internal/bench/config.go", "\tcase c.Count < 1 || c.Count > MaxCount:", "\tcase c.Count < 1 || c.Count > MaxCount+1:", None),
+    ("BC3", "internal/bench/config.go", "\tcase c.Iters < 1 || c.Warmup < 0:", "\tcase c.Iters < 1 || c.Warmup < 1:", None),
+    ("BC4", "internal/bench/config.go", "\tcase c.Iters < 1 || c.Warmup < 0:", "\tcase c.Iters < 1:", None),
+    ("BC5", "internal/bench/config.go", "c.Deadline < time.Millisecond || c.Deadline > 65535*time.Millisecond ||", "c.Deadline < time.Millisecond || c.Deadline >= 65535*time.Millisecond ||", None),
+    ("BC6", "internal/bench/config.go", "c.Deadline < time.Millisecond || c.Deadline > 65535*time.Millisecond ||", "c.Deadline <= time.Millisecond || c.Deadline > 65535*time.Millisecond ||", None),
+    ("BC7", "internal/bench/config.go", "\tcase c.Deadline != 0 && (c.Sparse || (c.Algo != \"auto\" && c.Algo != \"single\")):", "\tcase c.Deadline != 0 && (c.Algo != \"auto\" && c.Algo != \"single\"):", None),
+    ("BC8", "internal/bench/config.go", "(c.TailRatio < 1 || c.TailRatio > 100 || c.TailMedian <= 0):", "(c.TailRatio <= 1 || c.TailRatio > 100 || c.TailMedian <= 0):", None),
+    ("BC9", "internal/bench/config.go", "(c.TailRatio < 1 || c.TailRatio > 100 || c.TailMedian <= 0):", "(c.TailRatio < 1 || c.TailRatio > 100):", None),
+    ("BC10", "internal/bench/config.go", "\tcase c.BusyPoll < 0 || c.BusyPoll > conn.MaxBusyPoll:", "\tcase c.BusyPoll < 0 || c.BusyPoll >= conn.MaxBusyPoll:", None),
+    ("BC11", "internal/bench/config.go", "\tcase c.BusyPoll < 0 || c.BusyPoll > conn.MaxBusyPoll:", "\tcase c.BusyPoll > conn.MaxBusyPoll:", None),
+    ("BC12", "internal/bench/config.go", "\tcase c.BlockElems < 0 || uint64(c.BlockElems) > math.MaxUint32:", "\tcase c.BlockElems < 0 || uint64(c.BlockElems) >= math.MaxUint32:", None),
+    ("BC13", "internal/bench/config.go", "\tcase c.Ranks < 0 || c.Ranks > MaxRanks:", "\tcase c.Ranks < 0 || c.Ranks >= MaxRanks:", None),
+    ("BC14", "internal/bench/config.go", "(c.World < 1 || c.World > hostlib.MaxWorld || c.Rank < 0 || c.Rank >= c.World):", "(c.World < 1 || c.World >= hostlib.MaxWorld || c.Rank < 0 || c.Rank >= c.World):", None),
+    ("BC15", "internal/bench/config.go", "(c.World < 1 || c.World > hostlib.MaxWorld || c.Rank < 0 || c.Rank >= c.World):", "(c.World < 1 || c.World > hostlib.MaxWorld || c.Rank < 0 || c.Rank > c.World):", None),
+    ("BC16", "internal/bench/config.go", "(c.World < 1 || c.World > hostlib.MaxWorld || c.Rank < 0 || c.Rank >= c.World):", "(c.World < 1 || c.World > hostlib.MaxWorld || c.Rank >= c.World):", None),
+    ("BC17", "internal/bench/config.go", "\tcase !(c.Density > 0 && c.Density <= 1):", "\tcase !(c.Density > 0 && c.Density < 1):", None),
+    ("BC18", "internal/bench/config.go", "\tcase !(c.Density > 0 && c.Density <= 1):", "\tcase !(c.Density >= 0 && c.Density <= 1):", None),
+    ("BC19", "internal/bench/config.go", "\tcase !(c.Overlap >= 0 && c.Overlap <= 1):", "\tcase !(c.Overlap > 0 && c.Overlap <= 1):", None),
+    ("BC20", "internal/bench/config.go", "\tcase !(c.Overlap >= 0 && c.Overlap <= 1):", "\tcase !(c.Overlap >= 0 && c.Overlap < 1):", None),
+    ("BC21", "internal/bench/config.go", "\tcase c.Op != wire.OpSum && c.Op != wire.OpMin && c.Op != wire.OpMax:", "\tcase c.Op != wire.OpSum && c.Op != wire.OpMin:", None),
+    ("BC22", "internal/bench/config.go", "\tcase c.Algo == \"tree\" || c.Reproducible:", "\tcase c.Algo == \"tree\":", None),
+    ("BC23", "internal/bench/config.go", "\tcase uint64(c.Count) > math.MaxUint32:", "\tcase uint64(c.Count) >= math.MaxUint32:", "Count is at most MaxCount, 2^30, by the check before: no count reaches 2^32-1"),
+    ("BC24", "internal/bench/config.go", "\tcase c.Algo != \"ring\" && c.Storage != wire.StorageHash && c.Storage != wire.StorageArray:", "\tcase c.Storage != wire.StorageHash && c.Storage != wire.StorageArray:", None),
+    ("BC25", "internal/bench/config.go", "\tcase n > world:", "\tcase n >= world:", None),
+    ("BC26", "internal/bench/config.go", "\t\tif err != nil || v < 1 {", "\t\tif err != nil || v < 0 {", None),
+    ("BC27", "internal/bench/config.go", "b >= 2 && b <= proto.MaxBuffers {", "b >= 2 && b < proto.MaxBuffers {", None),
+    ("BC28", "internal/bench/config.go", "b >= 2 && b <= proto.MaxBuffers {", "b >= 1 && b <= proto.MaxBuffers {", None),
+    ("BC29", "internal/bench/config.go", "\tfor (i+1)*world/len(l) <= r {\n\t\ti++", "\tfor (i+1)*world/len(l) < r {\n\t\ti++", None),
+    ("BC31", "internal/bench/config.go", "\t\t\tif r < lo+n {", "\t\t\tif r <= lo+n {", None),
+    ("BC32", "internal/bench/config.go", "\tcase c.Ranks == 0 && c.World == 0:", "\tcase false:", None),
+    ("BC33", "internal/bench/config.go", "\tcase len(c.Peers) > 0 && (c.Algo != \"ring\" || c.Ranks != 0):", "\tcase len(c.Peers) > 0 && c.Algo != \"ring\":", None),
+    ("BC34", "internal/bench/config.go", "\tcase c.Algo == \"ring\" && c.Ranks == 0 && len(c.Peers) != c.World:", "\tcase c.Algo == \"ring\" && c.Ranks == 0 && len(c.Peers) < c.World:", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
