@@ -184,16 +184,22 @@ func TestMemRuns(t *testing.T) {
 	}
 }
 
+// stamped is n 16-byte datagrams to `to`, numbered 0..n-1.
+func stamped(n int, to netip.AddrPort) []Datagram {
+	msgs := newMsgs(n, 16)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = 16, to
+		stamp(msgs[i].Buf, uint64(i))
+	}
+	return msgs
+}
+
 // One WriteBatch of more datagrams to one conn than a run gathers (64)
 // delivers them all, in order.
 func TestMemLongBatch(t *testing.T) {
 	n := NewMemNetwork()
 	a, b := memPair(t, n)
-	msgs := newMsgs(200, 16)
-	for i := range msgs {
-		msgs[i].N, msgs[i].Addr = 16, b.LocalAddr()
-		stamp(msgs[i].Buf, uint64(i))
-	}
+	msgs := stamped(200, b.LocalAddr())
 	if k, err := a.WriteBatch(msgs); k != len(msgs) || err != nil {
 		t.Fatalf("WriteBatch = %d, %v; want %d", k, err, len(msgs))
 	}
@@ -218,11 +224,7 @@ func TestMemSendChecks(t *testing.T) {
 	} {
 		n := NewMemNetwork()
 		a, b := memPair(t, n)
-		msgs := newMsgs(3, 16)
-		for i := range msgs {
-			msgs[i].N, msgs[i].Addr = 16, b.LocalAddr()
-			stamp(msgs[i].Buf, uint64(i))
-		}
+		msgs := stamped(3, b.LocalAddr())
 		if tc.bad.Addr == (netip.AddrPort{}) && tc.want != ErrBadAddr {
 			tc.bad.Addr = b.LocalAddr()
 		}
