@@ -25,18 +25,19 @@ field each of the command line's flags sets, flare bench's medians and
 ratios, packet captures, a Go slice's dtype, the simulator's checks and
 measurements and their comparison with the model, the daemon's metrics,
 the in-memory network, the host's errors, and flare bench's
-configuration. A guard removed, a comparison moved by one (either way),
-a sum made a copy. For each, the script applies it to a scratch copy of
-the tree (a git worktree of HEAD under a temporary directory; this tree
-is never touched), runs `go test` on the mutant's package (its tests
-that RUN names, where it names some, and what ALSO names for it), or
-`make python-test` for a mutant in python/, and says which test failed
-first ("killed"; -failfast stops there, as a mutant of the generation
-rule can make a real-time test wait out its timeouts) or that every test
-passed ("SURVIVED"). A survivor is a defect the tests let through,
-unless the mutant is marked equivalent: one that cannot change what the
-code does for any input (the reason is given). A mutant whose text is no
-longer in its file is reported, so the list goes stale loudly.
+configuration and verification. A guard removed, a comparison moved by
+one (either way), a sum made a copy. For each, the script applies it to
+a scratch copy of the tree (a git worktree of HEAD under a temporary
+directory; this tree is never touched), runs `go test` on the mutant's
+package (its tests that RUN names, where it names some, and what ALSO
+names for it), or `make python-test` for a mutant in python/, and says
+which test failed first ("killed"; -failfast stops there, as a mutant of
+the generation rule can make a real-time test wait out its timeouts) or
+that every test passed ("SURVIVED"). A survivor is a defect the tests
+let through, unless the mutant is marked equivalent: one that cannot
+change what the code does for any input (the reason is given). A mutant
+whose text is no longer in its file is reported, so the list goes stale
+loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -857,6 +858,26 @@ MUTANTS = [
     ("BC32", "internal/bench/config.go", "\tcase c.Ranks == 0 && c.World == 0:", "\tcase false:", None),
     ("BC33", "internal/bench/config.go", "\tcase len(c.Peers) > 0 && (c.Algo != \"ring\" || c.Ranks != 0):", "\tcase len(c.Peers) > 0 && c.Algo != \"ring\":", None),
     ("BC34", "internal/bench/config.go", "\tcase c.Algo == \"ring\" && c.Ranks == 0 && len(c.Peers) != c.World:", "\tcase c.Algo == \"ring\" && c.Ranks == 0 && len(c.Peers) < c.World:", None),
+    # flare bench's verification (internal/bench/pattern.go, payload.go): patterns that tell calls, ranks and operators apart, the checks of a call's results, bounded time's blocks
+    ("PV1", "internal/bench/pattern.go", "\tfor i := 0; 4*i+4 <= len(buf); i++ {\n\t\twant := w*sumElemPart(first+i, it) + ranks", "\tfor i := 0; 4*i+8 <= len(buf); i++ {\n\t\twant := w*sumElemPart(first+i, it) + ranks", None),
+    ("PV2", "internal/bench/pattern.go", "\th := uint64(r+1)*0xBF58476D1CE4E5B9 ^ uint64(it)*0x94D049BB133111EB\n\th ^= h >> 29", "\th := uint64(it) * 0x94D049BB133111EB\n\th ^= h >> 29", None),
+    ("PV3", "internal/bench/pattern.go", "\th := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(it)*0x94D049BB133111EB\n\th ^= h >> 31\n\treturn int64(h%41) - 20", "\th := uint64(i) * 0x9E3779B97F4A7C15\n\th ^= h >> 31\n\treturn int64(h%41) - 20", None),
+    ("PV4", "internal/bench/pattern.go", "\t\tcase 0:\n\t\t\treturn -1\n\t\tcase 1:\n\t\t\treturn 2\n\t\t}", "\t\t}", None),
+    ("PV5", "internal/bench/pattern.go", "\th := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(r)*0xBF58476D1CE4E5B9 ^ uint64(it)*0x94D049BB133111EB", "\th := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(it)*0x94D049BB133111EB", None),
+    ("PV6", "internal/bench/pattern.go", "\t\t\tbinary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(patternValue(op, rank, i, it))))", "\t\t\tbinary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(patternValue(op, 0, i, it))))", None),
+    ("PV8", "internal/bench/pattern.go", "\tshared := mrand.New(mrand.NewPCG(uint64(it), 0x5eed))", "\tshared := mrand.New(mrand.NewPCG(uint64(it), uint64(r)+1))", None),
+    ("PV9", "internal/bench/payload.go", "\t\tif i > 0 && bytes.Equal(got[i], got[0]) {", "\t\tif i > 0 && !bytes.Equal(got[i], got[0]) {", None),
+    ("PV10", "internal/bench/payload.go", "\t\tif int(n) < p.world {\n\t\t\tpartial++", "\t\tif int(n) <= p.world {\n\t\t\tpartial++", None),
+    ("PV11", "internal/bench/payload.go", "\t\t\tmissed += p.world - int(n)", "\t\t\tmissed++", None),
+    ("PV12", "internal/bench/payload.go", "\t\t\tif err := verifyPattern(c.DType, c.Op, p.world, it, buf[lo*sz:hi*sz], lo); err != nil {", "\t\t\tif err := verifyPattern(c.DType, c.Op, p.world, it, buf[lo*sz:hi*sz], 0); err != nil {", None),
+    ("PV13", "internal/bench/payload.go", "\t\t\tall[r] = sparsePattern(c.DType, r, it, c.Count, c.Density, c.Overlap)", "\t\t\tall[r] = sparsePattern(c.DType, 0, it, c.Count, c.Density, c.Overlap)", None),
+    ("PV14", "internal/bench/payload.go", "\t\tn := min(chunk, len(buf)/sz-lo)", "\t\tn := min(chunk, len(buf)/sz-lo-1)", None),
+    ("PV15", "internal/bench/payload.go", "\tif dt == wire.Float32 && op == wire.OpSum && sumsExactly(world, it, buf, first) {", "\tif dt == wire.Float32 && sumsExactly(world, it, buf, first) {", None),
+    ("PV16", "internal/bench/payload.go", "\t\tif c.Verify {\n\t\t\terr = verifyPattern(c.DType, c.Op, p.world, it, buf, 0)", "\t\tif false {\n\t\t\terr = verifyPattern(c.DType, c.Op, p.world, it, buf, 0)", None),
+    ("PV17", "internal/bench/pattern.go", "\tk := min(count, max(1, int(density*float64(count)+0.5)))", "\tk := min(count, max(1, int(density*float64(count))))", None),
+    ("PV18", "internal/bench/pattern.go", "\tnShared := int(overlap * float64(k))", "\tnShared := 0", None),
+    ("PV19", "internal/bench/pattern.go", "\t\tif used[i/64]&(1<<(i%64)) != 0 {\n\t\t\treturn false", "\t\tif false {\n\t\t\treturn false", None),
+    ("PV20", "internal/bench/pattern.go", "\tfor i := 0; i*sz < len(buf); i++ {\n\t\tputValue(dt, buf[i*sz:], patternValue(op, rank, i, it))", "\tfor i := 0; (i+1)*sz < len(buf); i++ {\n\t\tputValue(dt, buf[i*sz:], patternValue(op, rank, i, it))", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
