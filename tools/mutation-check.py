@@ -8,14 +8,14 @@ switch's blocks), the sparse handler (its tables' flush and the sparse
 tree), bounded mode, waiting reports and block-state pools, the element
 kernels and custom operators, the socket layer's send checks, GRO split
 and GSO runs, the wire's checks and error bodies, the processing unit's
-L1 memory and stages and the virtual unit the simulator runs on, the
-daemon's configuration, its member, join, abort, admission and parent
-checks, what admission charges, a sparse job's shape, registered
-admission and the admin port's jobs API, and its limits on what
-strangers can make it hold, its egress and multicast pool, a child
-switch's tree code, the host's options, join, call, its checks of a
-join-ack, its receive path, sparse stream assembly and merge and
-staggered order, the host ring baseline, the C library, the Python
+L1 memory, stages, placement and configuration and the virtual unit the
+simulator runs on, the daemon's configuration, its member, join, abort,
+admission and parent checks, what admission charges, a sparse job's
+shape, registered admission and the admin port's jobs API, and its
+limits on what strangers can make it hold, its egress and multicast
+pool, a child switch's tree code, the host's options, join, call, its
+checks of a join-ack, its receive path, sparse stream assembly and merge
+and staggered order, the host ring baseline, the C library, the Python
 package's buffers and PyTorch reducer, the analytic model's formulas,
 the reference and the checkers every test holds a sum to, the harness
 the handlers' property tests run on, the packet path's buffer recycling
@@ -878,6 +878,28 @@ MUTANTS = [
     ("PV17", "internal/bench/pattern.go", "\tnShared := int(overlap * float64(k))", "\tnShared := 0", None),
     ("PV18", "internal/bench/pattern.go", "\t\tif used[i/64]&(1<<(i%64)) != 0 {\n\t\t\treturn false", "\t\tif false {\n\t\t\treturn false", None),
     ("PV19", "internal/bench/pattern.go", "\tfor i := 0; i*sz < len(buf); i++ {\n\t\tputValue(dt, buf[i*sz:], patternValue(op, rank, i, it))", "\tfor i := 0; (i+1)*sz < len(buf); i++ {\n\t\tputValue(dt, buf[i*sz:], patternValue(op, rank, i, it))", None),
+    # the processing unit's placement and configuration (hpu/place.go, config.go): home clusters, subsets, the core a packet takes, overflow, each range's both ends
+    ("HP1", "hpu/place.go", "\tif !pl.overflow || pl.subset == 1 {", "\tif !pl.overflow {", None),
+    ("HP2", "hpu/place.go", "\t\tif o.held(j) < o.held(ci) {", "\t\tif o.held(j) <= o.held(ci) {", None),
+    ("HP3", "hpu/place.go", "\treturn int(uint64(block/uint32(pl.clusters)) * uint64(pl.subset) % uint64(pl.cores))", "\treturn int(uint64(block) * uint64(pl.subset) % uint64(pl.cores))", None),
+    ("HP4", "hpu/place.go", "\treturn (j-pl.subsetBase(block)+pl.cores)%pl.cores < pl.subset", "\treturn (j-pl.subsetBase(block)+pl.cores)%pl.cores <= pl.subset", None),
+    ("HP5", "hpu/place.go", "\t\tif best < 0 || w < bestWork {", "\t\tif best < 0 || w <= bestWork {", None),
+    ("HP6", "hpu/place.go", "\tfor c, k := pl.subsetBase(block), 0; k < pl.subset; c, k = pl.next(c), k+1 {", "\tfor c, k := pl.subsetBase(block), 0; k < pl.subset-1 || k == 0; c, k = pl.next(c), k+1 {", None),
+    ("HP7", "hpu/place.go", "\t\tif w == 0 {\n\t\t\treturn c, true", "\t\tif w == 0 && c == pl.subsetBase(block) {\n\t\t\treturn c, true", None),
+    ("HP8", "hpu/place.go", "\tif ci == home || !o.enter(ci) {", "\tif !o.enter(ci) {", None),
+    ("HP9", "hpu/config.go", "\tcase c.Clusters < 1 || c.Clusters > MaxClusters:", "\tcase c.Clusters < 1 || c.Clusters >= MaxClusters:", None),
+    ("HP10", "hpu/config.go", "\tcase c.CoresPerCluster < 1 || c.CoresPerCluster > MaxCoresPerCluster:", "\tcase c.CoresPerCluster < 1 || c.CoresPerCluster >= MaxCoresPerCluster:", None),
+    ("HP11", "hpu/config.go", "\tcase c.QueueDepth < 1 || c.QueueDepth > MaxQueueDepth:", "\tcase c.QueueDepth < 1 || c.QueueDepth >= MaxQueueDepth:", None),
+    ("HP12", "hpu/config.go", "\tcase c.SubsetS < 1 || c.SubsetS > c.CoresPerCluster:", "\tcase c.SubsetS < 1 || c.SubsetS >= c.CoresPerCluster:", None),
+    ("HP13", "hpu/config.go", "\tcase c.Submitters < 0 || c.Submitters > MaxSubmitters:", "\tcase c.Submitters < 0 || c.Submitters >= MaxSubmitters:", None),
+    ("HP14", "hpu/config.go", "c.BufferBytes > MaxBufferBytes || c.BufferBytes%8 != 0:", "c.BufferBytes > MaxBufferBytes || c.BufferBytes%4 != 0:", None),
+    ("HP15", "hpu/config.go", "\tcase c.L1Bytes < MinL1Bytes || c.L1Bytes > MaxL1Bytes:", "\tcase c.L1Bytes <= MinL1Bytes || c.L1Bytes > MaxL1Bytes:", None),
+    ("HP16", "hpu/config.go", "\tcase c.L1Bytes < MinL1Bytes || c.L1Bytes > MaxL1Bytes:", "\tcase c.L1Bytes < MinL1Bytes || c.L1Bytes >= MaxL1Bytes:", None),
+    ("HP17", "hpu/config.go", "\tcase c.L1Bytes < c.BufferBytes:", "\tcase c.L1Bytes <= c.BufferBytes:", None),
+    ("HP18", "hpu/config.go", "\tif c.SubsetS == 0 {\n\t\tc.SubsetS = c.CoresPerCluster", "\tif c.SubsetS == 0 {\n\t\tc.SubsetS = 1", None),
+    ("HP19", "hpu/config.go", "\tcase c.BufferBytes < MinBufferBytes || c.BufferBytes > MaxBufferBytes", "\tcase c.BufferBytes <= MinBufferBytes || c.BufferBytes > MaxBufferBytes", None),
+    ("HP20", "hpu/config.go", "\tcase c.BufferBytes < MinBufferBytes || c.BufferBytes > MaxBufferBytes", "\tcase c.BufferBytes < MinBufferBytes || c.BufferBytes >= MaxBufferBytes", None),
+    ("HP21", "hpu/config.go", "\tcase c.Submitters < 0 || c.Submitters > MaxSubmitters:", "\tcase c.Submitters > MaxSubmitters:", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -890,7 +912,7 @@ MUTANTS = [
 ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
-ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] == "hpu/vsim.go"})  # the simulator, which the virtual unit runs
+ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] in ("hpu/vsim.go", "hpu/place.go")})  # the simulator, which the virtual unit runs
 ALSO.update({m[0]: ["./sim/sweep"] for m in MUTANTS if m[1].startswith("sim/") and not m[1].startswith("sim/sweep/")})  # the model-vs-simulation tests, which run it
 
 # Which of its own package's tests a mutant runs, where not all: the CLI's
