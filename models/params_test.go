@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/hpu"
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -103,6 +105,71 @@ func TestValidateNamesFields(t *testing.T) {
 				t.Errorf("error %q does not name Params.%s and its range", err, tc.field)
 			}
 		})
+	}
+}
+
+// Each end of every range is allowed, and one past it refused.
+func TestValidateLimitsAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Params)
+	}{
+		{"the most clusters", func(p *Params) { p.Clusters = MaxClusters }},
+		{"the most cores a cluster", func(p *Params) {
+			p.CoresPerCluster, p.SubsetS, p.QueueDepth = MaxCoresPerCluster, 1, MaxCoresPerCluster
+		}},
+		{"S = 1", func(p *Params) { p.SubsetS = 1 }},
+		{"S = C", func(p *Params) { p.SubsetS = p.CoresPerCluster }},
+		{"the fastest clock", func(p *Params) { p.ClockHz = MaxClockHz }},
+		{"the smallest packet", func(p *Params) { p.PacketBytes = MinPacketBytes }},
+		{"the largest packet", func(p *Params) { p.PacketBytes = MaxPacketBytes }},
+		{"L derived", func(p *Params) { p.CyclesPerPacket = 0 }},
+		{"the DMA derived", func(p *Params) { p.DMACycles = 0 }},
+		{"two hosts", func(p *Params) { p.Hosts = 2 }},
+		{"the most hosts", func(p *Params) { p.Hosts = MaxHosts }},
+		{"one byte", func(p *Params) { p.Bytes = 1 }},
+		{"the most bytes", func(p *Params) { p.Bytes = MaxBytes }},
+		{"δ derived", func(p *Params) { p.InterArrival = 0 }},
+		{"δ given", func(p *Params) { p.InterArrival, p.HostGbps = 5, 0 }},
+		{"the whole vector", func(p *Params) { p.Window = 0 }},
+		{"two buffers", func(p *Params) { p.Buffers = 2 }},
+		{"the most buffers", func(p *Params) { p.Buffers = proto.MaxBuffers }},
+		{"a queue of C", func(p *Params) { p.QueueDepth = p.CoresPerCluster }},
+		{"the deepest queue", func(p *Params) { p.QueueDepth = MaxQueueDepth }},
+		{"L1 of a packet", func(p *Params) { p.L1Bytes = p.PacketBytes }},
+		{"the largest L1", func(p *Params) { p.L1Bytes = hpu.MaxL1Bytes }},
+		{"sparse blocks derived", func(p *Params) { p.SparseBlockElems = 0 }},
+		{"hash slots derived", func(p *Params) { p.SparseHashSlots = 0 }},
+	} {
+		p := mustPreset(t, PresetFlare)
+		tc.edit(&p)
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*Params)
+	}{
+		{"Clusters", func(p *Params) { p.Clusters = MaxClusters + 1 }},
+		{"CoresPerCluster", func(p *Params) { p.CoresPerCluster = MaxCoresPerCluster + 1 }},
+		{"SubsetS", func(p *Params) { p.SubsetS = 0 }},
+		{"ClockHz", func(p *Params) { p.ClockHz = MaxClockHz * 1.001 }},
+		{"PacketBytes", func(p *Params) { p.PacketBytes = MinPacketBytes - 4 }},
+		{"PacketBytes", func(p *Params) { p.PacketBytes = MaxPacketBytes + 4 }},
+		{"Hosts", func(p *Params) { p.Hosts = MaxHosts + 1 }},
+		{"Bytes", func(p *Params) { p.Bytes = MaxBytes + 1 }},
+		{"InterArrival", func(p *Params) { p.InterArrival = math.Inf(1) }},
+		{"HostGbps", func(p *Params) { p.InterArrival, p.HostGbps = 0, math.Inf(1) }},
+		{"Buffers", func(p *Params) { p.Buffers = proto.MaxBuffers + 1 }},
+		{"QueueDepth", func(p *Params) { p.QueueDepth = MaxQueueDepth + 1 }},
+		{"L1Bytes", func(p *Params) { p.L1Bytes = hpu.MaxL1Bytes + 1 }},
+	} {
+		p := mustPreset(t, PresetFlare)
+		tc.edit(&p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "Params."+tc.field+" ") {
+			t.Errorf("%s one past its range: %v", tc.field, err)
+		}
 	}
 }
 
