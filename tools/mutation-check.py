@@ -16,28 +16,28 @@ limits on what strangers can make it hold, its egress and multicast
 pool, a child switch's tree code, the host's options, join, call, its
 checks of a join-ack, its receive path, sparse stream assembly and merge
 and staggered order, the host ring baseline, the C library, the Python
-package's buffers and PyTorch reducer, the analytic model's formulas,
-the reference and the checkers every test holds a sum to, the harness
-the handlers' property tests run on, the packet path's buffer recycling
-and receive regions, cores a submitter borrows, socket groups and their
-steering, socket errors and per-link counts, the fan-out relay, which
-field each of the command line's flags sets, flare bench's medians and
-ratios, packet captures, a Go slice's dtype, the simulator's checks and
-measurements and their comparison with the model, the daemon's metrics,
-the in-memory network, the host's errors, and flare bench's
-configuration and verification. A guard removed, a comparison moved by
-one (either way), a sum made a copy. For each, the script applies it to
-a scratch copy of the tree (a git worktree of HEAD under a temporary
-directory; this tree is never touched), runs `go test` on the mutant's
-package (its tests that RUN names, where it names some, and what ALSO
-names for it), or `make python-test` for a mutant in python/, and says
-which test failed first ("killed"; -failfast stops there, as a mutant of
-the generation rule can make a real-time test wait out its timeouts) or
-that every test passed ("SURVIVED"). A survivor is a defect the tests
-let through, unless the mutant is marked equivalent: one that cannot
-change what the code does for any input (the reason is given). A mutant
-whose text is no longer in its file is reported, so the list goes stale
-loudly.
+package's buffers and PyTorch reducer, the analytic model's formulas and
+parameters, the reference and the checkers every test holds a sum to,
+the harness the handlers' property tests run on, the packet path's
+buffer recycling and receive regions, cores a submitter borrows, socket
+groups and their steering, socket errors and per-link counts, the fan-
+out relay, which field each of the command line's flags sets, flare
+bench's medians and ratios, packet captures, a Go slice's dtype, the
+simulator's checks and measurements and their comparison with the model,
+the daemon's metrics, the in-memory network, the host's errors, and
+flare bench's configuration and verification. A guard removed, a
+comparison moved by one (either way), a sum made a copy. For each, the
+script applies it to a scratch copy of the tree (a git worktree of HEAD
+under a temporary directory; this tree is never touched), runs `go test`
+on the mutant's package (its tests that RUN names, where it names some,
+and what ALSO names for it), or `make python-test` for a mutant in
+python/, and says which test failed first ("killed"; -failfast stops
+there, as a mutant of the generation rule can make a real-time test wait
+out its timeouts) or that every test passed ("SURVIVED"). A survivor is
+a defect the tests let through, unless the mutant is marked equivalent:
+one that cannot change what the code does for any input (the reason is
+given). A mutant whose text is no longer in its file is reported, so the
+list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -900,6 +900,31 @@ MUTANTS = [
     ("HP19", "hpu/config.go", "\tcase c.BufferBytes < MinBufferBytes || c.BufferBytes > MaxBufferBytes", "\tcase c.BufferBytes <= MinBufferBytes || c.BufferBytes > MaxBufferBytes", None),
     ("HP20", "hpu/config.go", "\tcase c.BufferBytes < MinBufferBytes || c.BufferBytes > MaxBufferBytes", "\tcase c.BufferBytes < MinBufferBytes || c.BufferBytes >= MaxBufferBytes", None),
     ("HP21", "hpu/config.go", "\tcase c.Submitters < 0 || c.Submitters > MaxSubmitters:", "\tcase c.Submitters > MaxSubmitters:", None),
+    # the analytic model's parameters (models/params.go): each range's both ends
+    ("MP1", "models/params.go", "\tcase p.Clusters < 1 || p.Clusters > MaxClusters:", "\tcase p.Clusters < 1 || p.Clusters >= MaxClusters:", None),
+    ("MP2", "models/params.go", "\tcase p.CoresPerCluster < 1 || p.CoresPerCluster > MaxCoresPerCluster:", "\tcase p.CoresPerCluster < 1 || p.CoresPerCluster >= MaxCoresPerCluster:", None),
+    ("MP3", "models/params.go", "\tcase p.SubsetS < 1 || p.SubsetS > p.CoresPerCluster:", "\tcase p.SubsetS < 1 || p.SubsetS >= p.CoresPerCluster:", None),
+    ("MP4", "models/params.go", "\tcase p.SubsetS < 1 || p.SubsetS > p.CoresPerCluster:", "\tcase p.SubsetS > p.CoresPerCluster:", None),
+    ("MP5", "models/params.go", "\tcase !(p.ClockHz > 0 && p.ClockHz <= MaxClockHz):", "\tcase !(p.ClockHz > 0 && p.ClockHz < MaxClockHz):", None),
+    ("MP6", "models/params.go", "\tcase p.PacketBytes < MinPacketBytes || p.PacketBytes > MaxPacketBytes", "\tcase p.PacketBytes <= MinPacketBytes || p.PacketBytes > MaxPacketBytes", None),
+    ("MP7", "models/params.go", "\tcase p.PacketBytes < MinPacketBytes || p.PacketBytes > MaxPacketBytes", "\tcase p.PacketBytes < MinPacketBytes || p.PacketBytes >= MaxPacketBytes", None),
+    ("MP8", "models/params.go", "\tcase !(p.CyclesPerPacket >= 0) || math.IsInf(p.CyclesPerPacket, 0):", "\tcase !(p.CyclesPerPacket > 0) || math.IsInf(p.CyclesPerPacket, 0):", None),
+    ("MP9", "models/params.go", "\tcase !(p.DMACycles >= 0) || math.IsInf(p.DMACycles, 0):", "\tcase !(p.DMACycles > 0) || math.IsInf(p.DMACycles, 0):", None),
+    ("MP10", "models/params.go", "\tcase p.Hosts < 2 || p.Hosts > MaxHosts:", "\tcase p.Hosts < 2 || p.Hosts >= MaxHosts:", None),
+    ("MP11", "models/params.go", "\tcase p.Bytes < 1 || p.Bytes > MaxBytes:", "\tcase p.Bytes < 1 || p.Bytes >= MaxBytes:", None),
+    ("MP12", "models/params.go", "\tcase p.Bytes < 1 || p.Bytes > MaxBytes:", "\tcase p.Bytes < 1:", None),
+    ("MP13", "models/params.go", "\tcase !(p.InterArrival >= 0) || math.IsInf(p.InterArrival, 0):", "\tcase !(p.InterArrival >= 0):", None),
+    ("MP14", "models/params.go", "\tcase p.InterArrival == 0 && !(p.HostGbps > 0 && p.HostGbps < math.Inf(1)):", "\tcase p.InterArrival == 0 && !(p.HostGbps > 0):", None),
+    ("MP15", "models/params.go", "\tcase p.Window < 0:", "\tcase p.Window < 1:", None),
+    ("MP16", "models/params.go", "\tcase p.Buffers < 2 || p.Buffers > proto.MaxBuffers:", "\tcase p.Buffers < 2 || p.Buffers >= proto.MaxBuffers:", None),
+    ("MP17", "models/params.go", "\tcase p.QueueDepth < p.CoresPerCluster || p.QueueDepth > MaxQueueDepth:", "\tcase p.QueueDepth <= p.CoresPerCluster || p.QueueDepth > MaxQueueDepth:", None),
+    ("MP18", "models/params.go", "\tcase p.QueueDepth < p.CoresPerCluster || p.QueueDepth > MaxQueueDepth:", "\tcase p.QueueDepth < p.CoresPerCluster:", None),
+    ("MP19", "models/params.go", "\tcase p.L1Bytes < p.PacketBytes || p.L1Bytes > hpu.MaxL1Bytes:", "\tcase p.L1Bytes <= p.PacketBytes || p.L1Bytes > hpu.MaxL1Bytes:", None),
+    ("MP20", "models/params.go", "\tcase p.L1Bytes < p.PacketBytes || p.L1Bytes > hpu.MaxL1Bytes:", "\tcase p.L1Bytes < p.PacketBytes:", None),
+    ("MP21", "models/params.go", "\tcase p.SparseBlockElems < 0:", "\tcase p.SparseBlockElems < 1:", None),
+    ("MP22", "models/params.go", "\tcase p.SparseHashSlots < 0:", "\tcase p.SparseHashSlots < 1:", None),
+    ("MP23", "models/params.go", "\tcase !(q.CyclesPerPacket > 0):", "\tcase !(q.CyclesPerPacket >= 0):", "an L given is at least 0 by the check before, and one derived (0) is the cost model's copies and folds of at least 64 bytes: never 0"),
+    ("MP24", "models/params.go", "\tcase p.Hosts < 2 || p.Hosts > MaxHosts:", "\tcase p.Hosts < 1 || p.Hosts > MaxHosts:", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
