@@ -77,6 +77,10 @@ func TestFloat16ToFloat32Exhaustive(t *testing.T) {
 			if math.Float32bits(got) != wantBits {
 				t.Fatalf("%#04x.Float32() = %#08x, want NaN %#08x", u, math.Float32bits(got), wantBits)
 			}
+			// The spec's own NaN keeps the sign and payload too.
+			if b := specF16Bits(want); b != uint16(u)|uint16(f16QuietBit) {
+				t.Fatalf("specF16Bits(specF16Value(%#04x)) = %#04x, want %#04x", u, b, uint16(u)|uint16(f16QuietBit))
+			}
 		} else if float64(got) != want || math.Signbit(float64(got)) != math.Signbit(want) {
 			t.Fatalf("%#04x.Float32() = %v (%#08x), want %v", u, got, math.Float32bits(got), want)
 		}
@@ -145,6 +149,32 @@ func TestFloat16FromHalfwayExhaustive(t *testing.T) {
 // uniform bits, and exponents near float16's range, where every rounding
 // case lies (normal, subnormal, overflow, underflow to zero).
 func TestFloat16FromMatchesSpec(t *testing.T) {
+	// The edges of rounding, ties to even, each way.
+	for _, tc := range []struct {
+		f    float32
+		want uint16
+	}{
+		{65504, 0x7bff},                         // the largest finite
+		{math.Nextafter32(65520, 0), 0x7bff},    // just below the halfway point to 2^16
+		{65520, 0x7c00},                         // halfway: to even, which is 2^16, out of range: Inf
+		{-65520, 0xfc00},                        //
+		{0x1p-25, 0x0000},                       // halfway between 0 and the least subnormal: to even, 0
+		{math.Nextafter32(0x1p-25, 1), 0x0001},  // past halfway
+		{3 * 0x1p-25, 0x0002},                   // halfway between subnormals 1 and 2: to even
+		{0x1p-14 - 0x1p-25, 0x0400},             // halfway between the largest subnormal and the least normal: to even
+		{1 + 0x1p-11, 0x3c00},                   // halfway above 1: to even
+		{1 + 3*0x1p-11, 0x3c02},                 // halfway above 1 + 2^-10: to even
+		{float32(math.Copysign(0, -1)), 0x8000}, // -0
+	} {
+		if got, spec := Float16From(tc.f), specF16Bits(float64(tc.f)); uint16(got) != tc.want || spec != tc.want {
+			t.Errorf("%v (%#08x): Float16From %#04x, the spec %#04x; want %#04x", tc.f, math.Float32bits(tc.f), uint16(got), spec, tc.want)
+		}
+		// The reference's rounding in float64 gives the same value (a sum
+		// at 65520 overflows there too, not only when encoded).
+		if r, want := specF16Round(float64(tc.f)), specF16Value(tc.want); r != want || math.Signbit(r) != math.Signbit(want) {
+			t.Errorf("specF16Round(%v) = %v, want %v", tc.f, r, want)
+		}
+	}
 	rng := rand.New(rand.NewPCG(15, 16))
 	n := 1 << 20
 	if testing.Short() {
