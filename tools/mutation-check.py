@@ -925,6 +925,21 @@ MUTANTS = [
     ("MP22", "models/params.go", "\tcase p.SparseHashSlots < 0:", "\tcase p.SparseHashSlots < 1:", None),
     ("MP23", "models/params.go", "\tcase !(q.CyclesPerPacket > 0):", "\tcase !(q.CyclesPerPacket >= 0):", "an L given is at least 0 by the check before, and one derived (0) is the cost model's copies and folds of at least 64 bytes: never 0"),
     ("MP24", "models/params.go", "\tcase p.Hosts < 2 || p.Hosts > MaxHosts:", "\tcase p.Hosts < 1 || p.Hosts > MaxHosts:", None),
+    # the reference's float16 (elem/reference_float16.go): its decoding, its rounding's edges, its NaNs
+    ("RF1", "elem/reference_float16.go", "\t\tv = math.Ldexp(frac, -24) // subnormal", "\t\tv = math.Ldexp(frac, -25) // subnormal", None),
+    ("RF2", "elem/reference_float16.go", "\t\tv = math.Ldexp(1024+frac, exp-15-10)", "\t\tv = math.Ldexp(1023+frac, exp-15-10)", None),
+    ("RF3", "elem/reference_float16.go", "\tif neg {\n\t\tv = math.Copysign(v, -1)", "\tif neg && exp != 0 {\n\t\tv = math.Copysign(v, -1)", None),
+    ("RF4", "elem/reference_float16.go", "0x7ff<<52 | uint64(h&0x3ff)<<42)", "0x7ff<<52 | uint64(h&0x3ff)<<41)", None),
+    ("RF5", "elem/reference_float16.go", "\tcase ax >= 65520:", "\tcase ax > 65520:", None),
+    ("RF6", "elem/reference_float16.go", "\te := max(exp-1, -14)", "\te := max(exp-1, -15)", None),
+    ("RF7", "elem/reference_float16.go", "\tulp := math.Ldexp(1, e-10) // 11 significant bits", "\tulp := math.Ldexp(1, e-11) // 11 significant bits", None),
+    ("RF8", "elem/reference_float16.go", "\treturn math.Copysign(math.RoundToEven(ax/ulp)*ulp, x)", "\treturn math.Copysign(math.Round(ax/ulp)*ulp, x)", None),
+    ("RF9", "elem/reference_float16.go", "\tcase ax < 0x1p-14:", "\tcase ax <= 0x1p-14:", "at 2^-14 exactly both branches give 0x0400: 2^-14 × 2^24 is 1024, the least normal's exponent field"),
+    ("RF10", "elem/reference_float16.go", "\t\treturn sign | 0x7e00 | uint16(math.Float64bits(x)>>42)&0x3ff", "\t\treturn sign | 0x7c00 | uint16(math.Float64bits(x)>>42)&0x3ff", None),
+    ("RF11", "elem/reference_float16.go", "\tcase ax != ax || ax == 0 || math.IsInf(ax, 0):\n\t\treturn x", "\tcase ax != ax || math.IsInf(ax, 0):\n\t\treturn x", "a zero rounds to a zero of its own sign: RoundToEven(0) × ulp is 0 and Copysign keeps the sign"),
+    ("RF12", "elem/reference_float16.go", "\tif math.Signbit(x) {\n\t\tsign = 0x8000", "\tif x < 0 {\n\t\tsign = 0x8000", None),
+    ("RF13", "elem/reference_float16.go", "\t\treturn sign | uint16(ax*0x1p24) // subnormal", "\t\treturn sign | uint16(ax*0x1p23) // subnormal", None),
+    ("RF14", "elem/reference_float16.go", "\tcase 0x1f:\n\t\tif frac != 0 {", "\tcase 0x1f:\n\t\tif frac > 1 {", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
