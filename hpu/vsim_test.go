@@ -214,6 +214,26 @@ func TestVirtualLockInterleaving(t *testing.T) {
 	if eg.at[0] != 500 || eg.at[1] != 1022 || st.Total().LockWaitCycles != 512 {
 		t.Fatalf("emitted at %v, waited %d; want 500 and 1022, 512", eg.at, st.Total().LockWaitCycles)
 	}
+
+	// A handler that finds the lock held at the very cycle it is released
+	// still spins: it takes the lock at its first poll, one back-off on.
+	u, eg = newVUnit(t, Config{Clusters: 1, CoresPerCluster: 2})
+	holder := func(t *Task) {
+		t.Lock(&lk)
+		t.Charge(20) // yields at 10 to the other's arrival, resumes at 20
+		t.Unlock(&lk)
+		t.Emit(&t.Pkt.Hdr, nil)
+	}
+	asker := func(t *Task) {
+		t.Charge(10) // asks at 20, before the holder resumes
+		t.Lock(&lk)
+		t.Unlock(&lk)
+		t.Emit(&t.Pkt.Hdr, nil)
+	}
+	st = submitRun(t, u, vpkt(HandlerFunc(holder), 0, 0), vpkt(HandlerFunc(asker), 1, 10))
+	if eg.at[0] != 20 || eg.at[1] != 52 || st.Total().LockWaitCycles != 32 {
+		t.Fatalf("emitted at %v, waited %d; want 20 and 52 (one back-off), 32", eg.at, st.Total().LockWaitCycles)
+	}
 }
 
 // TryLock sees the lock as it is at the handler's cycle.
