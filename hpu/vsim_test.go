@@ -551,3 +551,31 @@ func BenchmarkVirtualUnit(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(ps))/b.Elapsed().Seconds(), "packets/s")
 }
+
+// The virtual unit's ring keeps first in, first out when it grows with
+// its oldest entry mid-buffer.
+func TestFifoGrowsInOrder(t *testing.T) {
+	var f fifo[int]
+	next, want := 0, 0
+	for round := range 5 {
+		for range 5 + 3*round { // more than it holds, after pops moved its head
+			f.push(next)
+			next++
+		}
+		for range 4 {
+			if got := f.pop(); got != want {
+				t.Fatalf("round %d: popped %d, want %d", round, got, want)
+			}
+			want++
+		}
+	}
+	for f.len() > 0 {
+		if got := f.pop(); got != want {
+			t.Fatalf("popped %d, want %d", got, want)
+		}
+		want++
+	}
+	if want != next {
+		t.Fatalf("%d popped of %d pushed", want, next)
+	}
+}
