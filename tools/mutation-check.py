@@ -940,6 +940,22 @@ MUTANTS = [
     ("RF12", "elem/reference_float16.go", "\tif math.Signbit(x) {\n\t\tsign = 0x8000", "\tif x < 0 {\n\t\tsign = 0x8000", None),
     ("RF13", "elem/reference_float16.go", "\t\treturn sign | uint16(ax*0x1p24) // subnormal", "\t\treturn sign | uint16(ax*0x1p23) // subnormal", None),
     ("RF14", "elem/reference_float16.go", "\tcase 0x1f:\n\t\tif frac != 0 {", "\tcase 0x1f:\n\t\tif frac > 1 {", None),
+    # the virtual unit's locks and agenda (hpu/vsim_lock.go, vsim_queue.go): a handler's yield, its spin and back-off, the events' order
+    ("VL1", "hpu/vsim_lock.go", "\tif u.events.len() > 0 && u.events.min().at < now {", "\tif false {", None),
+    ("VL2", "hpu/vsim_lock.go", "\twait := t.now - c.lockFrom\n\tt.cycles += wait", "\twait := t.now - c.lockFrom\n\tt.cycles += 0", None),
+    ("VL3", "hpu/vsim_lock.go", "\tt.waitCyc += wait\n", "", None),
+    ("VL4", "hpu/vsim_lock.go", "\tt.contends++\n}", "}", None),
+    ("VL5", "hpu/vsim_lock.go", "\t\t\tpolls := max(1, (now-w.lockFrom+b-1)/b)", "\t\t\tpolls := max(1, (now-w.lockFrom)/b)", None),
+    ("VL6", "hpu/vsim_lock.go", "\t\t\tpolls := max(1, (now-w.lockFrom+b-1)/b)", "\t\t\tpolls := (now - w.lockFrom + b - 1) / b", None),
+    ("VL7", "hpu/vsim_lock.go", "\t\tif w.lockWant != l {\n\t\t\tkept = append(kept, w)\n\t\t\tcontinue", "\t\tif w.lockWant == nil {\n\t\t\tkept = append(kept, w)\n\t\t\tcontinue", "a core woken for another lock finds its own still held and parks again; its polls count from when it began to spin, so it takes its lock at the same cycle"),
+    ("VL8", "hpu/vsim_lock.go", "func (c *vcore) tryLock(l *Lock) bool {\n\tif l.freeAt == lockHeld {\n\t\treturn false", "func (c *vcore) tryLock(l *Lock) bool {\n\tif false {\n\t\treturn false", None),
+    ("VL9", "hpu/vsim_lock.go", "\tif l.freeAt != lockHeld {\n\t\tl.freeAt = lockHeld\n\t\treturn\n\t}", "\tif l.freeAt != lockHeld || true {\n\t\tl.freeAt = lockHeld\n\t\treturn\n\t}", None),
+    ("VL10", "hpu/vsim_queue.go", "\treturn e.at < o.at || (e.at == o.at && e.seq < o.seq)", "\treturn e.at < o.at || (e.at == o.at && e.seq > o.seq)", None),
+    ("VL11", "hpu/vsim_queue.go", "\treturn e.at < o.at || (e.at == o.at && e.seq < o.seq)", "\treturn e.at < o.at", None),
+    ("VL12", "hpu/vsim_queue.go", "\t\tif r < n && h[r].before(&h[m]) {", "\t\tif r < n-1 && h[r].before(&h[m]) {", None),
+    ("VL13", "hpu/vsim_queue.go", "\t\tif l < n && h[l].before(&h[m]) {", "\t\tif l < n-1 && h[l].before(&h[m]) {", None),
+    ("VL14", "hpu/vsim_queue.go", "\t\t\tnb[i] = f.buf[(f.head+i)%len(f.buf)]", "\t\t\tnb[i] = f.buf[i]", None),
+    ("VL15", "hpu/vsim_queue.go", "\t\tif !h[i].before(&h[p]) {\n\t\t\tbreak", "\t\tif h[p].before(&h[i]) {\n\t\t\tbreak", "seq orders every two events: not before is after"),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -952,7 +968,7 @@ MUTANTS = [
 ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
-ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] in ("hpu/vsim.go", "hpu/place.go")})  # the simulator, which the virtual unit runs
+ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] in ("hpu/vsim.go", "hpu/vsim_lock.go", "hpu/vsim_queue.go", "hpu/place.go")})  # the simulator, which the virtual unit runs
 ALSO.update({m[0]: ["./sim/sweep"] for m in MUTANTS if m[1].startswith("sim/") and not m[1].startswith("sim/sweep/")})  # the model-vs-simulation tests, which run it
 
 # Which of its own package's tests a mutant runs, where not all: the CLI's
