@@ -57,3 +57,35 @@ func TestTopKErrorFeedback(t *testing.T) {
 		}
 	}
 }
+
+// The edges of a selection: k rounds up, a whole gradient at fraction 1,
+// the lower index at a tie across the cut, a NaN before any number (so a
+// diverged gradient is sent, not hidden), and a residual of another
+// length either way refused.
+func TestTopKEdges(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, tc := range []struct {
+		grad     []float32
+		fraction float64
+		want     []uint32
+	}{
+		{[]float32{1, 2, 3, 4, 5, 6, 7}, 0.5, []uint32{3, 4, 5, 6}}, // ⌈3.5⌉ = 4
+		{[]float32{1, -2, 0, 4}, 1, []uint32{0, 1, 2, 3}},
+		{[]float32{3, -3, 1, 3}, 0.5, []uint32{0, 1}},
+		{[]float32{1, nan, 5, 2}, 0.25, []uint32{1}},
+		{[]float32{9, 1, nan, 5}, 0.5, []uint32{0, 2}},
+	} {
+		idx, _, err := TopK(tc.grad, tc.fraction, nil)
+		if err != nil || !slices.Equal(idx, tc.want) {
+			t.Errorf("TopK(%v, %v) = %v, %v; want %v", tc.grad, tc.fraction, idx, err, tc.want)
+		}
+	}
+	for _, n := range []int{3, 5} {
+		if _, _, err := TopK(make([]float32, 4), 0.5, make([]float32, n)); err == nil {
+			t.Errorf("a residual of %d elements for a gradient of 4 accepted", n)
+		}
+	}
+	if _, _, err := TopK(make([]float32, 4), 1.01, nil); err == nil {
+		t.Error("fraction 1.01 accepted")
+	}
+}
