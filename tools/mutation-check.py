@@ -956,6 +956,16 @@ MUTANTS = [
     ("VL13", "hpu/vsim_queue.go", "\t\tif l < n && h[l].before(&h[m]) {", "\t\tif l < n-1 && h[l].before(&h[m]) {", None),
     ("VL14", "hpu/vsim_queue.go", "\t\t\tnb[i] = f.buf[(f.head+i)%len(f.buf)]", "\t\t\tnb[i] = f.buf[i]", None),
     ("VL15", "hpu/vsim_queue.go", "\t\tif !h[i].before(&h[p]) {\n\t\t\tbreak", "\t\tif h[p].before(&h[i]) {\n\t\t\tbreak", "seq orders every two events: not before is after"),
+    # top-k sparsification (hostlib/topk.go): how many it keeps, which, in what order, and its checks
+    ("TK1", "hostlib/topk.go", "\tif !(fraction > 0 && fraction <= 1) {", "\tif !(fraction > 0 && fraction < 1) {", None),
+    ("TK2", "hostlib/topk.go", "\t\t\tif math.IsNaN(ma) {\n\t\t\t\treturn -1\n\t\t\t}\n\t\t\treturn 1", "\t\t\tif math.IsNaN(ma) {\n\t\t\t\treturn 1\n\t\t\t}\n\t\t\treturn -1", None),
+    ("TK3", "hostlib/topk.go", "\tk := min(len(acc), int(math.Ceil(fraction*float64(len(acc)))))", "\tk := min(len(acc), int(fraction*float64(len(acc))))", None),
+    ("TK4", "hostlib/topk.go", "\t\treturn cmp.Compare(a, b)\n\t})", "\t\treturn cmp.Compare(b, a)\n\t})", None),
+    ("TK5", "hostlib/topk.go", "\tidx := order[:k:k]\n\tslices.Sort(idx)", "\tidx := order[:k:k]", None),
+    ("TK6", "hostlib/topk.go", "\tif residual != nil && len(residual) != len(grad) {", "\tif residual != nil && len(residual) < len(grad) {", None),
+    ("TK7", "hostlib/topk.go", "\tmag := func(i uint32) float64 { return math.Abs(float64(acc[i])) }", "\tmag := func(i uint32) float64 { return float64(acc[i]) }", None),
+    ("TK8", "hostlib/topk.go", "\t\t\treturn cmp.Compare(mb, ma)", "\t\t\treturn cmp.Compare(ma, mb)", None),
+    ("TK9", "hostlib/topk.go", "\t\tcase math.IsNaN(ma) != math.IsNaN(mb):", "\t\tcase false:", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
