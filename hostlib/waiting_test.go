@@ -29,3 +29,24 @@ func TestWaitingSummary(t *testing.T) {
 		}
 	}
 }
+
+// Ranks of more than one digit and rank 9 are read; an empty entry names
+// nobody; a reset forgets the last call's answers.
+func TestWaitingNotes(t *testing.T) {
+	var s Session
+	s.noteWaiting([]byte("block 1 of allreduce 2 waits for ranks 9, 19: x"))
+	s.noteWaiting([]byte("block 2 of allreduce 2 waits for ranks 19, 9: x"))
+	if got, want := s.waitingSummary(), "every stuck block waits for ranks 9, 19 (2 answers; last: block 2 of allreduce 2 waits for ranks 19, 9: x)"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	s.wait.reset()
+	s.noteWaiting([]byte("block 7 of allreduce 3 waits for rank 4: x"))
+	if got, want := s.waitingSummary(), "every stuck block waits for rank 4 (1 answers; last: block 7 of allreduce 3 waits for rank 4: x)"; got != want {
+		t.Errorf("after a reset: got %q\nwant %q", got, want)
+	}
+	var e Session
+	e.noteWaiting([]byte("block 5 of allreduce 1 waits for ranks 3, : x"))
+	if got, want := e.waitingSummary(), "every stuck block waits for rank 3 (1 answers; last: block 5 of allreduce 1 waits for ranks 3, : x)"; got != want {
+		t.Errorf("an empty entry: got %q\nwant %q", got, want)
+	}
+}
