@@ -966,6 +966,17 @@ MUTANTS = [
     ("TK7", "hostlib/topk.go", "\tmag := func(i uint32) float64 { return math.Abs(float64(acc[i])) }", "\tmag := func(i uint32) float64 { return float64(acc[i]) }", None),
     ("TK8", "hostlib/topk.go", "\t\t\treturn cmp.Compare(mb, ma)", "\t\t\treturn cmp.Compare(ma, mb)", None),
     ("TK9", "hostlib/topk.go", "\t\tcase math.IsNaN(ma) != math.IsNaN(mb):", "\t\tcase false:", None),
+    # the host's account of the switch's waiting reports (hostlib/waiting.go): which ranks each names, the summary a timeout gives
+    ("WT1", "hostlib/waiting.go", "\tif !ok || !ok2 || bytes.Contains(list, []byte(\"more\")) {", "\tif !ok || !ok2 {", None),
+    ("WT2", "hostlib/waiting.go", "\tlist = bytes.TrimPrefix(bytes.TrimPrefix(list, []byte(\"ranks \")), []byte(\"rank \"))", "\tlist = bytes.TrimPrefix(list, []byte(\"rank \"))", None),
+    ("WT3", "hostlib/waiting.go", "\tif len(b) == 0 || len(b) > 9 {", "\tif len(b) > 9 {", None),
+    ("WT4", "hostlib/waiting.go", "\t\tif c < '0' || c > '9' {", "\t\tif c < '0' || c >= '9' {", None),
+    ("WT5", "hostlib/waiting.go", "\tw.reports, w.last = 0, w.last[:0]\n\tclear(w.named)", "\tw.reports, w.last = 0, w.last[:0]", None),
+    ("WT6", "hostlib/waiting.go", "\t\tcase n == best:\n\t\t\ttop = append(top, r)", "\t\tcase n == best && false:\n\t\t\ttop = append(top, r)", None),
+    ("WT7", "hostlib/waiting.go", "\tif best == w.reports {", "\tif best >= w.reports-1 {", None),
+    ("WT8", "hostlib/waiting.go", "\tslices.Sort(top)\n", "\tslices.SortFunc(top, func(a, b int) int { return b - a })\n", None),
+    ("WT9", "hostlib/waiting.go", "\tw.reports++\n", "", None),
+    ("WT10", "hostlib/waiting.go", "\tw.last = append(w.last[:0], text...)", "\tw.last = append(w.last, text...)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
