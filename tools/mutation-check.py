@@ -977,6 +977,14 @@ MUTANTS = [
     ("WT8", "hostlib/waiting.go", "\tslices.Sort(top)\n", "\tslices.SortFunc(top, func(a, b int) int { return b - a })\n", None),
     ("WT9", "hostlib/waiting.go", "\tw.reports++\n", "", None),
     ("WT10", "hostlib/waiting.go", "\tw.last = append(w.last[:0], text...)", "\tw.last = append(w.last, text...)", None),
+    # a block table's layout (handlers/layout.go): one record a block, each reader's region, the steering's checks
+    ("LY1", "handlers/layout.go", "\t\tat += whole*r + min(r, rest-min(rest, k*r))", "\t\tat += whole*r + min(r, rest)", None),
+    ("LY2", "handlers/layout.go", "\t\tkeyBits: uint8(min(bits.Len(uint(max(readers, 1)-1)), maxRegionBits))}", "\t\tkeyBits: uint8(min(bits.Len(uint(max(readers, 1))), maxRegionBits))}", None),
+    ("LY3", "handlers/layout.go", "\treturn l.start[run&l.keys] + (run>>kb<<s | b&l.low)", "\treturn l.start[run&l.keys] + (run>>kb | b&l.low)", None),
+    ("LY4", "handlers/layout.go", "\tcase run < 0 || run > MaxSteerRun || run&(run-1) != 0:", "\tcase run < 0 || run > MaxSteerRun:", None),
+    ("LY5", "handlers/layout.go", "\tcase run < 0 || run > MaxSteerRun || run&(run-1) != 0:", "\tcase run < 0 || run >= MaxSteerRun || run&(run-1) != 0:", None),
+    ("LY6", "handlers/layout.go", "\tcase readers < 0:", "\tcase readers < -1:", None),
+    ("LY7", "handlers/layout.go", "\tperiod := r * regions // every key's run once", "\tperiod := r * (regions + 1) // every key's run once", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
