@@ -111,4 +111,32 @@ func TestJobMemory(t *testing.T) {
 	if b, _ := JobMemory(p, Multi4); b < 4 {
 		t.Errorf("multi4 needs at least 4 buffers, JobMemory says %d", b)
 	}
+	// A tree's block holds a leaf for every host at once: on the PsPIN
+	// switch a 1 KiB block of 64 hosts has R = 50.2 buffers by Little's
+	// law, and needs 64.
+	q := mustPreset(t, PresetPsPIN)
+	q.Hosts, q.Bytes = 64, 1<<10
+	if r := Evaluate(q, Tree).R; r >= 64 {
+		t.Fatalf("R = %v: this case no longer tests the floor", r)
+	}
+	if b, _ := JobMemory(q, Tree); b != 64 {
+		t.Errorf("tree, 64 hosts, one block: JobMemory = %d buffers, want 64", b)
+	}
+}
+
+// A design whose memory is exactly the budget fits it: at 4 KiB on the
+// flare switch the tree needs 695,648 bytes and is the fastest design.
+func TestChooseModelExactBudget(t *testing.T) {
+	p := mustPreset(t, PresetFlare)
+	p.Bytes = 4 << 10
+	m := Evaluate(p, Tree).MemoryBytes
+	if m != 695648 {
+		t.Fatalf("the tree at 4 KiB needs %v bytes; this test wants a design whose memory is a whole number", m)
+	}
+	if got := ChooseModel(p, 4<<10, int64(m)); got != Tree {
+		t.Errorf("a budget of exactly the tree's %v bytes: chose %s, want tree", m, got)
+	}
+	if got := ChooseModel(p, 4<<10, int64(m)-1); got == Tree {
+		t.Errorf("a budget one byte short of the tree's: chose the tree")
+	}
 }

@@ -2,8 +2,10 @@ package models
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
+	"github.com/flare-net/flare/proto"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -19,8 +21,11 @@ func TestDesignNames(t *testing.T) {
 	if want := []string{"single", "multi2", "multi4", "tree"}; !slices.Equal(names, want) {
 		t.Errorf("Designs() = %v, want %v", names, want)
 	}
-	if d, err := ParseDesign("multi16"); err != nil || d != (Design{Algo: wire.AlgoMulti, Buffers: 16}) {
-		t.Errorf("multi16: %v, %v", d, err)
+	for _, b := range []int{2, 16, proto.MaxBuffers} {
+		name := "multi" + strconv.Itoa(b)
+		if d, err := ParseDesign(name); err != nil || d != (Design{Algo: wire.AlgoMulti, Buffers: b}) {
+			t.Errorf("%s: %v, %v", name, d, err)
+		}
 	}
 	if d, err := ParseDesign("multi"); err != nil || d.String() != "multi" {
 		t.Errorf("multi: %v, %v", d, err)
@@ -41,6 +46,9 @@ func TestDesignResolve(t *testing.T) {
 	p.Buffers = 8
 	if d := (Design{Algo: wire.AlgoMulti}).resolve(p); d.Buffers != 8 {
 		t.Errorf("bare multi resolved to B=%d, want Params.Buffers = 8", d.Buffers)
+	}
+	if d := (Design{Algo: wire.AlgoTree, Buffers: 4}).resolve(p); d != Tree {
+		t.Errorf("a tree with buffers resolved to %+v, want the plain tree", d)
 	}
 	p.Bytes = 300 << 10
 	if r := Evaluate(p, Auto); r.Algo != "multi4" {
