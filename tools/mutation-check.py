@@ -986,17 +986,17 @@ MUTANTS = [
     ("LY6", "handlers/layout.go", "\tcase readers < 0:", "\tcase readers < -1:", None),
     ("LY7", "handlers/layout.go", "\tperiod := r * regions // every key's run once", "\tperiod := r * (regions + 1) // every key's run once", None),
     # the model's design choice and a job's memory (models/chooser.go, design.go): the budget's edge, the leanest when none fits, a block's peak need, the designs' names
-    ("MD1", "models/chooser.go", "\t\tif i == 0 || r.MemoryBytes < leanRow.MemoryBytes {", "\t\tif i == 0 || r.MemoryBytes > leanRow.MemoryBytes {", None),
-    ("MD2", "models/chooser.go", "\t\tif budgetBytes > 0 && r.MemoryBytes > float64(budgetBytes) {", "\t\tif budgetBytes > 0 && r.MemoryBytes >= float64(budgetBytes) {", None),
-    ("MD3", "models/chooser.go", "\t\t\tr.Bandwidth >= bestRow.Bandwidth*(1-1e-3) && r.MemoryBytes < bestRow.MemoryBytes:", "\t\t\tr.Bandwidth >= bestRow.Bandwidth*(1-1e-3) && r.MemoryBytes > bestRow.MemoryBytes:", None),
-    ("MD4", "models/chooser.go", "\tif !found {\n\t\treturn leanest", "\tif !found && false {\n\t\treturn leanest", None),
-    ("MD5", "models/chooser.go", "\tbuffers = max(int(math.Ceil(r.R-1e-9)), peak)", "\tbuffers = max(int(math.Ceil(r.R-1e-9)), min(peak, 1))", None),
-    ("MD6", "models/chooser.go", "\tcase wire.AlgoTree:\n\t\tpeak = p.Hosts", "\tcase wire.AlgoTree:\n\t\tpeak = 1", None),
-    ("MD7", "models/chooser.go", "\tcase wire.AlgoMulti:\n\t\tpeak = d.Buffers", "\tcase wire.AlgoMulti:\n\t\tpeak = 1", "R = B·λ·𝓛 for B buffers a block, and a block holds its buffers for its own latency: λ·𝓛 >= 1, so R is never below B (4.009 for multi4 at 65,536 hosts, one block)"),
-    ("MD8", "models/design.go", "\t\tif err == nil && b >= 2 && b <= proto.MaxBuffers {", "\t\tif err == nil && b >= 1 && b <= proto.MaxBuffers {", None),
-    ("MD9", "models/design.go", "\t\tif err == nil && b >= 2 && b <= proto.MaxBuffers {", "\t\tif err == nil && b >= 2 && b < proto.MaxBuffers {", None),
-    ("MD10", "models/design.go", "\tif d.Algo == wire.AlgoMulti && d.Buffers == 0 {", "\tif d.Algo == wire.AlgoMulti && d.Buffers == 1 {", None),
-    ("MD11", "models/design.go", "\tif d.Algo != wire.AlgoMulti {", "\tif d.Algo == wire.AlgoSingle {", None),
+    ("DC1", "models/chooser.go", "\t\tif i == 0 || r.MemoryBytes < leanRow.MemoryBytes {", "\t\tif i == 0 || r.MemoryBytes > leanRow.MemoryBytes {", None),
+    ("DC2", "models/chooser.go", "\t\tif budgetBytes > 0 && r.MemoryBytes > float64(budgetBytes) {", "\t\tif budgetBytes > 0 && r.MemoryBytes >= float64(budgetBytes) {", None),
+    ("DC3", "models/chooser.go", "\t\t\tr.Bandwidth >= bestRow.Bandwidth*(1-1e-3) && r.MemoryBytes < bestRow.MemoryBytes:", "\t\t\tr.Bandwidth >= bestRow.Bandwidth*(1-1e-3) && r.MemoryBytes > bestRow.MemoryBytes:", None),
+    ("DC4", "models/chooser.go", "\tif !found {\n\t\treturn leanest", "\tif !found && false {\n\t\treturn leanest", None),
+    ("DC5", "models/chooser.go", "\tbuffers = max(int(math.Ceil(r.R-1e-9)), peak)", "\tbuffers = max(int(math.Ceil(r.R-1e-9)), min(peak, 1))", None),
+    ("DC6", "models/chooser.go", "\tcase wire.AlgoTree:\n\t\tpeak = p.Hosts", "\tcase wire.AlgoTree:\n\t\tpeak = 1", None),
+    ("DC7", "models/chooser.go", "\tcase wire.AlgoMulti:\n\t\tpeak = d.Buffers", "\tcase wire.AlgoMulti:\n\t\tpeak = 1", "R = B·λ·𝓛 for B buffers a block, and a block holds its buffers for its own latency: λ·𝓛 >= 1, so R is never below B (4.009 for multi4 at 65,536 hosts, one block)"),
+    ("DC8", "models/design.go", "\t\tif err == nil && b >= 2 && b <= proto.MaxBuffers {", "\t\tif err == nil && b >= 1 && b <= proto.MaxBuffers {", None),
+    ("DC9", "models/design.go", "\t\tif err == nil && b >= 2 && b <= proto.MaxBuffers {", "\t\tif err == nil && b >= 2 && b < proto.MaxBuffers {", None),
+    ("DC10", "models/design.go", "\tif d.Algo == wire.AlgoMulti && d.Buffers == 0 {", "\tif d.Algo == wire.AlgoMulti && d.Buffers == 1 {", None),
+    ("DC11", "models/design.go", "\tif d.Algo != wire.AlgoMulti {", "\tif d.Algo == wire.AlgoSingle {", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
