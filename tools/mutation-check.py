@@ -997,6 +997,18 @@ MUTANTS = [
     ("DC9", "models/design.go", "\t\tif err == nil && b >= 2 && b <= proto.MaxBuffers {", "\t\tif err == nil && b >= 2 && b < proto.MaxBuffers {", None),
     ("DC10", "models/design.go", "\tif d.Algo == wire.AlgoMulti && d.Buffers == 0 {", "\tif d.Algo == wire.AlgoMulti && d.Buffers == 1 {", None),
     ("DC11", "models/design.go", "\tif d.Algo != wire.AlgoMulti {", "\tif d.Algo == wire.AlgoSingle {", None),
+    # what a failed call tells the switch (hostlib/abort.go): when it aborts, as whom, why, how often
+    ("AB1", "hostlib/abort.go", "\tcase errors.As(err, &se), errors.As(err, &ae):\n\t\treturn 0, \"\", false", "\tcase errors.As(err, &se), errors.As(err, &ae) && false:\n\t\treturn 0, \"\", false", None),
+    ("AB2", "hostlib/abort.go", "\tcase errors.As(err, &se), errors.As(err, &ae):\n\t\treturn 0, \"\", false", "\tcase errors.As(err, &se) && false, errors.As(err, &ae):\n\t\treturn 0, \"\", false", None),
+    ("AB3", "hostlib/abort.go", "\t\tif te.Waiting != \"\" {\n\t\t\tb.WriteString(\": \" + te.Waiting)", "\t\tif false {\n\t\t\tb.WriteString(\": \" + te.Waiting)", None),
+    ("AB4", "hostlib/abort.go", "\t\treturn wire.CodeTimeout, b.String(), true", "\t\treturn wire.CodeInternal, b.String(), true", None),
+    ("AB5", "hostlib/abort.go", "\t\treturn wire.CodeAborted, fmt.Sprintf(\"session closed during allreduce generation %d\", gen), true", "\t\treturn wire.CodeInternal, fmt.Sprintf(\"session closed during allreduce generation %d\", gen), true", None),
+    ("AB6", "hostlib/abort.go", "\t\treturn wire.CodeAborted, fmt.Sprintf(\"allreduce generation %d cancelled\", gen), true", "\t\treturn wire.CodeTimeout, fmt.Sprintf(\"allreduce generation %d cancelled\", gen), true", None),
+    ("AB7", "hostlib/abort.go", "\t\tBlock: uint32(s.opts.Rank), Child: uint16(s.opts.Rank)}", "\t\tChild: uint16(s.opts.Rank)}", None),
+    ("AB8", "hostlib/abort.go", "const abortCopies = 3", "const abortCopies = 1", None),
+    ("AB9", "hostlib/abort.go", "\tif errors.Is(err, context.Canceled) {\n\t\ts.sendAbort(0, wire.CodeAborted, \"join cancelled\")", "\tif errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {\n\t\ts.sendAbort(0, wire.CodeAborted, \"join cancelled\")", None),
+    ("AB10", "hostlib/abort.go", "\ts.sendAbort(gen, code, reason)\n\ts.stats.aborts.Add(1)", "\ts.sendAbort(gen, code, reason)", None),
+    ("AB11", "hostlib/abort.go", "\th := wire.Header{Version: wire.Version, Job: s.opts.Job, Token: s.opts.Token, Generation: gen,", "\th := wire.Header{Version: wire.Version, Job: s.opts.Job, Token: s.opts.Token, Generation: gen + 1,", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
