@@ -1009,6 +1009,17 @@ MUTANTS = [
     ("AB9", "hostlib/abort.go", "\tif errors.Is(err, context.Canceled) {\n\t\ts.sendAbort(0, wire.CodeAborted, \"join cancelled\")", "\tif errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {\n\t\ts.sendAbort(0, wire.CodeAborted, \"join cancelled\")", None),
     ("AB10", "hostlib/abort.go", "\ts.sendAbort(gen, code, reason)\n\ts.stats.aborts.Add(1)", "\ts.sendAbort(gen, code, reason)", None),
     ("AB11", "hostlib/abort.go", "\th := wire.Header{Version: wire.Version, Job: s.opts.Job, Token: s.opts.Token, Generation: gen,", "\th := wire.Header{Version: wire.Version, Job: s.opts.Job, Token: s.opts.Token, Generation: gen + 1,", None),
+    # the processing unit's statistics (hpu/stats.go): each counter summed, τ and the queue's mean over what they count
+    ("ST1", "hpu/stats.go", "\t\tt.Rejected += c.Rejected\n", "", None),
+    ("ST2", "hpu/stats.go", "\t\tt.LockWaitNs += c.LockWaitNs\n", "", None),
+    ("ST3", "hpu/stats.go", "\t\tt.LockWaitCycles += c.LockWaitCycles\n", "", None),
+    ("ST4", "hpu/stats.go", "\t\tt.Contended += c.Contended\n", "", None),
+    ("ST5", "hpu/stats.go", "\tif n := t.Packets + t.Rejected; n > 0 {\n\t\treturn float64(t.BusyNs) / float64(n)", "\tif n := t.Packets; n > 0 {\n\t\treturn float64(t.BusyNs) / float64(n)", None),
+    ("ST6", "hpu/stats.go", "\t\tsum += c.occupancySum\n\t\tn += c.arrivals", "\t\tsum += c.occupancySum\n\t\tn++", None),
+    ("ST7", "hpu/stats.go", "\t\t\tcs.QueueMean = float64(cs.occupancySum) / float64(cs.arrivals)", "\t\t\tcs.QueueMean = float64(cs.occupancySum) / float64(cs.arrivals+1)", None),
+    ("ST8", "hpu/stats.go", "QueueMax: cl.occMax.Load(), QueueNow: int(cl.occ.Load()),", "QueueMax: cl.occMax.Load(), QueueNow: int(cl.occMax.Load()),", None),
+    ("ST9", "hpu/stats.go", "\t\t\tOverflow: cl.overflowIn.Load(), BuffersInUse: a.InUse(), BuffersPeak: a.Peak(), BuffersTotal: a.Cap(),", "\t\t\tOverflow: 0, BuffersInUse: a.InUse(), BuffersPeak: a.Peak(), BuffersTotal: a.Cap(),", None),
+    ("ST10", "hpu/stats.go", "\tif n := t.Packets + t.Rejected; n > 0 {\n\t\treturn float64(t.Cycles) / float64(n)", "\tif n := t.Packets; n > 0 {\n\t\treturn float64(t.Cycles) / float64(n)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1023,6 +1034,7 @@ ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # 
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
 ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] in ("hpu/vsim.go", "hpu/vsim_lock.go", "hpu/vsim_queue.go", "hpu/place.go")})  # the simulator, which the virtual unit runs
 ALSO.update({m[0]: ["./sim/sweep"] for m in MUTANTS if m[1].startswith("sim/") and not m[1].startswith("sim/sweep/")})  # the model-vs-simulation tests, which run it
+ALSO.update({m[0]: ["./sim", "./switch:Metric"] for m in MUTANTS if m[1] == "hpu/stats.go"})  # what reads the unit's statistics: the simulator's rows, the daemon's metrics
 
 # Which of its own package's tests a mutant runs, where not all: the CLI's
 # end-to-end tests start daemons and ranks as processes for minutes, and
