@@ -1020,6 +1020,10 @@ MUTANTS = [
     ("ST8", "hpu/stats.go", "QueueMax: cl.occMax.Load(), QueueNow: int(cl.occ.Load()),", "QueueMax: cl.occMax.Load(), QueueNow: int(cl.occMax.Load()),", None),
     ("ST9", "hpu/stats.go", "\t\t\tOverflow: cl.overflowIn.Load(), BuffersInUse: a.InUse(), BuffersPeak: a.Peak(), BuffersTotal: a.Cap(),", "\t\t\tOverflow: 0, BuffersInUse: a.InUse(), BuffersPeak: a.Peak(), BuffersTotal: a.Cap(),", None),
     ("ST10", "hpu/stats.go", "\tif n := t.Packets + t.Rejected; n > 0 {\n\t\treturn float64(t.Cycles) / float64(n)", "\tif n := t.Packets; n > 0 {\n\t\treturn float64(t.Cycles) / float64(n)", None),
+    # the handlers' counters (handlers/stats.go): a sharded count's sum, the line errors quote
+    ("HS1", "handlers/stats.go", "\tfor i := range c.shards {\n\t\tn += c.shards[i].n.Load()", "\tfor i := range c.shards[:1] {\n\t\tn += c.shards[i].n.Load()", None),
+    ("HS2", "handlers/stats.go", "func (c *Count) Add(shard uint8, n int64) { c.shards[shard%poolShards].n.Add(n) }", "func (c *Count) Add(shard uint8, n int64) { c.shards[shard%poolShards].n.Store(n) }", None),
+    ("HS3", "handlers/stats.go", "\t\ts.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.Invalid.Load(), s.NoBuffer.Load())", "\t\ts.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.NoBuffer.Load(), s.Invalid.Load())", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
