@@ -8,24 +8,27 @@ switch's blocks), the sparse handler (its tables' flush and the sparse
 tree), bounded mode, waiting reports and block-state pools, the element
 kernels and custom operators, the socket layer's send checks, GRO split
 and GSO runs, the wire's checks and error bodies, the processing unit's
-L1 memory, stages, placement and configuration and the virtual unit the
-simulator runs on, the daemon's configuration, its member, join, abort,
-admission and parent checks, what admission charges, a sparse job's
-shape, registered admission and the admin port's jobs API, and its
-limits on what strangers can make it hold, its egress and multicast
-pool, a child switch's tree code, the host's options, join, call, its
-checks of a join-ack, its receive path, sparse stream assembly and merge
-and staggered order, the host ring baseline, the C library, the Python
-package's buffers and PyTorch reducer, the analytic model's formulas and
-parameters, the reference and the checkers every test holds a sum to,
-the harness the handlers' property tests run on, the packet path's
-buffer recycling and receive regions, cores a submitter borrows, socket
-groups and their steering, socket errors and per-link counts, the fan-
-out relay, which field each of the command line's flags sets, flare
-bench's medians and ratios, packet captures, a Go slice's dtype, the
-simulator's checks and measurements and their comparison with the model,
-the daemon's metrics, the in-memory network, the host's errors, and
-flare bench's configuration and verification. A guard removed, a
+L1 memory, stages, placement, configuration and statistics and the
+virtual unit the simulator runs on (its locks and agenda too), the
+daemon's configuration, its member, join, abort, admission and parent
+checks, what admission charges, a sparse job's shape, registered
+admission and the admin port's jobs API, and its limits on what
+strangers can make it hold, its egress and multicast pool, a child
+switch's tree code, the host's options, join, call, its checks of a
+join-ack, its receive path, sparse stream assembly and merge and
+staggered order, the host ring baseline, the C library, the Python
+package's buffers and PyTorch reducer, the analytic model's formulas,
+parameters, design choice and job memory, the reference (its float16
+too) and the checkers every test holds a sum to, the harness the
+handlers' property tests run on, the packet path's buffer recycling and
+receive regions, cores a submitter borrows, socket groups and their
+steering, socket errors and per-link counts, the fan- out relay, which
+field each of the command line's flags sets, flare bench's medians and
+ratios, packet captures, a Go slice's dtype, the simulator's checks and
+measurements and their comparison with the model, the daemon's metrics,
+the in-memory network, the host's errors, Aborts, waiting reports and
+top-k sparsification, a block table's layout and the handlers' counters,
+and flare bench's configuration and verification. A guard removed, a
 comparison moved by one (either way), a sum made a copy. For each, the
 script applies it to a scratch copy of the tree (a git worktree of HEAD
 under a temporary directory; this tree is never touched), runs `go test`
