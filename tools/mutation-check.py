@@ -22,7 +22,7 @@ parameters, design choice and job memory, the reference (its float16
 too) and the checkers every test holds a sum to, the harness the
 handlers' property tests run on, the packet path's buffer recycling and
 receive regions, cores a submitter borrows, socket groups and their
-steering, socket errors and per-link counts, the fan- out relay, which
+steering, socket errors and per-link counts, the fan-out relay, which
 field each of the command line's flags sets, flare bench's medians and
 ratios, packet captures, a Go slice's dtype, the simulator's checks and
 measurements and their comparison with the model, the daemon's metrics,
