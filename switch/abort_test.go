@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,20 +67,15 @@ func verifiedAllReduce(t *testing.T, ss []*hostlib.Session) {
 	}
 }
 
-// metric scrapes the switch's admin port for the value of name.
+// metric scrapes the switch's admin port for the value of name (with its
+// labels, if it has any: scrapeAll's key).
 func metric(t *testing.T, sw *swtch.Switch, name string) float64 {
 	t.Helper()
-	for line := range strings.Lines(inproctest.Scrape(t, sw.AdminAddr().String())) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f
-		}
+	v, ok := scrapeAll(t, sw)[name]
+	if !ok {
+		t.Fatalf("metric %s not exported", name)
 	}
-	t.Fatalf("metric %s not exported", name)
-	return 0
+	return v
 }
 
 // waitIdle waits (up to limit) for the switch to hold no job and no
