@@ -87,3 +87,20 @@ func TestReadPairTorn(t *testing.T) {
 		}
 	}
 }
+
+// A mark never gives a time before the one it last gave, whichever clock
+// it reads: not from the counter at a rate that puts now behind the last
+// reading (a run moved to a CPU whose counter lags, or the rate's
+// rounding), nor from the monotonic clock behind it.
+func TestClockNeverGoesBack(t *testing.T) {
+	c := newClock()
+	const last = int64(1e15) // ahead of either clock
+	for _, m := range []mark{
+		{ns: 0, tick: ticks() - 1, nsPerTick: 1e-9, last: last}, // the counter, tiny rate
+		{ns: 0, last: last}, // the monotonic clock
+	} {
+		if got := c.next(&m); got != last || m.last != last {
+			t.Errorf("mark (tick %d): next = %d, last %d; want %d for both", m.tick, got, m.last, last)
+		}
+	}
+}

@@ -63,8 +63,13 @@ func (m CostModel) Validate() error {
 			return fmt.Errorf("cost model cycles per %s element = %d: must be > 0", d, m.ElemCycles[d])
 		}
 	}
-	if m.DMAPerKiB < 0 || m.LockBackoff < 0 || m.Dispatch < 0 {
-		return fmt.Errorf("cost model DMA, back-off and dispatch cycles must be >= 0")
+	for _, c := range []struct {
+		name   string
+		cycles int64
+	}{{"DMA cycles per KiB", m.DMAPerKiB}, {"lock back-off cycles", m.LockBackoff}, {"dispatch cycles", m.Dispatch}} {
+		if c.cycles < 0 {
+			return fmt.Errorf("cost model %s = %d: must be >= 0", c.name, c.cycles)
+		}
 	}
 	return nil
 }
