@@ -63,6 +63,10 @@ func TestGopacketNewPacket(t *testing.T) {
 			if !bytes.Equal(f.LayerContents(), s.pkt[:HeaderLen]) || !bytes.Equal(f.LayerPayload(), s.payload) {
 				t.Errorf("contents/payload = %x/%x, want %x/%x", f.LayerContents(), f.LayerPayload(), s.pkt[:HeaderLen], s.payload)
 			}
+			// The payload decodes on as gopacket's Payload layer, the packet's application layer.
+			if app := pkt.ApplicationLayer(); len(s.payload) > 0 && (app == nil || !bytes.Equal(app.Payload(), s.payload)) {
+				t.Errorf("application layer %v, want the Flare payload %x", app, s.payload)
+			}
 		})
 	}
 }
