@@ -62,8 +62,8 @@ func (s *Switch) LinkCounters() []LinkCounter {
 		out = append(out, LinkCounter{peer: p, l: l})
 	}
 	slices.SortFunc(out, func(a, b LinkCounter) int {
-		if a.l.role != b.l.role {
-			if a.l.role == linkParent {
+		if pa, pb := a.l.role == linkParent, b.l.role == linkParent; pa != pb {
+			if pa {
 				return -1
 			}
 			return 1

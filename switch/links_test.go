@@ -2,6 +2,7 @@ package swtch
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -81,5 +82,41 @@ func TestLinkRefsAndVersion(t *testing.T) {
 	b[wire.OffVersion]++
 	if retransmitted(b) {
 		t.Error("a datagram of another version counted as a retransmission")
+	}
+}
+
+// LinkCounters lists the parent first and then every other link by peer
+// address, children and multicast groups mixed; each reads its own link's
+// counters, under its own role.
+func TestLinkCountersOrder(t *testing.T) {
+	addr := netip.MustParseAddrPort
+	var s Switch
+	s.links.ref(linkChild, addr("10.0.0.3:5000"), addr("10.0.0.1:5000"))
+	s.links.ref(linkGroup, addr("239.255.0.2:7001"), addr("10.0.0.2:7001"))
+	s.links.ref(linkParent, addr("10.0.0.9:7470"))
+	h := wire.Header{Type: wire.TypeData, Job: 1, DType: wire.Int32, Op: wire.OpSum, Count: 2}
+	plain := wire.AppendPacket(nil, &h, make([]byte, 8))
+	h.Flags = wire.FlagRetransmit
+	again := wire.AppendPacket(nil, &h, make([]byte, 8))
+	s.links.countRx(0, []conn.Datagram{{Buf: plain, N: len(plain), Addr: addr("10.0.0.3:5000")}, {Buf: again, N: len(again), Addr: addr("10.0.0.3:5000")}})
+	s.links.countTx(0, []conn.Datagram{{Buf: again, N: len(again), Addr: addr("10.0.0.9:7470")}})
+	n := int64(len(plain))
+	want := []LinkTraffic{
+		{Peer: addr("10.0.0.9:7470"), Role: linkParent, TxBytes: n, TxPackets: 1, Retransmit: RetransmitTraffic{TxBytes: n, TxPackets: 1}},
+		{Peer: addr("10.0.0.1:5000"), Role: linkChild},
+		{Peer: addr("10.0.0.2:7001"), Role: linkGroup},
+		{Peer: addr("10.0.0.3:5000"), Role: linkChild, RxBytes: 2 * n, RxPackets: 2, Retransmit: RetransmitTraffic{RxBytes: n, RxPackets: 1}},
+		{Peer: addr("239.255.0.2:7001"), Role: linkGroup},
+	}
+	for try := range 20 { // the table is a map: each listing sorts it afresh
+		got := s.LinkTraffic()
+		if !slices.Equal(got, want) {
+			t.Fatalf("listing %d: %+v, want %+v", try, got, want)
+		}
+		for i, c := range s.LinkCounters() {
+			if c.Peer() != want[i].Peer || c.Role() != want[i].Role {
+				t.Fatalf("listing %d, counter %d: %v %s, want %v %s", try, i, c.Peer(), c.Role(), want[i].Peer, want[i].Role)
+			}
+		}
 	}
 }
