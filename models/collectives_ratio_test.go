@@ -40,8 +40,12 @@ func TestCollectiveRatios(t *testing.T) {
 	if want := "single: in-network-dense vs ring: 2.00x faster, 2.00x less traffic\n"; out.String() != want {
 		t.Errorf("printed %q, want %q", out.String(), want)
 	}
-	// An in-network row of zero time has no ratio.
-	rows[1].TimeS = 0
+	// An in-network row of zero time, or of no traffic, has no ratio.
+	rows[1].WireBytes = 0
+	if r := CollectiveRatios(rows[:2]); len(r) != 0 {
+		t.Errorf("a row of no traffic gave ratios %+v", r)
+	}
+	rows[1].WireBytes, rows[1].TimeS = 3, 0
 	if r := CollectiveRatios(rows[:2]); len(r) != 0 {
 		t.Errorf("a zero-time row gave ratios %+v", r)
 	}
@@ -71,7 +75,7 @@ func TestCollectiveRatiosFigure15(t *testing.T) {
 			t.Errorf("%+v: want %g faster, %g less traffic", r, b.TimeS/a.TimeS, b.WireBytes/a.WireBytes)
 		}
 	}
-	if !strings.Contains(DescribeCollectives(c, "float32"), "64 hosts, 100MiB of float32 per host") {
-		t.Errorf("description %q", DescribeCollectives(c, "float32"))
+	if want := "64 hosts, 100MiB of float32 per host, 100 Gbit/s links, 500 ns per link, 8-port switches, density 0.002, overlap 0"; DescribeCollectives(c, "float32") != want {
+		t.Errorf("description %q, want %q", DescribeCollectives(c, "float32"), want)
 	}
 }

@@ -239,6 +239,20 @@ func TestQueueMD1(t *testing.T) {
 	}
 }
 
+// A cluster of C = 4 cores in subsets of S = 2 is two M/M/2 queues, each
+// fed λ·S/K: at ρ = ½ (τ = 1000 cycles, 𝓑 = 0.002 packets a cycle) each
+// subset has a = 1 busy core and C(2, 1) = ⅓, so L_q = C(2, 1)·ρ/(1−ρ)·½
+// = ⅙ (the ½ is Allen–Cunneen's for constant service): the cluster holds
+// C/S·(L_q + a) = 7/3 and a packet waits L_q/λ_S = ⅙/0.001 cycles.
+func TestQueueSubsets(t *testing.T) {
+	p := mustPreset(t, PresetPsPIN)
+	p.Clusters, p.CoresPerCluster, p.SubsetS, p.QueueDepth = 1, 4, 2, 100
+	occ, wait := queue(p, 1000, 0.002)
+	if beyond(occ-7.0/3, 1e-9) || beyond(wait-1000.0/6, 1e-9) {
+		t.Errorf("occupancy %g, wait %g cycles; want 7/3 and 1000/6", occ, wait)
+	}
+}
+
 // TestOccupancyTradeoff: §6, a lower τ lowers the occupancy; so does a
 // larger S at the same τ (pooling); a saturated switch sits at Q.
 func TestOccupancyTradeoff(t *testing.T) {

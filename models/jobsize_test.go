@@ -23,7 +23,7 @@ func TestJobSizes(t *testing.T) {
 	}
 	for i, r := range rows {
 		m := Evaluate(p, ds[i])
-		if r.Algo != m.Algo || r.M != m.M || r.R != m.R || r.BandwidthGbps != m.Gbps || r.Bytes != p.Bytes || r.Hosts != p.Hosts {
+		if r.Algo != m.Algo || r.M != m.M || r.R != m.R || r.BandwidthGbps != m.Gbps || r.LatencyCycles != m.Latency || r.Bytes != p.Bytes || r.Hosts != p.Hosts {
 			t.Errorf("%s: %+v, model %+v", r.Algo, r, m)
 		}
 		peak := map[string]int{"single": 1, "multi4": 4, "tree": p.Hosts}[r.Algo]

@@ -49,6 +49,15 @@ func TestSelectPermutations(t *testing.T) {
 	if got := SelectPermutations(12, 0, false); got != nil {
 		t.Errorf("degree 0: %v", got)
 	}
+	// 9 hosts, degree 2: target 3 is as near 2 as 4; the smaller wins.
+	if got := SelectPermutations(9, 2, false); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("SelectPermutations(9, 2) = %v, want [1 2]", got)
+	}
+	// 11 hosts, degree 5: targets 1, 1.6, 2.6, 4.2, 6.8 take 1, 2, 3, 4;
+	// 7 is nearest the last but is 4's mirror (the same links), so 6.
+	if got := SelectPermutations(11, 5, false); !slices.Equal(got, []int{1, 2, 3, 4, 6}) {
+		t.Errorf("SelectPermutations(11, 5) = %v, want [1 2 3 4 6]", got)
+	}
 	for _, n := range []int{16, 64, 128, 101} {
 		for d := 1; d <= 8; d++ {
 			got := SelectPermutations(n, d, true)
@@ -106,7 +115,10 @@ func TestPermStats(t *testing.T) {
 	if d != 4 || beyond(m-16.0/7, 1e-12) {
 		t.Errorf("ring of 8: %d, %g; want 4, 16/7", d, m)
 	}
-	// p and n−p are the same links.
+	// p and n−p are the same links, and so is −p.
+	if d2, m2 := PermStats(8, []int{-1}); d2 != d || m2 != m {
+		t.Errorf("generator −1: %d, %g; want the ring's %d, %g", d2, m2, d, m)
+	}
 	if d2, m2 := PermStats(8, []int{1, 7}); d2 != d || m2 != m {
 		t.Errorf("adding the mirror changed the topology: %d, %g", d2, m2)
 	}

@@ -135,3 +135,50 @@ func TestTreeServedFlare(t *testing.T) {
 	}
 	t.Logf("1MiB: R = %.0f (S = 1), %.0f (S = 8) buffers", served.R, at.R)
 }
+
+// treeParams is the PsPIN preset with P hosts on clusters × C cores, S a
+// subset, L = 1024 and copies free.
+func treeParams(t *testing.T, P, clusters, C, S int) Params {
+	t.Helper()
+	p := mustPreset(t, PresetPsPIN)
+	p.Hosts, p.Clusters, p.CoresPerCluster, p.SubsetS = P, clusters, C, S
+	p.CyclesPerPacket, p.DMACycles, p.CountCopies = 1024, 64, false
+	return p
+}
+
+// Three hosts, one block, δe apart: the tree over children has a fourth
+// leaf that never comes. Host 0's leaf is held until host 1's folds it
+// (δe + L); host 1's until host 2's climbs past the empty leaf and folds
+// it (δe + L); host 2's through that fold to the root (L): 2δe + 3L, no
+// copies counted.
+func TestTreeUnevenHosts(t *testing.T) {
+	p := treeParams(t, 3, 1, 4, 4)
+	const de = 3000
+	if got, want := treeBufferCycles(p, 1, de), 2*de+3*p.CyclesPerPacket; got != want {
+		t.Errorf("P = 3: buffer-cycles %v, want 2δe + 3L = %v", got, want)
+	}
+}
+
+// One core, two hosts, a block a round, packets δe = 100 apart (L = 1024):
+// the hosts outrun the core. In the first round host 1's leaf starts δe
+// after host 0's (δe + 2L buffer-cycles); from the second on both wait and
+// start together behind the round before (2L). The replay averages the
+// switch's steady state: the rounds between the first and the last.
+func TestTreeSteadyRounds(t *testing.T) {
+	p := treeParams(t, 2, 1, 1, 1)
+	if got, want := treeBufferCycles(p, 1, 100), 2*p.CyclesPerPacket; got != want {
+		t.Errorf("buffer-cycles %v, want the steady rounds' 2L = %v", got, want)
+	}
+}
+
+// With δc given (SameBlockInterArrival) the hosts' packets come δc/G
+// apart: the replay is the one at δe = δc/G.
+func TestTreeSameBlockInterArrival(t *testing.T) {
+	p := treeParams(t, 4, 2, 2, 1)
+	const G, dc = 4, 2000
+	want := treeBufferCycles(p, G, dc/G)
+	p.SameBlockInterArrival = dc
+	if got := treeBufferCycles(p, G, 1); got != want {
+		t.Errorf("δc = %d, G = %d: buffer-cycles %v, want %v as at δe = δc/G", dc, G, got, want)
+	}
+}
