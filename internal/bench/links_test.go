@@ -16,13 +16,18 @@ import (
 // The host link watch stops polling once it has seen the job's links,
 // which happens at the joins: it is not running while the calls are
 // measured. It still reads their whole traffic at the end, after the job
-// has ended and the switch has forgotten them.
+// has ended and the switch has forgotten them. The links of a job that
+// was running when it started are not the job's.
 func TestHostLinkWatchEndsWithTheJoins(t *testing.T) {
 	sw, err := inproctest.Group(t).Switch(swtch.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const world, n = 3, 4096
+	earlier := inproctest.JoinAll(t, 2, func(r int) hostlib.Options {
+		return hostlib.Options{Switch: sw.Addr().String(), Job: 10, Token: 5, Rank: r, World: 2,
+			DType: wire.Int32, Op: wire.OpSum, Elements: n, Timeout: 20 * time.Second}
+	})
 	w := watchHostLinks(sw, world, false)
 	ss := inproctest.JoinAll(t, world, func(r int) hostlib.Options {
 		return hostlib.Options{Switch: sw.Addr().String(), Job: 11, Token: 5, Rank: r, World: world,
@@ -40,7 +45,7 @@ func TestHostLinkWatchEndsWithTheJoins(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range ss {
+	for _, s := range append(ss, earlier...) {
 		s.Close()
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -90,41 +90,62 @@ func (t *treeRun) inNetwork(ctx context.Context, c Config) (*TreeRow, error) {
 	d := m.measured()
 	row.Retransmits, row.SpilledPairs = int64(d.retransmits), int64(d.spilled)/int64(c.Iters)
 	_, world := c.localRanks()
-	if err := t.linkBytes(row, counters, snaps[0], snaps[1], float64(world), float64(c.Iters)); err != nil {
+	leaves := make([][]swtch.LinkTraffic, len(counters))
+	for i, cs := range counters {
+		for _, lc := range cs {
+			leaves[i] = append(leaves[i], trafficSince(snaps[0][lc], snaps[1][lc]))
+		}
+	}
+	if err := linkBytes(row, leaves, t.s.Tree.Hosts, float64(world), float64(c.Iters)); err != nil {
 		return nil, err
 	}
 	return row, nil
 }
 
-// linkBytes fills the row's bytes per call from the leaves' counters
-// before and after the measured calls: each direction of the host and
-// leaf links, all of it and its loss recovery.
-func (t *treeRun) linkBytes(row *TreeRow, counters [][]swtch.LinkCounter, before, after linkSnap, world, iters float64) error {
+// linkBytes fills the row's bytes per call from what each leaf's links
+// carried over the measured calls (leaves[i], with hosts host links a
+// leaf): each direction of the host and leaf links, all of it and its
+// loss recovery.
+func linkBytes(row *TreeRow, leaves [][]swtch.LinkTraffic, hosts int, world, iters float64) error {
 	var all, rec [4]float64 // host up, host down, leaf up, leaf down
-	for i, cs := range counters {
-		hosts := 0
-		for _, c := range cs {
-			a, b := after[c], before[c]
-			rx, tx := float64(a.RxBytes-b.RxBytes), float64(a.TxBytes-b.TxBytes)
-			rrx, rtx := float64(a.Retransmit.RxBytes-b.Retransmit.RxBytes), float64(a.Retransmit.TxBytes-b.Retransmit.TxBytes)
+	for i, ls := range leaves {
+		n := 0
+		for _, l := range ls {
+			rx, tx := float64(l.RxBytes), float64(l.TxBytes)
+			rrx, rtx := float64(l.Retransmit.RxBytes), float64(l.Retransmit.TxBytes)
 			switch {
-			case c.Role() == "parent":
+			case l.Role == "parent":
 				all[2], all[3], rec[2], rec[3] = all[2]+tx, all[3]+rx, rec[2]+rtx, rec[3]+rrx
 			case rx > 0: // a host of this job (a link left over from an earlier job carries nothing)
 				all[0], all[1], rec[0], rec[1] = all[0]+rx, all[1]+tx, rec[0]+rrx, rec[1]+rtx
-				hosts++
+				n++
 			}
 		}
-		if hosts != t.s.Tree.Hosts {
-			return fmt.Errorf("leaf %d counted traffic on %d host links, want %d", i, hosts, t.s.Tree.Hosts)
+		if n != hosts {
+			return fmt.Errorf("leaf %d counted traffic on %d host links, want %d", i, n, hosts)
 		}
 	}
-	p, l := world*iters, float64(len(t.tree.Leaves))*iters
+	p, l := world*iters, float64(len(leaves))*iters
 	row.HostUpBytes, row.HostDownBytes, row.LeafUpBytes, row.LeafDownBytes = all[0]/p, all[1]/p, all[2]/l, all[3]/l
 	row.HostUpRetxBytes, row.HostDownRetxBytes, row.LeafUpRetxBytes, row.LeafDownRetxBytes = rec[0]/p, rec[1]/p, rec[2]/l, rec[3]/l
 	row.LinkBytes = (all[0] + all[1] + all[2] + all[3]) / iters
 	row.RetxLinkBytes = (rec[0] + rec[1] + rec[2] + rec[3]) / iters
 	return nil
+}
+
+// trafficSince is what a link carried from before to after: the counts'
+// differences, under after's peer and role.
+func trafficSince(before, after swtch.LinkTraffic) swtch.LinkTraffic {
+	after.RxBytes -= before.RxBytes
+	after.TxBytes -= before.TxBytes
+	after.RxPackets -= before.RxPackets
+	after.TxPackets -= before.TxPackets
+	r, b := &after.Retransmit, before.Retransmit
+	r.RxBytes -= b.RxBytes
+	r.TxBytes -= b.TxBytes
+	r.RxPackets -= b.RxPackets
+	r.TxPackets -= b.TxPackets
+	return after
 }
 
 // hostRing measures the host baseline over the same ranks: the ring
