@@ -28,19 +28,22 @@ ratios, packet captures, a Go slice's dtype, the simulator's checks and
 measurements and their comparison with the model, the daemon's metrics,
 the in-memory network, the host's errors, Aborts, waiting reports and
 top-k sparsification, a block table's layout and the handlers' counters,
-and flare bench's configuration and verification. A guard removed, a
-comparison moved by one (either way), a sum made a copy. For each, the
-script applies it to a scratch copy of the tree (a git worktree of HEAD
-under a temporary directory; this tree is never touched), runs `go test`
-on the mutant's package (its tests that RUN names, where it names some,
-and what ALSO names for it), or `make python-test` for a mutant in
-python/, and says which test failed first ("killed"; -failfast stops
-there, as a mutant of the generation rule can make a real-time test wait
-out its timeouts) or that every test passed ("SURVIVED"). A survivor is
-a defect the tests let through, unless the mutant is marked equivalent:
-one that cannot change what the code does for any input (the reason is
-given). A mutant whose text is no longer in its file is reported, so the
-list goes stale loudly.
+flare bench's configuration, verification and link bytes, the processing
+unit's cost model, clock and dispatch to awake cores, the echo relay,
+the gopacket layer, the switch's link listing and admin client, and the
+analytic model's queue, job sizes, collective ratios, tree replay and
+TopoOpt rings. A guard removed, a comparison moved by one (either way),
+a sum made a copy. For each, the script applies it to a scratch copy of
+the tree (a git worktree of HEAD under a temporary directory; this tree
+is never touched), runs `go test` on the mutant's package (its tests
+that RUN names, where it names some, and what ALSO names for it), or
+`make python-test` for a mutant in python/, and says which test failed
+first ("killed"; -failfast stops there, as a mutant of the generation
+rule can make a real-time test wait out its timeouts) or that every test
+passed ("SURVIVED"). A survivor is a defect the tests let through,
+unless the mutant is marked equivalent: one that cannot change what the
+code does for any input (the reason is given). A mutant whose text is no
+longer in its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1027,6 +1030,159 @@ MUTANTS = [
     ("HS1", "handlers/stats.go", "\tfor i := range c.shards {\n\t\tn += c.shards[i].n.Load()", "\tfor i := range c.shards[:1] {\n\t\tn += c.shards[i].n.Load()", None),
     ("HS2", "handlers/stats.go", "func (c *Count) Add(shard uint8, n int64) { c.shards[shard%poolShards].n.Add(n) }", "func (c *Count) Add(shard uint8, n int64) { c.shards[shard%poolShards].n.Store(n) }", None),
     ("HS3", "handlers/stats.go", "\t\ts.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.Invalid.Load(), s.NoBuffer.Load())", "\t\ts.Packets.Load(), s.Completed.Load(), s.Duplicate.Load(), s.Stale.Load(), s.NoBuffer.Load(), s.Invalid.Load())", None),
+    # the processing unit's cost model, clock and dispatch to awake cores (hpu/cost.go, clock.go, dispatch.go)
+    ("CM1", "hpu/cost.go", "if m.ClockHz <= 0 {", "if m.ClockHz < 0 {", None),
+    ("CM2", "hpu/cost.go", "if m.ElemCycles[d] <= 0 {", "if m.ElemCycles[d] < 0 {", None),
+    ("CM3", "hpu/cost.go", ", {\"dispatch cycles\", m.Dispatch}}", "}", None),
+    ("CM4", "hpu/cost.go", "bursts := int64(n+63) / 64", "bursts := int64(n) / 64", None),
+    ("CM5", "hpu/cost.go", "return bursts * m.DMAPerKiB / 16", "return bursts / 16 * m.DMAPerKiB", None),
+    ("CM6", "hpu/cost.go", "float64(cycles) * 1e9 / m.ClockHz", "float64(cycles)", None),
+    ("CM7", "hpu/cost.go", "m.DMAPerKiB = 64", "m.DMAPerKiB = 32", None),
+    ("CM8", "hpu/cost.go", "m.LockBackoff = 32", "m.LockBackoff = 0", None),
+    ("CM9", "hpu/cost.go", "if c.cycles < 0 {", "if c.cycles < -1 {", None),
+    ("TC1", "hpu/clock.go", "\tif ns > m.last {\n\t\tm.last = ns\n\t}", "\tm.last = ns", None),
+    ("TC2", "hpu/clock.go", "t2-t1 <= maxPairTicks", "true", None),
+    ("TC3", "hpu/clock.go", "float64(ns+c.sinceBase)/float64(d)", "float64(ns)/float64(d)", None),
+    ("TC4", "hpu/clock.go", "return int64(float64(ticks()-tickBase.tick) * math.Float64frombits(r))", "return int64(float64(ticks()) * math.Float64frombits(r))", None),
+    ("TC5", "hpu/clock.go", "} else if d := ticks() - m.tick; d > 0 {", "} else if d := ticks() - m.tick; true {", "a counter at or before the mark gives a time at or before the mark's, never above the last one given: the never-back guard keeps last either way"),
+    ("TC6", "hpu/clock.go", "\tif !tickBase.ok {\n\t\tns := c.now()", "\tif tickBase.ok {\n\t\tns := c.now()", None),
+    ("DP1", "hpu/dispatch.go", "if h.awake.Load() >= h.procs {", "if h.awake.Load() > h.procs {", None),
+    ("DP2", "hpu/dispatch.go", "\t\tif w == 0 {\n\t\t\treturn c\n\t\t}\n", "", "an idle core has the least work there is, and the first of equals wins: the scan picks it without the early return"),
+    ("DP3", "hpu/dispatch.go", "if best < 0 || w < bestWork {", "if best < 0 || w <= bestWork {", None),
+    ("DP4", "hpu/dispatch.go", "if best < 0 || w < bestWork {", "if best < 0 || w > bestWork {", None),
+    ("DP5", "hpu/dispatch.go", "if c>>6 != wi {", "if wi < 0 {", None),
+    ("DP6", "hpu/dispatch.go", "if set&(1<<(c&63)) == 0 {", "if set&(1<<(c&63)) != 0 {", None),
+    ("DP7", "hpu/dispatch.go", "awakeSet[co.id/64].And(^bit)", "awakeSet[co.id/64].And(bit)", None),
+    ("DP8", "hpu/dispatch.go", "\tco.awake.Add(-1)\n", "", None),
+    ("DP9", "hpu/dispatch.go", "\ta.add(cl, o.held(cl.id))\n", "", None),
+    ("DP10", "hpu/dispatch.go", "j = h.awakeCore(cl, p.Hdr.Block, o)", "j = h.awakeCore(cl, p.Hdr.Block+1, o)", None),
+    ("DP11", "hpu/dispatch.go", "\tb.counted(best)\n", "", None),
+    # the echo relay (switch/relay.go)
+    ("RY1", "switch/relay.go", "h.Type, h.Child, h.Flags = wire.TypeResult, 0, 0", "h.Type, h.Child = wire.TypeResult, 0", None),
+    ("RY2", "switch/relay.go", "h.Type, h.Child, h.Flags = wire.TypeResult, 0, 0", "h.Child, h.Flags = 0, 0", None),
+    ("RY3", "switch/relay.go", "Buf: r.ack[start:], N: len(r.ack) - start", "Buf: r.ack, N: len(r.ack) - start", None),
+    ("RY4", "switch/relay.go", "\tr.ack = r.ack[:0]\n", "", None),
+    ("RY5", "switch/relay.go", "pe = cfg.PacketBytes / h.DType.Size()", "pe = cfg.PacketBytes", None),
+    ("RY6", "switch/relay.go", "body.Elements < 1 || ", "", "no elements wraps Elements-1 to 2^64-1, over 2^32 blocks for any packet of under 2^32 elements: the block-count check refuses it"),
+    ("RY7", "switch/relay.go", " || body.World == 0 {", " {", None),
+    ("RY8", "switch/relay.go", ">= math.MaxUint32", "> math.MaxUint32", None),
+    ("RY9", "switch/relay.go", "if algo == wire.AlgoAuto {", "if false {", None),
+    ("RY10", "switch/relay.go", "Window: uint32(min(w, blocks))", "Window: uint32(w)", None),
+    ("RY11", "switch/relay.go", "if len(cfg.Conns) > 0 {", "if len(cfg.Conns) > 1 {", None),
+    ("RY12", "switch/relay.go", " || h.DType.Size() == 0 {", " {", "a join's header decodes only with a valid dtype (wire.Header.Unmarshal), whose size is 1..8"),
+    ("RY13", "switch/relay.go", "Type: wire.TypeJoinAck, Job: h.Job, Token: h.Token,", "Type: wire.TypeJoinAck, Job: h.Job,", None),
+    ("RY14", "switch/relay.go", "wire.CodeBadRequest, text", "wire.CodeRefusedMemory, text", None),
+    ("RY15", "switch/relay.go", "body.Elements > maxElements || ", "", None),
+    ("RY16", "switch/relay.go", "blocks := int((body.Elements-1)/uint64(pe) + 1)", "blocks := int(body.Elements/uint64(pe) + 1)", None),
+    ("RY17", "switch/relay.go", "cfg.windowFor(int(body.World), pe*h.DType.Size())", "cfg.windowFor(int(body.World), pe)", None),
+    ("RY18", "switch/relay.go", "Type: wire.TypeError, Job: h.Job, Token: h.Token,", "Type: wire.TypeError, Job: h.Job,", None),
+    ("RY19", "switch/relay.go", "\t\tif err != nil {\n\t\t\tcontinue\n\t\t}\n\t\tswitch h.Type {", "\t\tswitch h.Type {", None),
+    # the gopacket layer (wire/layer.go)
+    ("WL1", "wire/layer.go", "\t\tif err == ErrShort {\n\t\t\tdf.SetTruncated()\n\t\t}\n", "", None),
+    ("WL2", "wire/layer.go", "if n%unit != 0 || ", "if ", None),
+    ("WL3", "wire/layer.go", "\t\tunit = PairSize(f.DType)", "\t\tunit = f.DType.Size()", None),
+    ("WL4", "wire/layer.go", "\t\tf.Count = 0\n\t\treturn nil", "\t\treturn nil", None),
+    ("WL5", "wire/layer.go", "\tif !f.DType.Valid() {\n\t\treturn ErrDType\n\t}\n", "", None),
+    ("WL6", "wire/layer.go", "\tp.AddLayer(f)\n", "", None),
+    ("WL7", "wire/layer.go", "layers.UDPPort(DefaultPort)", "layers.UDPPort(DefaultPort+1)", None),
+    ("WL8", "wire/layer.go", "\tif opts.FixLengths {", "\tif true {", None),
+    ("WL9", "wire/layer.go", "return p.NextDecoder(f.NextLayerType())", "return nil", None),
+    ("WL10", "wire/layer.go", "\tcase TypeData, TypeResult:\n\t\tunit = f.DType.Size()", "\tcase TypeData:\n\t\tunit = f.DType.Size()", None),
+    # the link counters' listing (switch/links_api.go) and the admin client (switch/admin_client.go)
+    ("LA1", "switch/links_api.go", "\t\t\tif pa {\n\t\t\t\treturn -1", "\t\t\tif pb {\n\t\t\t\treturn -1", None),
+    ("LA2", "switch/links_api.go", "; pa != pb {", "; pa != pb && false {", None),
+    ("LA3", "switch/links_api.go", "return a.peer.Compare(b.peer)", "return b.peer.Compare(a.peer)", None),
+    ("LA4", "switch/links_api.go", "RxPackets: all.RxPackets, TxPackets: all.TxPackets,", "RxPackets: all.TxPackets, TxPackets: all.RxPackets,", None),
+    ("LA5", "switch/links_api.go", "Retransmit: retx}", "Retransmit: RetransmitTraffic{RxBytes: retx.TxBytes, TxBytes: retx.RxBytes, RxPackets: retx.RxPackets, TxPackets: retx.TxPackets}}", None),
+    ("LA6", "switch/links_api.go", "Role: c.l.role, RxBytes", "Role: linkChild, RxBytes", None),
+    ("LA7", "switch/links_api.go", "func (c LinkCounter) Role() string { return c.l.role }", "func (c LinkCounter) Role() string { return linkChild }", None),
+    ("LA8", "switch/links_api.go", "out[i] = c.Load()", "out[i] = cs[0].Load(); _ = c", None),
+    ("AC1", "switch/admin_client.go", "if !strings.Contains(base, \"://\") {", "if false {", None),
+    ("AC2", "switch/admin_client.go", "if !strings.HasPrefix(base, \"http://\") && !strings.HasPrefix(base, \"https://\") {", "if false {", None),
+    ("AC3", "switch/admin_client.go", "if len(secret) == 0 {", "if false {", None),
+    ("AC4", "switch/admin_client.go", "strings.TrimRight(addr, \"/\")", "addr", None),
+    ("AC5", "switch/admin_client.go", "\t\tmethod = http.MethodPut\n", "", None),
+    ("AC6", "switch/admin_client.go", "req.Header.Set(\"Authorization\", \"Bearer \"+c.secret)", "req.Header.Set(\"Authorization\", c.secret)", None),
+    ("AC7", "switch/admin_client.go", "if resp.StatusCode/100 != 2 {", "if resp.StatusCode != http.StatusOK {", None),
+    ("AC8", "switch/admin_client.go", "if json.Unmarshal(data, &e) != nil || e.Error == \"\" {", "if json.Unmarshal(data, &e) != nil {", None),
+    ("AC9", "switch/admin_client.go", "io.LimitReader(resp.Body, 1<<24)", "resp.Body", None),
+    ("AC10", "switch/admin_client.go", "strconv.FormatUint(uint64(job), 10)", "strconv.FormatUint(uint64(job)+1, 10)", None),
+    ("AC11", "switch/admin_client.go", "\tif body != nil {\n\t\treq.Header.Set(\"Content-Type\", \"application/json\")\n\t}\n", "", None),
+    ("AC12", "switch/admin_client.go", "e.Error = strings.TrimSpace(string(data))", "e.Error = string(data)", None),
+    ("AC13", "switch/admin_client.go", "err = c.do(ctx, method, \"/v1/jobs\", body, &out)", "err = c.do(ctx, method, \"/v1/jobs\", body[:0], &out)", None),
+    ("AC14", "switch/admin_client.go", "return &AdminError{Status: resp.StatusCode, Message: e.Error}", "return &AdminError{Status: http.StatusBadRequest, Message: e.Error}", None),
+    # the analytic model's queue, job sizes, collective ratios, tree replay and TopoOpt rings (models/queue.go, jobsize.go, collectives_ratio.go, tree.go, topoopt.go)
+    ("MQ1", "models/queue.go", "if rho < 1-1e-9 {", "if rho < 1 {", "at rho >= 1-1e-9 the M/M/S queue holds over 1e8 packets, beyond any QueueDepth (at most 2^16): the cap applies either way"),
+    ("MQ2", "models/queue.go", "lambdaS := bw * float64(S) / K", "lambdaS := bw / K", None),
+    ("MQ3", "models/queue.go", "lq := erlangC(S, a) * rho / (1 - rho) / 2", "lq := erlangC(S, a) * rho / (1 - rho)", None),
+    ("MQ4", "models/queue.go", "occ = float64(p.CoresPerCluster) / float64(S) * (lq + a)", "occ = float64(p.CoresPerCluster) / float64(S) * lq", None),
+    ("MQ5", "models/queue.go", "if occ <= capOcc {", "if occ < capOcc {", "at an occupancy of exactly Q the capped wait Q/lambda_c - tau is Little's law's for that occupancy, the uncapped Lq/lambda_s: the two agree"),
+    ("MQ6", "models/queue.go", "return occ, lq / lambdaS", "return occ, lq", None),
+    ("MQ7", "models/queue.go", "lambdaC := bw / float64(p.Clusters)", "lambdaC := bw", None),
+    ("MQ8", "models/queue.go", "math.Max(0, capOcc/lambdaC-tau)", "capOcc/lambdaC-tau", None),
+    ("MQ9", "models/queue.go", "for k := 1; k <= s; k++ {", "for k := 1; k < s; k++ {", None),
+    ("MQ10", "models/queue.go", "return float64(s) * b / (float64(s) - a*(1-b))", "return b / (float64(s) - a*(1-b))", None),
+    ("JS1", "models/jobsize.go", "M: r.M, BandwidthGbps: r.Gbps,", "M: r.M, BandwidthGbps: r.Bandwidth,", None),
+    ("JS2", "models/jobsize.go", "R: r.R, Buffers: buffers, MemoryBytes: bytes}", "R: r.R, Buffers: int(r.R), MemoryBytes: bytes}", None),
+    ("JS3", "models/jobsize.go", "\tfmt.Fprintf(w, \"# %s\\n\", Describe(p))\n", "", None),
+    ("JS4", "models/jobsize.go", "r.Algo, r.Hosts, FormatBytes(float64(r.Bytes)),", "r.Algo, r.Hosts, FormatBytes(float64(r.MemoryBytes)),", None),
+    ("JS5", "models/jobsize.go", "LatencyCycles: r.Latency,", "LatencyCycles: r.Tau,", None),
+    ("CR1", "models/collectives_ratio.go", "if len(seen) == 0 || seen[len(seen)-1] != r.Topology {", "if len(seen) == 0 {", None),
+    ("CR2", "models/collectives_ratio.go", "a.TimeS <= 0 || a.WireBytes <= 0", "a.TimeS <= 0", None),
+    ("CR3", "models/collectives_ratio.go", "!ok1 || !ok2 ||", "!ok1 ||", None),
+    ("CR4", "models/collectives_ratio.go", "Faster: o.TimeS / a.TimeS, LessWire: o.WireBytes / a.WireBytes}", "Faster: a.TimeS / o.TimeS, LessWire: o.WireBytes / a.WireBytes}", None),
+    ("CR5", "models/collectives_ratio.go", "{AlgInNetworkSparse, AlgInNetworkDense}}", "}", None),
+    ("CR6", "models/collectives_ratio.go", "if r.Topology == t && r.Algorithm == alg {", "if r.Algorithm == alg {", None),
+    ("CR7", "models/collectives_ratio.go", "c.LinkGbps, c.LinkLatencyNs, c.SwitchPorts,", "c.LinkGbps, c.LinkGbps, c.SwitchPorts,", None),
+    ("RT1", "models/tree.go", "deltaE = p.SameBlockInterArrival / float64(G)", "deltaE = p.SameBlockInterArrival", None),
+    ("RT2", "models/tree.go", "if G < treeSubsetBlocks*subsets {", "if false {", None),
+    ("RT3", "models/tree.go", "r.rounds = (treeSubsetBlocks*subsets+G-1)/G + 2", "r.rounds = (treeSubsetBlocks*subsets+G-1)/G", None),
+    ("RT4", "models/tree.go", "r.counted = append(r.counted, r.rounds == 1 || (rd > 0 && rd < r.rounds-1))", "r.counted = append(r.counted, true)", None),
+    ("RT5", "models/tree.go", "k := rd*r.G + ((jb-i*r.G/r.P)%r.G+r.G)%r.G", "k := rd*r.G + jb", None),
+    ("RT6", "models/tree.go", "t := float64(k*r.P+i) * r.deltaE", "t := float64(k*r.P) * r.deltaE", None),
+    ("RT7", "models/tree.go", "r.perBlock[b] += t + 2*r.D - r.alloc[h]", "r.perBlock[b] += t - r.alloc[h]", None),
+    ("RT8", "models/tree.go", "r.perBlock[b] += t + r.L - st[nd^1]", "r.perBlock[b] += t - st[nd^1]", None),
+    ("RT9", "models/tree.go", "\t\tst[nd^1] = -1\n", "", "each heap node of a block is reached once: after a fold neither the node nor its sibling is read again in that block (4,032 configurations replayed alike)"),
+    ("RT10", "models/tree.go", "if next < n && (q.Len() == 0 || r.arr[next].t <= q.t[q.idx[0]]) {", "if next < n && (q.Len() == 0 || r.arr[next].t < q.t[q.idx[0]]) {", "an arrival and a step due at the same cycle: either way the arrival starts at that cycle, on a free core or the one the step frees, the waiting list first come first served (4,032 configurations replayed alike)"),
+    ("RT11", "models/tree.go", "\t\t\tif free > 0 {\n", "\t\t\tif true {\n", None),
+    ("RT12", "models/tree.go", "r.alloc[h], r.node[h], q.t[h] = t, pow2+r.arr[h].host, t+r.D", "r.alloc[h], r.node[h], q.t[h] = t, pow2+r.arr[h].host, t", None),
+    ("RT13", "models/tree.go", "return q.t[ia] < q.t[ib] || (q.t[ia] == q.t[ib] && ia < ib)", "return q.t[ia] < q.t[ib]", "two steps due at the same cycle: a block's buffer-cycles sum its buffers' lives, the same whichever of two siblings stores and which folds (4,032 configurations replayed alike)"),
+    ("RT14", "models/tree.go", "return (n<<shift)-pow2 < P", "return (n<<shift)-pow2 <= P", None),
+    ("RT15", "models/tree.go", "\tcase !r.hasLeaves(nd ^ 1):\n", "", None),
+    ("RT16", "models/tree.go", "nc := min(subsets, max(1, treeSampleBlocks/m))", "nc := 1", None),
+    ("RT17", "models/tree.go", "r.arrivals((2*j+1)*subsets/(2*nc), subsets, nblk)", "r.arrivals(j, subsets, nblk)", None),
+    ("RT18", "models/tree.go", "\tif p.CountCopies {\n\t\treturn p.DMACycles\n\t}\n\treturn 0", "\treturn p.DMACycles", None),
+    ("TO1", "models/topoopt.go", "if primesOnly && p != 1 && !isPrime(p) {", "if primesOnly && !isPrime(p) {", None),
+    ("TO2", "models/topoopt.go", "for d := 2; d*d <= p; d++ {", "for d := 2; d*d < p; d++ {", None),
+    ("TO3", "models/topoopt.go", "if used[p] || (pass == 0 && used[n-p]) {", "if used[p] {", None),
+    ("TO4", "models/topoopt.go", "if best < 0 || math.Abs(float64(p)-target) < math.Abs(float64(best)-target) {", "if best < 0 || math.Abs(float64(p)-target) <= math.Abs(float64(best)-target) {", None),
+    ("TO5", "models/topoopt.go", "target := math.Pow(float64(n), float64(i)/float64(d))", "target := math.Pow(float64(n), float64(i+1)/float64(d))", None),
+    ("TO6", "models/topoopt.go", "if d >= len(cands) {", "if d > len(cands) {", "with d equal to the candidates the greedy takes a new one each round (the mirrors' second pass included), so all of them (n < 300, d <= 12 alike)"),
+    ("TO7", "models/topoopt.go", "if n < 1 || p < 0 || gcd(p, n) != 1 {", "if n < 1 || p < 0 {", None),
+    ("TO8", "models/topoopt.go", "p = ((p % n) + n) % n", "p = p % n", None),
+    ("TO9", "models/topoopt.go", "for _, v := range [2]int{(u + p) % n, (u - p + n) % n} {", "for _, v := range [1]int{(u + p) % n} {", None),
+    ("TO10", "models/topoopt.go", "\t\tif d < 0 {\n\t\t\treturn -1, math.Inf(1)\n\t\t}\n", "", None),
+    ("TO11", "models/topoopt.go", "return diameter, float64(sum) / float64(n-1)", "return diameter, float64(sum) / float64(n)", None),
+    ("TO12", "models/topoopt.go", "\tif p < 2 {\n\t\treturn false\n\t}\n", "", "TotientPerms asks only of p >= 2 (p = 1 is kept before the test)"),
+    # flare bench's host link watch and a tree row's link bytes (internal/bench/links.go, tree_links.go)
+    ("BL1", "internal/bench/links.go", "(c.Role() == \"child\" || c.Role() == \"group\") && !w.old[c] && !w.seen[c]", "(c.Role() == \"child\" || c.Role() == \"group\") && !w.seen[c]", None),
+    ("BL2", "internal/bench/links.go", "(c.Role() == \"child\" || c.Role() == \"group\") && !w.old[c]", "!w.old[c]", "the switch flare bench embeds has no parent: its links are its hosts' and their groups'"),
+    ("BL3", "internal/bench/links.go", "return w.children >= w.hosts && (!w.group || w.groups > 0)", "return w.children >= w.hosts-1 && (!w.group || w.groups > 0)", "the switch adds a job's member links in one step (linkTable.ref): a poll sees all of them or none"),
+    ("BL4", "internal/bench/links.go", "return up, down + group*int64(links), links", "return up, down + group, links", None),
+    ("BL5", "internal/bench/links.go", "\t\tup += t.RxBytes\n\t\tdown += t.TxBytes", "\t\tup += t.TxBytes\n\t\tdown += t.RxBytes", None),
+    ("BL6", "internal/bench/links.go", "\t\tgroup += t.TxBytes\n\t\t\tcontinue", "\t\tgroup += t.TxBytes", None),
+    ("TL1", "internal/bench/tree_links.go", "\t\tif same(cur, last) {\n\t\t\tquiet++\n\t\t} else {\n\t\t\tquiet = 0\n\t\t}", "\t\tquiet++", None),
+    ("TL2", "internal/bench/tree_links.go", "all[2], all[3], rec[2], rec[3] = all[2]+tx, all[3]+rx, rec[2]+rtx, rec[3]+rrx", "all[2], all[3], rec[2], rec[3] = all[2]+rx, all[3]+tx, rec[2]+rrx, rec[3]+rtx", None),
+    ("TL3", "internal/bench/tree_links.go", "\t\t\tcase rx > 0:", "\t\t\tdefault:", None),
+    ("TL4", "internal/bench/tree_links.go", "if n != hosts {", "if false {", None),
+    ("TL5", "internal/bench/tree_links.go", "p, l := world*iters, float64(len(leaves))*iters", "p, l := world*iters, iters", None),
+    ("TL6", "internal/bench/tree_links.go", "row.RetxLinkBytes = (rec[0] + rec[1] + rec[2] + rec[3]) / iters", "row.RetxLinkBytes = (rec[0] + rec[1]) / iters", None),
+    ("TL7", "internal/bench/tree_links.go", "\t\tif here != next {\n\t\t\tcross += sent[r]\n\t\t}", "\t\tcross += sent[r]", None),
+    ("TL8", "internal/bench/tree_links.go", "row.LinkBytes = hostUp + hostDown + 2*cross", "row.LinkBytes = hostUp + hostDown", None),
+    ("TL9", "internal/bench/tree_links.go", "\tr.RxBytes -= b.RxBytes\n", "", None),
+    ("TL10", "internal/bench/tree_links.go", "\tafter.TxPackets -= before.TxPackets\n", "", None),
+    ("TL11", "internal/bench/tree_links.go", "rrx, rtx := float64(l.Retransmit.RxBytes), float64(l.Retransmit.TxBytes)", "rrx, rtx := float64(l.Retransmit.RxBytes), float64(l.Retransmit.RxBytes)", None),
+    ("TL12", "internal/bench/tree_links.go", "trafficSince(snaps[0][lc], snaps[1][lc])", "snaps[1][lc]", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1039,7 +1195,7 @@ MUTANTS = [
 ALSO = {name: ["./switch"] for name in ("A7", "A8", "A13")}
 ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # the Python package calls libflare too
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
-ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] in ("hpu/vsim.go", "hpu/vsim_lock.go", "hpu/vsim_queue.go", "hpu/place.go")})  # the simulator, which the virtual unit runs
+ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] in ("hpu/vsim.go", "hpu/vsim_lock.go", "hpu/vsim_queue.go", "hpu/place.go", "hpu/cost.go")})  # the simulator, which the virtual unit runs at the cost model's cycles
 ALSO.update({m[0]: ["./sim/sweep"] for m in MUTANTS if m[1].startswith("sim/") and not m[1].startswith("sim/sweep/")})  # the model-vs-simulation tests, which run it
 ALSO.update({m[0]: ["./sim", "./switch:Metric"] for m in MUTANTS if m[1] == "hpu/stats.go"})  # what reads the unit's statistics: the simulator's rows, the daemon's metrics
 
@@ -1047,6 +1203,8 @@ ALSO.update({m[0]: ["./sim", "./switch:Metric"] for m in MUTANTS if m[1] == "hpu
 # end-to-end tests start daemons and ranks as processes for minutes, and
 # a flag's mapping is held by its flag tests.
 RUN = {m[0]: "Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize" for m in MUTANTS if m[0].startswith("CL")}
+RUN.update({m[0]: "HostLink|TreeLink|TrafficSince" for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})
+ALSO.update({m[0]: ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"] for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})  # flare bench's rows, which read them
 ALSO.update({m[0]: ["./handlers:Harness"] for m in MUTANTS if m[1].startswith("internal/harness/")})  # its users' tests
 
 
