@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/hpu"
@@ -152,7 +153,9 @@ func TestRelayOneSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "Config.Conns = 1 conns: the relay uses one socket") {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a relay that took the group would run until then
+	defer cancel()
+	if err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "Config.Conns = 1 conns: the relay uses one socket") {
 		t.Errorf("Run with one conn in Config.Conns: %v, want an error naming Config.Conns", err)
 	}
 }
