@@ -40,7 +40,11 @@ func TestCollectiveRatios(t *testing.T) {
 	if want := "single: in-network-dense vs ring: 2.00x faster, 2.00x less traffic\n"; out.String() != want {
 		t.Errorf("printed %q, want %q", out.String(), want)
 	}
-	// An in-network row of zero time, or of no traffic, has no ratio.
+	// An in-network row without its baseline, of zero time or of no
+	// traffic has no ratio.
+	if r := CollectiveRatios(rows[1:2]); len(r) != 0 {
+		t.Errorf("an in-network row without its baseline gave ratios %+v", r)
+	}
 	rows[1].WireBytes = 0
 	if r := CollectiveRatios(rows[:2]); len(r) != 0 {
 		t.Errorf("a row of no traffic gave ratios %+v", r)

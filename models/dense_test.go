@@ -251,6 +251,12 @@ func TestQueueSubsets(t *testing.T) {
 	if beyond(occ-7.0/3, 1e-9) || beyond(wait-1000.0/6, 1e-9) {
 		t.Errorf("occupancy %g, wait %g cycles; want 7/3 and 1000/6", occ, wait)
 	}
+	// Saturated (ρ = 1) with room for 2 requests on 4 cores: the cluster
+	// holds its 2, and nothing waits.
+	p.QueueDepth = 2
+	if occ, wait := queue(p, 1000, 0.004); occ != 2 || wait != 0 {
+		t.Errorf("Q = 2 < C: occupancy %g, wait %g cycles; want 2 and 0", occ, wait)
+	}
 }
 
 // TestOccupancyTradeoff: §6, a lower τ lowers the occupancy; so does a

@@ -130,7 +130,8 @@ func TestRelayRefusesJoins(t *testing.T) {
 
 // A data packet goes back to its sender at once as its block's result: the
 // header's job, block and generation kept, the type a result's and the
-// child and flags cleared, the payload untouched.
+// child and flags cleared, the payload untouched. A datagram that does
+// not decode gets no answer.
 func TestRelayEchoesData(t *testing.T) {
 	r := newEchoRelay(t)
 	payload := []byte("sixteen bytes...")
@@ -140,6 +141,12 @@ func TestRelayEchoesData(t *testing.T) {
 	want.Version, want.Type, want.Child, want.Flags = wire.Version, wire.TypeResult, 0, 0
 	if len(got) != 1 || got[0].hdr != want || got[0].to != fzRank1 || !bytes.Equal(got[0].payload, payload) {
 		t.Fatalf("answered %v, want %+v with the payload to %v", got, want, fzRank1)
+	}
+	other := wire.AppendPacket(nil, &h, payload)
+	other[wire.OffVersion]++
+	short := wire.AppendPacket(nil, &h, payload)[:wire.HeaderLen+3]
+	if got := relayAnswers(t, r, fzRank1, other, short); len(got) != 0 {
+		t.Errorf("a data packet of another version and one cut short: answered %v, want nothing", got)
 	}
 }
 
