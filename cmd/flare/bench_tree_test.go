@@ -138,6 +138,14 @@ func TestE2EBenchTree(t *testing.T) {
 	}
 }
 
+// flare bench --tree --verify=false: the rows say they are not verified.
+func TestE2EBenchTreeUnverified(t *testing.T) {
+	rows := benchTreeRows(t, "--tree", "2x2", "--bytes", "4KiB", "--iters", "1", "--warmup", "0", "--verify=false")
+	if len(rows) != 2 || rows[0].Verified || rows[1].Verified {
+		t.Errorf("rows %+v, want in-network and ring, neither verified", rows)
+	}
+}
+
 // flare bench --tree --sparse: in-network sparse through the tree (hash
 // and array storage) and the host sparse baseline, verified, with the
 // in-network rows moving fewer bytes than the baseline's.
@@ -155,6 +163,10 @@ func TestE2EBenchTreeSparse(t *testing.T) {
 		t.Fatalf("rows %s, want in-network,ring,hash,array,host-sparse", got)
 	}
 	base := rows[4]
+	if base.TimeVsBaseline != 1 || base.ModelTimeVsBaseline != 1 || base.ModelTrafficVsBase != 1 || base.TrafficVsModel != 1 {
+		t.Errorf("host-sparse against itself: time %v (model %v), traffic model %v, measured/model %v; want 1 each",
+			base.TimeVsBaseline, base.ModelTimeVsBaseline, base.ModelTrafficVsBase, base.TrafficVsModel)
+	}
 	for _, r := range rows[2:] {
 		if !r.Verified || r.Density != 0.01 || r.MedianS <= 0 || r.Baseline != "host-sparse" || r.ModelAlgorithm == "" {
 			t.Errorf("%s: %+v, want a verified row at 1%% against host-sparse", r.Path, r)
