@@ -28,22 +28,23 @@ ratios, packet captures, a Go slice's dtype, the simulator's checks and
 measurements and their comparison with the model, the daemon's metrics,
 the in-memory network, the host's errors, Aborts, waiting reports and
 top-k sparsification, a block table's layout and the handlers' counters,
-flare bench's configuration, verification and link bytes, the processing
-unit's cost model, clock and dispatch to awake cores, the echo relay,
-the gopacket layer, the switch's link listing and admin client, and the
-analytic model's queue, job sizes, collective ratios, tree replay and
-TopoOpt rings. A guard removed, a comparison moved by one (either way),
-a sum made a copy. For each, the script applies it to a scratch copy of
-the tree (a git worktree of HEAD under a temporary directory; this tree
-is never touched), runs `go test` on the mutant's package (its tests
-that RUN names, where it names some, and what ALSO names for it), or
-`make python-test` for a mutant in python/, and says which test failed
-first ("killed"; -failfast stops there, as a mutant of the generation
-rule can make a real-time test wait out its timeouts) or that every test
-passed ("SURVIVED"). A survivor is a defect the tests let through,
-unless the mutant is marked equivalent: one that cannot change what the
-code does for any input (the reason is given). A mutant whose text is no
-longer in its file is reported, so the list goes stale loudly.
+flare bench's configuration, verification, link bytes and tree rows, the
+processing unit's cost model, clock and dispatch to awake cores, the
+echo relay, the gopacket layer, the switch's link listing and admin
+client, and the analytic model's queue, job sizes, collective ratios,
+tree replay and TopoOpt rings. A guard removed, a comparison moved by
+one (either way), a sum made a copy. For each, the script applies it to
+a scratch copy of the tree (a git worktree of HEAD under a temporary
+directory; this tree is never touched), runs `go test` on the mutant's
+package (its tests that RUN names, where it names some, and what ALSO
+names for it), or `make python-test` for a mutant in python/, and says
+which test failed first ("killed"; -failfast stops there, as a mutant of
+the generation rule can make a real-time test wait out its timeouts) or
+that every test passed ("SURVIVED"). A survivor is a defect the tests
+let through, unless the mutant is marked equivalent: one that cannot
+change what the code does for any input (the reason is given). A mutant
+whose text is no longer in its file is reported, so the list goes stale
+loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1182,6 +1183,28 @@ MUTANTS = [
     ("TL9", "internal/bench/tree_links.go", "\tafter.TxPackets -= before.TxPackets\n", "", None),
     ("TL10", "internal/bench/tree_links.go", "rrx, rtx := float64(l.Retransmit.RxBytes), float64(l.Retransmit.TxBytes)", "rrx, rtx := float64(l.Retransmit.RxBytes), float64(l.Retransmit.RxBytes)", None),
     ("TL11", "internal/bench/tree_links.go", "trafficSince(snaps[0][lc], snaps[1][lc])", "snaps[1][lc]", None),
+    # flare bench's tree rows (internal/bench/tree.go, tree_report.go)
+    ("TB1", "internal/bench/tree.go", "{PathHash: wire.StorageHash, PathArray: wire.StorageArray}", "{PathHash: wire.StorageArray, PathArray: wire.StorageHash}", None),
+    ("TB2", "internal/bench/tree.go", "\t\tif c.Algo == \"tree\" {\n", "\t\tif false {\n", None),
+    ("TB3", "internal/bench/tree.go", "if path == PathRing || path == PathHostSparse {", "if path == PathRing {", None),
+    ("TB4", "internal/bench/tree.go", "setModel(ring, ring, model, models.AlgRing, models.AlgRing)", "setModel(ring, nil, model, models.AlgRing, models.AlgRing)", None),
+    ("TB5", "internal/bench/tree.go", "setModel(dense, ring, model, models.AlgInNetworkDense, models.AlgRing)", "setModel(dense, ring, model, models.AlgRing, models.AlgRing)", None),
+    ("TB6", "internal/bench/tree_report.go", "r.TimeVsBaseline = base.MedianS / r.MedianS", "r.TimeVsBaseline = r.MedianS / base.MedianS", None),
+    ("TB7", "internal/bench/tree_report.go", "r.TrafficVsBaseline = base.LinkBytes / r.LinkBytes", "r.TrafficVsBaseline = r.LinkBytes / base.LinkBytes", None),
+    ("TB8", "internal/bench/tree_report.go", "r.ModelTimeVsBaseline = mb.TimeS / m.TimeS", "r.ModelTimeVsBaseline = m.TimeS / mb.TimeS", None),
+    ("TB9", "internal/bench/tree_report.go", "r.TrafficVsModel = r.TrafficVsBaseline / r.ModelTrafficVsBase", "r.TrafficVsModel = r.ModelTrafficVsBase / r.TrafficVsBaseline", None),
+    ("TB10", "internal/bench/tree_report.go", "p.SwitchPorts, p.Topology = 2*s.Tree.Hosts, models.TopoFatTree", "p.SwitchPorts, p.Topology = s.Tree.Hosts, models.TopoFatTree", None),
+    ("TB11", "internal/bench/tree_report.go", "p.Density, p.Overlap = density, s.Overlap", "p.Density, p.Overlap = density, 0", None),
+    ("TB12", "internal/bench/tree_report.go", "r.Baseline = base.Path", "r.Baseline = r.Path", None),
+    ("TB13", "internal/bench/tree.go", "setModel(base, base, model, models.AlgHostSparse, models.AlgHostSparse)", "setModel(base, base, model, models.AlgHostSparse, models.AlgInNetworkSparse)", None),
+    ("TB14", "internal/bench/tree.go", "AlgbwGBps: res.AlgbwGBps, BusbwGBps: res.BusbwGBps, Verified: res.Verified}", "AlgbwGBps: res.AlgbwGBps, BusbwGBps: res.BusbwGBps, Verified: true}", None),
+    ("TB15", "internal/bench/tree.go", "Bytes: res.Bytes, Density: c.Density,", "Bytes: res.Bytes, Density: 0*c.Density,", None),
+    ("TB16", "internal/bench/tree.go", "case t.Leaves < 2 || t.Leaves > proto.MaxChildren:", "case t.Leaves < 1 || t.Leaves > proto.MaxChildren:", None),
+    ("TB17", "internal/bench/tree.go", "t.Leaves*t.Hosts > MaxRanks:", "t.Leaves*t.Hosts >= MaxRanks:", None),
+    ("TB18", "internal/bench/tree.go", "\trow.Path = path\n", "", None),
+    ("TB19", "internal/bench/tree_report.go", "p.Hosts, units.FormatSize(size), t.s.DType, p.SwitchPorts, density, t.s.Overlap)", "p.Hosts, units.FormatSize(size), t.s.DType, p.SwitchPorts, density, density)", None),
+    ("TB20", "internal/bench/tree_report.go", "d = fmt.Sprintf(\"%.1f%%\", r.Density*100)", "d = fmt.Sprintf(\"%.1f%%\", r.Density)", None),
+    ("TB21", "internal/bench/tree_report.go", "\t\tif s.Sparse {\n\t\t\t\tfmt.Fprintf", "\t\tif true {\n\t\t\t\tfmt.Fprintf", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1203,6 +1226,8 @@ ALSO.update({m[0]: ["./sim", "./switch:Metric"] for m in MUTANTS if m[1] == "hpu
 # a flag's mapping is held by its flag tests.
 RUN = {m[0]: "Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize" for m in MUTANTS if m[0].startswith("CL")}
 RUN.update({m[0]: "HostLink|TreeLink|TrafficSince" for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})
+RUN.update({m[0]: "Tree|SetModel" for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})
+ALSO.update({m[0]: ["./cmd/flare:BenchTree|ParseTreeShape"] for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})  # flare bench --tree, end to end
 ALSO.update({m[0]: ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"] for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})  # flare bench's rows, which read them
 ALSO.update({m[0]: ["./handlers:Harness"] for m in MUTANTS if m[1].startswith("internal/harness/")})  # its users' tests
 
