@@ -136,7 +136,6 @@ func Calibrate(ctx context.Context, c CalibrateConfig) (Calibration, error) {
 	h.Generations = max(1, int(math.Ceil(c.RunTime.Seconds()/res.Elapsed.Seconds())))
 	cal.Generations = h.Generations
 
-	K := float64(cal.Cores)
 	var rounds []calRound
 	var lines []float64
 	for range c.Runs {
@@ -145,13 +144,29 @@ func Calibrate(ctx context.Context, c CalibrateConfig) (Calibration, error) {
 		if err != nil {
 			return cal, err
 		}
-		r.serial = math.Min(r.cpus/(r.tauNs+r.hostNs1), K/r.tauNs) * 1e9
-		r.predicted = r.serial
-		if r.costNs > 0 {
-			r.predicted = math.Min(r.cpus/r.costNs, K/r.tauNs) * 1e9
-		}
+		r.predict(float64(cal.Cores))
 		rounds = append(rounds, r)
 	}
+	cal.summarise(rounds, append(lines, lineTime()))
+	return cal, nil
+}
+
+// predict sets the round's predictions for K cores: the one-CPU cost's,
+// min(A/(τ + h₁), K/τ), and min(A/D, K/τ) where D was measured (the
+// one-CPU cost's where it was not).
+func (r *calRound) predict(K float64) {
+	r.serial = math.Min(r.cpus/(r.tauNs+r.hostNs1), K/r.tauNs) * 1e9
+	r.predicted = r.serial
+	if r.costNs > 0 {
+		r.predicted = math.Min(r.cpus/r.costNs, K/r.tauNs) * 1e9
+	}
+}
+
+// summarise sets the calibration's figures from its rounds (each the
+// median over them, the measured range, the median error) and the cache
+// line times read before each round and after the last.
+func (cal *Calibration) summarise(rounds []calRound, lines []float64) {
+	K, g := float64(cal.Cores), cal.GOMAXPROCS
 	med := func(f func(calRound) float64) float64 {
 		x := make([]float64, len(rounds))
 		for i, r := range rounds {
@@ -174,9 +189,7 @@ func Calibrate(ctx context.Context, c CalibrateConfig) (Calibration, error) {
 	cal.MeasuredMax = slices.MaxFunc(rounds, func(a, b calRound) int { return cmp.Compare(a.pps, b.pps) }).pps
 	cal.BusyCPUs = med(func(r calRound) float64 { return r.busy })
 	cal.Error = med(func(r calRound) float64 { return (r.predicted - r.pps) / r.pps })
-	lines = append(lines, lineTime())
 	cal.LineNSMin, cal.LineNSMax = slices.Min(lines), slices.Max(lines)
-	return cal, nil
 }
 
 // calRound is one round of calibrate.
