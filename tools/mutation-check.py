@@ -28,23 +28,23 @@ ratios, packet captures, a Go slice's dtype, the simulator's checks and
 measurements and their comparison with the model, the daemon's metrics,
 the in-memory network, the host's errors, Aborts, waiting reports and
 top-k sparsification, a block table's layout and the handlers' counters,
-flare bench's configuration, verification, link bytes and tree rows, the
-processing unit's cost model, clock and dispatch to awake cores, the
-echo relay, the gopacket layer, the switch's link listing and admin
-client, and the analytic model's queue, job sizes, collective ratios,
-tree replay and TopoOpt rings. A guard removed, a comparison moved by
-one (either way), a sum made a copy. For each, the script applies it to
-a scratch copy of the tree (a git worktree of HEAD under a temporary
-directory; this tree is never touched), runs `go test` on the mutant's
-package (its tests that RUN names, where it names some, and what ALSO
-names for it), or `make python-test` for a mutant in python/, and says
-which test failed first ("killed"; -failfast stops there, as a mutant of
-the generation rule can make a real-time test wait out its timeouts) or
-that every test passed ("SURVIVED"). A survivor is a defect the tests
-let through, unless the mutant is marked equivalent: one that cannot
-change what the code does for any input (the reason is given). A mutant
-whose text is no longer in its file is reported, so the list goes stale
-loudly.
+flare bench's configuration, verification, link bytes and tree rows,
+flare model calibrate's arithmetic, the processing unit's cost model,
+clock and dispatch to awake cores, the echo relay, the gopacket layer,
+the switch's link listing and admin client, and the analytic model's
+queue, job sizes, collective ratios, tree replay and TopoOpt rings. A
+guard removed, a comparison moved by one (either way), a sum made a
+copy. For each, the script applies it to a scratch copy of the tree (a
+git worktree of HEAD under a temporary directory; this tree is never
+touched), runs `go test` on the mutant's package (its tests that RUN
+names, where it names some, and what ALSO names for it), or `make
+python-test` for a mutant in python/, and says which test failed first
+("killed"; -failfast stops there, as a mutant of the generation rule can
+make a real-time test wait out its timeouts) or that every test passed
+("SURVIVED"). A survivor is a defect the tests let through, unless the
+mutant is marked equivalent: one that cannot change what the code does
+for any input (the reason is given). A mutant whose text is no longer in
+its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1205,6 +1205,26 @@ MUTANTS = [
     ("TB19", "internal/bench/tree_report.go", "p.Hosts, units.FormatSize(size), t.s.DType, p.SwitchPorts, density, t.s.Overlap)", "p.Hosts, units.FormatSize(size), t.s.DType, p.SwitchPorts, density, density)", None),
     ("TB20", "internal/bench/tree_report.go", "d = fmt.Sprintf(\"%.1f%%\", r.Density*100)", "d = fmt.Sprintf(\"%.1f%%\", r.Density)", None),
     ("TB21", "internal/bench/tree_report.go", "\t\tif s.Sparse {\n\t\t\t\tfmt.Fprintf", "\t\tif true {\n\t\t\t\tfmt.Fprintf", None),
+    # flare model calibrate's arithmetic and table (internal/bench/calibrate.go)
+    ("CA1", "internal/bench/calibrate.go", "case c.Harness.Hosts < 2 || c.Harness.Hosts > 256:", "case c.Harness.Hosts < 2 || c.Harness.Hosts >= 256:", None),
+    ("CA2", "internal/bench/calibrate.go", "case c.Runs < 1 || c.Runs > 100:", "case c.Runs < 1 || c.Runs > 101:", None),
+    ("CA3", "internal/bench/calibrate.go", "case c.RunTime <= 0 || c.RunTime > time.Minute:", "case c.RunTime < 0 || c.RunTime > time.Minute:", None),
+    ("CA4", "internal/bench/calibrate.go", "r.serial = math.Min(r.cpus/(r.tauNs+r.hostNs1), K/r.tauNs) * 1e9", "r.serial = r.cpus / (r.tauNs + r.hostNs1) * 1e9", None),
+    ("CA5", "internal/bench/calibrate.go", "\tif r.costNs > 0 {\n\t\tr.predicted = math.Min(r.cpus/r.costNs, K/r.tauNs) * 1e9", "\tif r.costNs >= 0 {\n\t\tr.predicted = math.Min(r.cpus/r.costNs, K/r.tauNs) * 1e9", None),
+    ("CA6", "internal/bench/calibrate.go", "r.predicted = math.Min(r.cpus/r.costNs, K/r.tauNs) * 1e9", "r.predicted = math.Min(r.cpus/(r.costNs+r.hostNs1), K/r.tauNs) * 1e9", None),
+    ("CA7", "internal/bench/calibrate.go", "\t\tcal.HostNs = cal.CostNs - cal.TauNs", "\t\tcal.HostNs = cal.CostNs - cal.HostNs1", None),
+    ("CA8", "internal/bench/calibrate.go", "cal.NaivePPS = math.Min(K, float64(g)) / cal.TauNs * 1e9", "cal.NaivePPS = math.Max(K, float64(g)) / cal.TauNs * 1e9", None),
+    ("CA9", "internal/bench/calibrate.go", "cal.Error = med(func(r calRound) float64 { return (r.predicted - r.pps) / r.pps })", "cal.Error = (cal.Predicted - cal.Measured) / cal.Measured", None),
+    ("CA10", "internal/bench/calibrate.go", "cal.MeasuredMax = slices.MaxFunc(", "cal.MeasuredMax = slices.MinFunc(", None),
+    ("CA11", "internal/bench/calibrate.go", "cal.LineNSMin, cal.LineNSMax = slices.Min(lines), slices.Max(lines)", "cal.LineNSMin, cal.LineNSMax = lines[0], slices.Max(lines)", None),
+    ("CA12", "internal/bench/calibrate.go", "\treturn (s[len(s)/2-1] + s[len(s)/2]) / 2", "\treturn s[len(s)/2]", None),
+    ("CA13", "internal/bench/calibrate.go", "\ts := slices.Clone(x)\n", "\ts := x\n", None),
+    ("CA14", "internal/bench/calibrate.go", "\tif len(s)%2 == 1 {", "\tif len(s)%2 == 0 {", None),
+    ("CA15", "internal/bench/calibrate.go", "\tif c.CostNs > 0 {\n\t\tfmt.Fprintf(tw, \"cost D = tau + h", "\tif true {\n\t\tfmt.Fprintf(tw, \"cost D = tau + h", None),
+    ("CA16", "internal/bench/calibrate.go", "\tif c.BusyCPUs > 0 {", "\tif true {", None),
+    ("CA17", "internal/bench/calibrate.go", "\tif c.LineNSMax > 0 {", "\tif true {", None),
+    ("CA18", "internal/bench/calibrate.go", "cal.Measured = med(func(r calRound) float64 { return r.pps })", "cal.Measured = med(func(r calRound) float64 { return r.serial })", None),
+    ("CA19", "internal/bench/calibrate.go", "fmt.Fprintf(tw, \"error\\t%+.1f%%\\t(predicted - measured) / measured, the median of the rounds'\\n\", 100*c.Error)", "fmt.Fprintf(tw, \"error\\t%+.1f%%\\t(predicted - measured) / measured, the median of the rounds'\\n\", c.Error)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1228,6 +1248,8 @@ RUN = {m[0]: "Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize" for m i
 RUN.update({m[0]: "HostLink|TreeLink|TrafficSince" for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})
 RUN.update({m[0]: "Tree|SetModel" for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})
 ALSO.update({m[0]: ["./cmd/flare:BenchTree|ParseTreeShape"] for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})  # flare bench --tree, end to end
+RUN.update({m[0]: "Calibrat|MedianFloat" for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})
+ALSO.update({m[0]: ["./cmd/flare:ModelCalibrate"] for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})  # flare model calibrate, a real calibration
 ALSO.update({m[0]: ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"] for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})  # flare bench's rows, which read them
 ALSO.update({m[0]: ["./handlers:Harness"] for m in MUTANTS if m[1].startswith("internal/harness/")})  # its users' tests
 
