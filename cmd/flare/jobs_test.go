@@ -82,6 +82,29 @@ func TestJobsCommand(t *testing.T) {
 	fails("give the job's token with --token or --token-sha256", append([]string{"register"}, append(conn, "--job", "1", "--world", "1", "--memory", "1MiB", "--source", "::/0")...)...)
 	fails(`"sources": "10.0.0.1/24" has bits set past the prefix length`, append([]string{"register"}, append(conn, "--job", "1", "--token", "1", "--world", "1", "--memory", "1MiB", "--source", "10.0.0.1/24")...)...)
 	fails(`unknown subcommand "lsit"; did you mean "list"?`, "lsit")
+
+	// Each required flag by name, a token given twice, a stray argument;
+	// an empty list prints no table; help in each of its forms.
+	for _, tc := range []struct {
+		want string
+		args []string
+	}{
+		{"--job is required", []string{"register", "--token", "1", "--world", "1", "--memory", "1MiB", "--source", "::/0"}},
+		{"--memory is required", []string{"register", "--job", "1", "--token", "1", "--world", "1", "--source", "::/0"}},
+		{"give the job's token with --token or --token-sha256 (one of them)", []string{"register", "--job", "1", "--token", "1", "--token-sha256", strings.Repeat("ab", 32), "--world", "1", "--memory", "1MiB", "--source", "::/0"}},
+		{"--job is required", []string{"delete"}},
+		{`unexpected argument "4711"`, []string{"delete", "4711"}},
+	} {
+		fails(tc.want, append(tc.args, conn...)...)
+	}
+	ok("job 5 registered", append([]string{"register", "--job", "5", "--token", "0", "--world", "1", "--memory", "1MiB", "--source", "::/0"}, conn...)...)
+	ok("job 5 unregistered", append([]string{"delete", "--job", "5"}, conn...)...)
+	if out, err := jobs(append([]string{"list"}, conn...)...); err != nil || strings.Contains(out, "JOB") {
+		t.Errorf("flare jobs list of no jobs: %q, %v; want no table", out, err)
+	}
+	for _, help := range []string{"help", "--help", "-h"} {
+		ok("usage: flare jobs <subcommand> [flags]", help)
+	}
 }
 
 // TestSwitchAdmissionFlags: a registered switch without a usable secret
