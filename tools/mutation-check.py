@@ -31,20 +31,20 @@ top-k sparsification, a block table's layout and the handlers' counters,
 flare bench's configuration, verification, link bytes and tree rows,
 flare model calibrate's arithmetic, the processing unit's cost model,
 clock and dispatch to awake cores, the echo relay, the gopacket layer,
-the switch's link listing and admin client, and the analytic model's
-queue, job sizes, collective ratios, tree replay and TopoOpt rings. A
-guard removed, a comparison moved by one (either way), a sum made a
-copy. For each, the script applies it to a scratch copy of the tree (a
-git worktree of HEAD under a temporary directory; this tree is never
-touched), runs `go test` on the mutant's package (its tests that RUN
-names, where it names some, and what ALSO names for it), or `make
-python-test` for a mutant in python/, and says which test failed first
-("killed"; -failfast stops there, as a mutant of the generation rule can
-make a real-time test wait out its timeouts) or that every test passed
-("SURVIVED"). A survivor is a defect the tests let through, unless the
-mutant is marked equivalent: one that cannot change what the code does
-for any input (the reason is given). A mutant whose text is no longer in
-its file is reported, so the list goes stale loudly.
+the switch's link listing, admin client and `flare jobs`, and the
+analytic model's queue, job sizes, collective ratios, tree replay and
+TopoOpt rings. A guard removed, a comparison moved by one (either way),
+a sum made a copy. For each, the script applies it to a scratch copy of
+the tree (a git worktree of HEAD under a temporary directory; this tree
+is never touched), runs `go test` on the mutant's package (its tests
+that RUN names, where it names some, and what ALSO names for it), or
+`make python-test` for a mutant in python/, and says which test failed
+first ("killed"; -failfast stops there, as a mutant of the generation
+rule can make a real-time test wait out its timeouts) or that every test
+passed ("SURVIVED"). A survivor is a defect the tests let through,
+unless the mutant is marked equivalent: one that cannot change what the
+code does for any input (the reason is given). A mutant whose text is no
+longer in its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1225,6 +1225,21 @@ MUTANTS = [
     ("CA17", "internal/bench/calibrate.go", "\tif c.LineNSMax > 0 {", "\tif true {", None),
     ("CA18", "internal/bench/calibrate.go", "cal.Measured = med(func(r calRound) float64 { return r.pps })", "cal.Measured = med(func(r calRound) float64 { return r.serial })", None),
     ("CA19", "internal/bench/calibrate.go", "fmt.Fprintf(tw, \"error\\t%+.1f%%\\t(predicted - measured) / measured, the median of the rounds'\\n\", 100*c.Error)", "fmt.Fprintf(tw, \"error\\t%+.1f%%\\t(predicted - measured) / measured, the median of the rounds'\\n\", c.Error)", None),
+    # flare jobs, the admin port's command line (cmd/flare/jobs.go)
+    ("JB1", "cmd/flare/jobs.go", "\tif fs.NArg() > 0 {\n\t\treturn nil, usageError(fs, \"unexpected argument %q\", fs.Arg(0))", "\tif false {\n\t\treturn nil, usageError(fs, \"unexpected argument %q\", fs.Arg(0))", None),
+    ("JB2", "cmd/flare/jobs.go", "\tif a.secretFile == \"\" {", "\tif false {", None),
+    ("JB3", "cmd/flare/jobs.go", "\tcase !fs.Changed(\"job\"):\n\t\treturn usageError(fs, \"--job is required\")\n\tcase", "\tcase false:\n\t\treturn usageError(fs, \"--job is required\")\n\tcase", None),
+    ("JB4", "cmd/flare/jobs.go", "case fs.Changed(\"token\") == (*hash != \"\"):", "case !fs.Changed(\"token\") && *hash == \"\":", None),
+    ("JB5", "cmd/flare/jobs.go", "\tcase *memory == \"\":", "\tcase false:", None),
+    ("JB6", "cmd/flare/jobs.go", "\tif fs.Changed(\"token\") {\n\t\tg.TokenSHA256 = swtch.TokenSHA256(*token)", "\tif *token != 0 {\n\t\tg.TokenSHA256 = swtch.TokenSHA256(*token)", None),
+    ("JB7", "cmd/flare/jobs.go", "r, err := c.Register(ctx, g, *replace)", "r, err := c.Register(ctx, g, *replace && false)", None),
+    ("JB8", "cmd/flare/jobs.go", "\tif !fs.Changed(\"job\") {\n\t\treturn usageError(fs, \"--job is required\")\n\t}\n\td, err", "\td, err", None),
+    ("JB9", "cmd/flare/jobs.go", "\tif d.Ended {", "\tif !d.Ended {", None),
+    ("JB10", "cmd/flare/jobs.go", "j.State, j.Joined, units.HumanBytes(j.HeldBytes))", "j.State, j.World, units.HumanBytes(j.HeldBytes))", None),
+    ("JB11", "cmd/flare/jobs.go", "\tif len(l.Jobs) == 0 {\n\t\treturn nil\n\t}\n", "", None),
+    ("JB12", "cmd/flare/jobs.go", "if len(args) == 0 || args[0] == \"-h\" || args[0] == \"--help\" || args[0] == \"help\" {", "if len(args) == 0 || args[0] == \"-h\" {", None),
+    ("JB13", "cmd/flare/jobs.go", "\t\tif s := closest(args[0], sortedKeys(cmds)); s != \"\" {", "\t\tif s := closest(args[0], sortedKeys(cmds)); false && s != \"\" {", None),
+    ("JB14", "cmd/flare/jobs.go", "g := swtch.JobGrant{Job: *job, TokenSHA256: *hash, World: *world, Sources: *sources}", "g := swtch.JobGrant{Job: *job, TokenSHA256: *hash, World: *world, Sources: (*sources)[:min(len(*sources), 1)]}", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1249,6 +1264,7 @@ RUN.update({m[0]: "HostLink|TreeLink|TrafficSince" for m in MUTANTS if m[1] in (
 RUN.update({m[0]: "Tree|SetModel" for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})
 ALSO.update({m[0]: ["./cmd/flare:BenchTree|ParseTreeShape"] for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})  # flare bench --tree, end to end
 RUN.update({m[0]: "Calibrat|MedianFloat" for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})
+RUN.update({m[0]: "JobsCommand" for m in MUTANTS if m[1] == "cmd/flare/jobs.go"})
 ALSO.update({m[0]: ["./cmd/flare:ModelCalibrate"] for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})  # flare model calibrate, a real calibration
 ALSO.update({m[0]: ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"] for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})  # flare bench's rows, which read them
 ALSO.update({m[0]: ["./handlers:Harness"] for m in MUTANTS if m[1].startswith("internal/harness/")})  # its users' tests
