@@ -30,21 +30,22 @@ the in-memory network, the host's errors, Aborts, waiting reports and
 top-k sparsification, a block table's layout and the handlers' counters,
 flare bench's configuration, verification, link bytes and tree rows,
 flare model calibrate's arithmetic, the processing unit's cost model,
-clock and dispatch to awake cores, the echo relay, the gopacket layer,
-the switch's link listing, admin client and `flare jobs`, and the
-analytic model's queue, job sizes, collective ratios, tree replay and
-TopoOpt rings. A guard removed, a comparison moved by one (either way),
-a sum made a copy. For each, the script applies it to a scratch copy of
-the tree (a git worktree of HEAD under a temporary directory; this tree
-is never touched), runs `go test` on the mutant's package (its tests
-that RUN names, where it names some, and what ALSO names for it), or
-`make python-test` for a mutant in python/, and says which test failed
-first ("killed"; -failfast stops there, as a mutant of the generation
-rule can make a real-time test wait out its timeouts) or that every test
-passed ("SURVIVED"). A survivor is a defect the tests let through,
-unless the mutant is marked equivalent: one that cannot change what the
-code does for any input (the reason is given). A mutant whose text is no
-longer in its file is reported, so the list goes stale loudly.
+clock, dispatch to awake cores and per-batch counters, the echo relay,
+the gopacket layer, the switch's link listing, admin client and `flare
+jobs`, and the analytic model's queue, job sizes, collective ratios,
+tree replay and TopoOpt rings. A guard removed, a comparison moved by
+one (either way), a sum made a copy. For each, the script applies it to
+a scratch copy of the tree (a git worktree of HEAD under a temporary
+directory; this tree is never touched), runs `go test` on the mutant's
+package (its tests that RUN names, where it names some, and what ALSO
+names for it), or `make python-test` for a mutant in python/, and says
+which test failed first ("killed"; -failfast stops there, as a mutant of
+the generation rule can make a real-time test wait out its timeouts) or
+that every test passed ("SURVIVED"). A survivor is a defect the tests
+let through, unless the mutant is marked equivalent: one that cannot
+change what the code does for any input (the reason is given). A mutant
+whose text is no longer in its file is reported, so the list goes stale
+loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1240,6 +1241,19 @@ MUTANTS = [
     ("JB12", "cmd/flare/jobs.go", "if len(args) == 0 || args[0] == \"-h\" || args[0] == \"--help\" || args[0] == \"help\" {", "if len(args) == 0 || args[0] == \"-h\" {", None),
     ("JB13", "cmd/flare/jobs.go", "\t\tif s := closest(args[0], sortedKeys(cmds)); s != \"\" {", "\t\tif s := closest(args[0], sortedKeys(cmds)); false && s != \"\" {", None),
     ("JB14", "cmd/flare/jobs.go", "g := swtch.JobGrant{Job: *job, TokenSHA256: *hash, World: *world, Sources: *sources}", "g := swtch.JobGrant{Job: *job, TokenSHA256: *hash, World: *world, Sources: (*sources)[:min(len(*sources), 1)]}", None),
+    # the processing unit's per-batch statistics and occupancy samples (hpu/counters.go)
+    ("HC1", "hpu/counters.go", "\tadd(&s.rejected, b.rejected)\n", "", None),
+    ("HC2", "hpu/counters.go", "\tadd(&s.waitCycles, b.waitCycles)\n", "", None),
+    ("HC3", "hpu/counters.go", "\tadd(&s.contended, b.contended)\n", "", None),
+    ("HC4", "hpu/counters.go", "\t*b = batchCounters{}\n", "\tb.packets = 0\n", None),
+    ("HC5", "hpu/counters.go", "\tfor i, n := range b.hist {\n\t\tadd(&s.hist[i], int64(n))", "\tfor i, n := range b.hist[:HistBuckets-1] {\n\t\tadd(&s.hist[i], int64(n))", None),
+    ("HC6", "hpu/counters.go", "return min(bits.Len64(uint64(ns)>>7), HistBuckets-1)", "return min(bits.Len64(uint64(ns)>>8), HistBuckets-1)", None),
+    ("HC7", "hpu/counters.go", "func HistBound(i int) int64 { return 128 << i }", "func HistBound(i int) int64 { return 128 << (i + 1) }", None),
+    ("HC8", "hpu/counters.go", "\t\t\ta.max[i] = max(a.max[i], occ)\n", "", None),
+    ("HC9", "hpu/counters.go", "\tif a.n == len(a.cl) {\n\t\ta.flush()\n\t}\n", "\tif a.n == len(a.cl) {\n\t\ta.n--\n\t}\n", None),
+    ("HC10", "hpu/counters.go", "\t\tcl.occSamples.Add(a.cnt[i])", "\t\tcl.occSamples.Add(1)", None),
+    ("HC11", "hpu/counters.go", "\t\tif n != 0 {\n\t\t\tc.Add(n)\n\t\t}", "\t\tif n > 0 {\n\t\t\tc.Add(n)\n\t\t}", "no count of a batch is negative: each is a sum of packets, ns or cycles"),
+    ("HC12", "hpu/counters.go", "\t\ta.cl[i] = nil\n", "", "a.n = 0 makes the entries unread: add writes a slot's cluster before it reads it"),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1254,7 +1268,7 @@ ALSO.update({m[0]: ["python"] for m in MUTANTS if m[1].startswith("capi/")})  # 
 ALSO.update({m[0]: ["./cmd/flare:Tree"] for m in MUTANTS if m[1] == "switch/tree.go"})  # trees of daemons, end to end
 ALSO.update({m[0]: ["./sim"] for m in MUTANTS if m[1] in ("hpu/vsim.go", "hpu/vsim_lock.go", "hpu/vsim_queue.go", "hpu/place.go", "hpu/cost.go")})  # the simulator, which the virtual unit runs at the cost model's cycles
 ALSO.update({m[0]: ["./sim/sweep"] for m in MUTANTS if m[1].startswith("sim/") and not m[1].startswith("sim/sweep/")})  # the model-vs-simulation tests, which run it
-ALSO.update({m[0]: ["./sim", "./switch:Metric"] for m in MUTANTS if m[1] == "hpu/stats.go"})  # what reads the unit's statistics: the simulator's rows, the daemon's metrics
+ALSO.update({m[0]: ["./sim", "./switch:Metric"] for m in MUTANTS if m[1] in ("hpu/stats.go", "hpu/counters.go")})  # what reads the unit's statistics: the simulator's rows, the daemon's metrics
 
 # Which of its own package's tests a mutant runs, where not all: the CLI's
 # end-to-end tests start daemons and ranks as processes for minutes, and
