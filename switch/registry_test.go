@@ -203,24 +203,31 @@ func drainSent(t *testing.T, s *Switch) []sentPacket {
 	for {
 		select {
 		case op := <-s.outs[0]:
-			p := sentPacket{to: op.to}
-			payload, err := p.hdr.Unmarshal(op.buf)
-			if err != nil {
-				t.Fatalf("the switch sent a packet that does not decode: %v", err)
-			}
-			p.payload = append([]byte(nil), payload...)
-			if p.hdr.Type == wire.TypeError {
-				var e wire.ErrorBody
-				if err := e.Unmarshal(payload); err != nil {
-					t.Fatal(err)
-				}
-				p.code, p.text = e.Code, e.Message()
-			}
-			out = append(out, p)
+			out = append(out, decodeSentPacket(t, "switch", op.to, op.buf))
 		default:
 			return out
 		}
 	}
+}
+
+// decodeSentPacket decodes one packet what sent to to: its header, a copy of
+// its payload, and an Error's code and text.
+func decodeSentPacket(t *testing.T, what string, to netip.AddrPort, b []byte) sentPacket {
+	t.Helper()
+	p := sentPacket{to: to}
+	payload, err := p.hdr.Unmarshal(b)
+	if err != nil {
+		t.Fatalf("the %s sent a packet that does not decode: %v", what, err)
+	}
+	p.payload = append([]byte(nil), payload...)
+	if p.hdr.Type == wire.TypeError {
+		var e wire.ErrorBody
+		if err := e.Unmarshal(payload); err != nil {
+			t.Fatal(err)
+		}
+		p.code, p.text = e.Code, e.Message()
+	}
+	return p
 }
 
 func mustRegister(t *testing.T, s *Switch, g JobGrant) {

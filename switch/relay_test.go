@@ -23,20 +23,7 @@ func relayAnswers(t *testing.T, r *Relay, from netip.AddrPort, pkts ...[]byte) [
 	}
 	var out []sentPacket
 	for _, d := range r.batch(in, nil) {
-		p := sentPacket{to: d.Addr}
-		payload, err := p.hdr.Unmarshal(d.Buf[:d.N])
-		if err != nil {
-			t.Fatalf("the relay sent a packet that does not decode: %v", err)
-		}
-		p.payload = bytes.Clone(payload)
-		if p.hdr.Type == wire.TypeError {
-			var e wire.ErrorBody
-			if err := e.Unmarshal(payload); err != nil {
-				t.Fatal(err)
-			}
-			p.code, p.text = e.Code, e.Message()
-		}
-		out = append(out, p)
+		out = append(out, decodeSentPacket(t, "relay", d.Addr, d.Buf[:d.N]))
 	}
 	return out
 }
