@@ -31,21 +31,21 @@ top-k sparsification, a block table's layout and the handlers' counters,
 flare bench's configuration, verification, link bytes and tree rows,
 flare model calibrate's arithmetic, the processing unit's cost model,
 clock, dispatch to awake cores and per-batch counters, the echo relay,
-the gopacket layer, the switch's link listing, admin client and `flare
-jobs`, and the analytic model's queue, job sizes, collective ratios,
-tree replay and TopoOpt rings. A guard removed, a comparison moved by
-one (either way), a sum made a copy. For each, the script applies it to
-a scratch copy of the tree (a git worktree of HEAD under a temporary
-directory; this tree is never touched), runs `go test` on the mutant's
-package (its tests that RUN names, where it names some, and what ALSO
-names for it), or `make python-test` for a mutant in python/, and says
-which test failed first ("killed"; -failfast stops there, as a mutant of
-the generation rule can make a real-time test wait out its timeouts) or
-that every test passed ("SURVIVED"). A survivor is a defect the tests
-let through, unless the mutant is marked equivalent: one that cannot
-change what the code does for any input (the reason is given). A mutant
-whose text is no longer in its file is reported, so the list goes stale
-loudly.
+the gopacket layer and a capture's reader, the switch's link listing,
+admin client and `flare jobs`, and the analytic model's queue, job
+sizes, collective ratios, tree replay and TopoOpt rings. A guard
+removed, a comparison moved by one (either way), a sum made a copy. For
+each, the script applies it to a scratch copy of the tree (a git
+worktree of HEAD under a temporary directory; this tree is never
+touched), runs `go test` on the mutant's package (its tests that RUN
+names, where it names some, and what ALSO names for it), or `make
+python-test` for a mutant in python/, and says which test failed first
+("killed"; -failfast stops there, as a mutant of the generation rule can
+make a real-time test wait out its timeouts) or that every test passed
+("SURVIVED"). A survivor is a defect the tests let through, unless the
+mutant is marked equivalent: one that cannot change what the code does
+for any input (the reason is given). A mutant whose text is no longer in
+its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1254,6 +1254,19 @@ MUTANTS = [
     ("HC10", "hpu/counters.go", "\t\tcl.occSamples.Add(a.cnt[i])", "\t\tcl.occSamples.Add(1)", None),
     ("HC11", "hpu/counters.go", "\t\tif n != 0 {\n\t\t\tc.Add(n)\n\t\t}", "\t\tif n > 0 {\n\t\t\tc.Add(n)\n\t\t}", "no count of a batch is negative: each is a sum of packets, ns or cycles"),
     ("HC12", "hpu/counters.go", "\t\ta.cl[i] = nil\n", "", "a.n = 0 makes the entries unread: add writes a slot's cluster before it reads it"),
+    # reading a capture (switch/capture_read.go): flare decode's packets
+    ("PR1", "switch/capture_read.go", "fmt.Errorf(\"packet %d: %w\", c.n+c.skip+1, err)", "fmt.Errorf(\"packet %d: %w\", c.n+1, err)", None),
+    ("PR2", "switch/capture_read.go", "\t\t\tp.Time = ci.Timestamp\n", "\t\t\t_ = ci\n", None),
+    ("PR3", "switch/capture_read.go", "\t\t\tif fl.UnmarshalOldJoin(udp.Payload) == nil {\n\t\t\t\tc.oldJoins++\n\t\t\t}\n", "", None),
+    ("PR4", "switch/capture_read.go", "\tif strings.Contains(host, \":\") {", "\tif strings.Contains(host, \"::\") {", None),
+    ("PR5", "switch/capture_read.go", "\t\tcase bytes.Equal(eth.DstMAC, CaptureSwitchMAC):\n\t\t\treturn \"in\"", "\t\tcase bytes.Equal(eth.DstMAC, CaptureSwitchMAC):\n\t\t\treturn \"out\"", None),
+    ("PR6", "switch/capture_read.go", "\t\tcase bytes.Equal(eth.SrcMAC, CaptureSwitchMAC):\n\t\t\treturn \"out\"", "\t\tcase bytes.Equal(eth.SrcMAC, CaptureSwitchMAC):\n\t\t\treturn \"in\"", None),
+    ("PR7", "switch/capture_read.go", "\tcase uint16(udp.DstPort) == c.port:\n\t\treturn \"in\"", "\tcase uint16(udp.SrcPort) == c.port:\n\t\treturn \"in\"", None),
+    ("PR8", "switch/capture_read.go", "\tcase uint16(udp.SrcPort) == c.port:\n\t\treturn \"out\"", "\tcase uint16(udp.SrcPort) != c.port:\n\t\treturn \"out\"", None),
+    ("PR9", "switch/capture_read.go", "\t\tc.skip++\n", "", None),
+    ("PR10", "switch/capture_read.go", "\t\t\tc.n++\n", "", None),
+    ("PR11", "switch/capture_read.go", "Src: joinHostPort(src, uint16(udp.SrcPort)), Dst: joinHostPort(dst, uint16(udp.DstPort)),", "Src: joinHostPort(src, uint16(udp.SrcPort)), Dst: joinHostPort(dst, uint16(udp.SrcPort)),", None),
+    ("PR12", "switch/capture_read.go", "\tfl, ok := pkt.Layer(wire.LayerTypeFlare).(*wire.Flare)\n", "\tfl, ok := (*wire.Flare)(nil), false\n", "on the default port the layer gopacket decoded is the one DecodeFromBytes gives on the same bytes"),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1279,6 +1292,7 @@ RUN.update({m[0]: "Tree|SetModel" for m in MUTANTS if m[1] in ("internal/bench/t
 ALSO.update({m[0]: ["./cmd/flare:BenchTree|ParseTreeShape"] for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})  # flare bench --tree, end to end
 RUN.update({m[0]: "Calibrat|MedianFloat" for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})
 RUN.update({m[0]: "JobsCommand" for m in MUTANTS if m[1] == "cmd/flare/jobs.go"})
+RUN.update({m[0]: "Capture" for m in MUTANTS if m[1] == "switch/capture_read.go"})
 ALSO.update({m[0]: ["./cmd/flare:ModelCalibrate"] for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})  # flare model calibrate, a real calibration
 ALSO.update({m[0]: ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"] for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})  # flare bench's rows, which read them
 ALSO.update({m[0]: ["./handlers:Harness"] for m in MUTANTS if m[1].startswith("internal/harness/")})  # its users' tests
