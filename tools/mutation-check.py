@@ -1287,14 +1287,23 @@ ALSO.update({m[0]: ["./sim", "./switch:Metric"] for m in MUTANTS if m[1] in ("hp
 # end-to-end tests start daemons and ranks as processes for minutes, and
 # a flag's mapping is held by its flag tests.
 RUN = {m[0]: "Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize" for m in MUTANTS if m[0].startswith("CL")}
-RUN.update({m[0]: "HostLink|TreeLink|TrafficSince" for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})
-RUN.update({m[0]: "Tree|SetModel" for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})
-ALSO.update({m[0]: ["./cmd/flare:BenchTree|ParseTreeShape"] for m in MUTANTS if m[1] in ("internal/bench/tree.go", "internal/bench/tree_report.go")})  # flare bench --tree, end to end
-RUN.update({m[0]: "Calibrat|MedianFloat" for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})
-RUN.update({m[0]: "JobsCommand" for m in MUTANTS if m[1] == "cmd/flare/jobs.go"})
-RUN.update({m[0]: "Capture" for m in MUTANTS if m[1] == "switch/capture_read.go"})
-ALSO.update({m[0]: ["./cmd/flare:ModelCalibrate"] for m in MUTANTS if m[1] == "internal/bench/calibrate.go"})  # flare model calibrate, a real calibration
-ALSO.update({m[0]: ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"] for m in MUTANTS if m[1] in ("internal/bench/links.go", "internal/bench/tree_links.go")})  # flare bench's rows, which read them
+# The packages' tests a file's mutants run where not all of their own
+# (RUN) and besides (ALSO): flare bench's rows and commands, which read
+# the code, end to end; a command's own test of the CLI's package.
+BY_FILE = {
+    "internal/bench/links.go": ("HostLink|TreeLink|TrafficSince", ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"]),
+    "internal/bench/tree_links.go": ("HostLink|TreeLink|TrafficSince", ["./cmd/flare:Bench(Tree|LinkBytes|MulticastRows)"]),
+    "internal/bench/tree.go": ("Tree|SetModel", ["./cmd/flare:BenchTree|ParseTreeShape"]),
+    "internal/bench/tree_report.go": ("Tree|SetModel", ["./cmd/flare:BenchTree|ParseTreeShape"]),
+    "internal/bench/calibrate.go": ("Calibrat|MedianFloat", ["./cmd/flare:ModelCalibrate"]),
+    "cmd/flare/jobs.go": ("JobsCommand", []),
+    "switch/capture_read.go": ("Capture", []),
+}
+for m in MUTANTS:
+    if m[1] in BY_FILE:
+        RUN[m[0]] = BY_FILE[m[1]][0]
+        if BY_FILE[m[1]][1]:
+            ALSO[m[0]] = BY_FILE[m[1]][1]
 ALSO.update({m[0]: ["./handlers:Harness"] for m in MUTANTS if m[1].startswith("internal/harness/")})  # its users' tests
 
 
