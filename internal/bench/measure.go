@@ -161,16 +161,21 @@ func (m *measurement) call(ctx context.Context, it int) (time.Duration, error) {
 	return el, err
 }
 
-// straggle waits, before rank's call it, a delay drawn (deterministically
-// for the rank and call) from a lognormal with median TailMedian and
-// p99/p50 = TailRatio: the injected tail of a bounded-time evaluation.
+// straggle waits out rank's injected delay before its call it (tailDelay).
 func (c *Config) straggle(rank, it int) {
 	if c.TailRatio == 0 {
 		return
 	}
+	time.Sleep(c.tailDelay(rank, it))
+}
+
+// tailDelay is rank's delay before its call it, drawn (deterministically
+// for the rank and call) from a lognormal with median TailMedian and
+// p99/p50 = TailRatio: the injected tail of a bounded-time evaluation.
+func (c *Config) tailDelay(rank, it int) time.Duration {
 	rng := rand.New(rand.NewPCG(uint64(rank)+1, uint64(it)))
 	sigma := math.Log(c.TailRatio) / 2.326 // the 99th percentile of N(0,1)
-	time.Sleep(time.Duration(float64(c.TailMedian) * math.Exp(sigma*rng.NormFloat64())))
+	return time.Duration(float64(c.TailMedian) * math.Exp(sigma*rng.NormFloat64()))
 }
 
 // measured is the sum over the local ranks of the counters' change over
