@@ -3,10 +3,13 @@ package models
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 
 	"github.com/flare-net/flare/wire"
 )
@@ -83,5 +86,78 @@ func TestPlotErrors(t *testing.T) {
 	}
 	if err := PlotDTypes(filepath.Join(dir, "x.svg"), nil, nil); err == nil {
 		t.Error("PlotDTypes accepted no rows")
+	}
+}
+
+// The size axis marks every power of two in range, labelled at powers of
+// four; the memory axis the same, from the power of two at or below the
+// least memory to the one at or above the most.
+func TestTicks(t *testing.T) {
+	label := func(ts []plot.Tick) (s []string) {
+		for _, t := range ts {
+			s = append(s, FormatBytes(t.Value)+"="+t.Label)
+		}
+		return s
+	}
+	got := strings.Join(label(sizeTicks{}.Ticks(4<<10, 4<<20)), " ")
+	if want := "4KiB=4KiB 8KiB= 16KiB=16KiB 32KiB= 64KiB=64KiB 128KiB= 256KiB=256KiB 512KiB= 1MiB=1MiB 2MiB= 4MiB=4MiB"; got != want {
+		t.Errorf("size ticks %s, want %s", got, want)
+	}
+	got = strings.Join(label(byteTicks(3000, 70000)), " ")
+	if want := "2KiB= 4KiB=4KiB 8KiB= 16KiB=16KiB 32KiB= 64KiB=64KiB 128KiB="; got != want {
+		t.Errorf("byte ticks %s, want %s", got, want)
+	}
+}
+
+// A sweep's figure names every design once in each panel's legend, both
+// reference lines and both panels, and labels the memory axis in bytes;
+// the dtype figure names every bar and its reference. An upper-case
+// extension is taken.
+func TestPlotNamesEverything(t *testing.T) {
+	dir := t.TempDir()
+	rows := Sweep(mustPreset(t, PresetFlare), Designs(), 4<<10, 1<<20)
+	f := filepath.Join(dir, "sweep.SVG")
+	if err := Plot(f, rows); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"SwitchML 1.6 Tbit/s", "SHARP 3.2 Tbit/s", ">Bandwidth<", ">Working memory (Little"}
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range rows {
+		want = append(want, ">"+r.Algo+"<")
+		lo, hi = math.Min(lo, r.MemoryBytes), math.Max(hi, r.MemoryBytes)
+	}
+	for _, tk := range byteTicks(lo, hi) {
+		if tk.Label != "" && tk.Value >= lo && tk.Value <= hi && tk.Value > 1<<20 { // on the axis, not a size tick
+			want = append(want, ">"+tk.Label+"<")
+		}
+	}
+	for _, w := range want {
+		if !bytes.Contains(b, []byte(w)) {
+			t.Errorf("%s lacks %q", f, w)
+		}
+	}
+	for _, d := range Designs() { // once in each panel's legend
+		if n := bytes.Count(b, []byte(">"+d.String()+"<")); n != 2 {
+			t.Errorf("%s names %s %d times, want twice", f, d, n)
+		}
+	}
+
+	labels := []string{"int32", "int16", "bfloat16"}
+	p := mustPreset(t, PresetFlare)
+	f = filepath.Join(dir, "dtypes.svg")
+	if err := PlotDTypes(f, []Row{Evaluate(p, ChoosePaper(p.Bytes, false)), Evaluate(p, ChoosePaper(p.Bytes, false)), Evaluate(p, ChoosePaper(p.Bytes, false))}, labels); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(f); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range append(labels, "SwitchML (int32 only)") {
+		if !bytes.Contains(b, []byte(">"+w+"<")) {
+			t.Errorf("%s lacks %q", f, w)
+		}
 	}
 }
