@@ -50,16 +50,22 @@ type Capacity struct {
 // noisy run on a shared box: noise only adds time). emit gets every row
 // as it is measured.
 func Sweep(ctx context.Context, cfg Config, rates []float64, packets []int, emit func(SweepRow)) ([]Capacity, error) {
+	return sweep(ctx, cfg, rates, packets, emit, Run)
+}
+
+// sweep is Sweep with each cluster's run by run.
+func sweep(ctx context.Context, cfg Config, rates []float64, packets []int, emit func(SweepRow),
+	run func(context.Context, Config) ([]Row, error)) ([]Capacity, error) {
 	cfg.Paths = []string{PathSwitch}
 	var caps []Capacity
 	for _, pb := range packets {
 		c := Capacity{PacketBytes: pb}
 		for _, rate := range rates {
-			run := cfg
-			run.PacketBytes, run.LinkBps, run.UplinkBps = pb, rate, 0
+			one := cfg
+			one.PacketBytes, one.LinkBps, one.UplinkBps = pb, rate, 0
 			var row SweepRow // the better of the tries
 			for try := 0; try < 2; try++ {
-				rows, err := Run(ctx, run)
+				rows, err := run(ctx, one)
 				if err != nil {
 					return caps, err
 				}
