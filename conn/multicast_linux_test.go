@@ -114,7 +114,8 @@ func readAll(t *testing.T, c Conn, want int, quiet time.Duration) []Datagram {
 	return got
 }
 
-// TestListenMulticastRefuses names the field at fault.
+// TestListenMulticastRefuses names the field at fault, as HoldGroupPort
+// does for a group that is not one.
 func TestListenMulticastRefuses(t *testing.T) {
 	lo := netip.MustParseAddr("127.0.0.1")
 	for _, tt := range []struct {
@@ -131,6 +132,16 @@ func TestListenMulticastRefuses(t *testing.T) {
 		_, err := ListenMulticast(netip.MustParseAddrPort(tt.group), tt.local, Config{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ListenMulticast(%s, %v) = %v, want an error with %q", tt.group, tt.local, err, tt.want)
+		}
+	}
+	if _, err := ListenMulticast(netip.MustParseAddrPort("239.1.1.1:7471"), netip.MustParseAddr("239.1.1.2"), Config{}); err == nil ||
+		!strings.Contains(err.Error(), "local address 239.1.1.2: must be an IPv4 unicast address") {
+		t.Errorf("ListenMulticast on a local address that is a group: %v", err)
+	}
+	for _, g := range []string{"127.0.0.1:0", "[ff02::1]:0"} {
+		if h, err := HoldGroupPort(netip.MustParseAddrPort(g)); err == nil || !strings.Contains(err.Error(), "must be an IPv4 multicast address") {
+			h.Close()
+			t.Errorf("HoldGroupPort(%s): %v, want it refused", g, err)
 		}
 	}
 	if _, err := ListenUDP("127.0.0.1:0", Config{MulticastInterface: netip.MustParseAddr("239.1.1.1")}); err == nil || !strings.Contains(err.Error(), "multicast interface = 239.1.1.1") {
@@ -192,5 +203,19 @@ func TestHoldGroupPort(t *testing.T) {
 		t.Errorf("held %v, which a wildcard socket has", taken)
 	} else if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), taken.String()) {
 		t.Errorf("holding a taken port: %v, want EADDRINUSE naming %v", err, taken)
+	}
+}
+
+// The address a host sends from to reach the switch is the interface's
+// IPv4 address, as a member joins the group on it (not its IPv4-mapped
+// IPv6 form); a hold not taken closes as nothing.
+func TestLocalAddrTo(t *testing.T) {
+	got, err := LocalAddrTo(netip.MustParseAddrPort("127.0.0.1:9"))
+	if err != nil || got != netip.MustParseAddr("127.0.0.1") {
+		t.Errorf("LocalAddrTo(127.0.0.1:9) = %v, %v; want 127.0.0.1", got, err)
+	}
+	var none *PortHold
+	if err := none.Close(); err != nil {
+		t.Errorf("closing no hold: %v", err)
 	}
 }
