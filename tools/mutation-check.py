@@ -33,19 +33,22 @@ flare model calibrate's arithmetic, the processing unit's cost model,
 clock, dispatch to awake cores and per-batch counters, the echo relay,
 the gopacket layer and a capture's reader, the switch's link listing,
 admin client and `flare jobs`, and the analytic model's queue, job
-sizes, collective ratios, tree replay and TopoOpt rings. A guard
-removed, a comparison moved by one (either way), a sum made a copy. For
-each, the script applies it to a scratch copy of the tree (a git
-worktree of HEAD under a temporary directory; this tree is never
-touched), runs `go test` on the mutant's package (its tests that RUN
-names, where it names some, and what ALSO names for it), or `make
-python-test` for a mutant in python/, and says which test failed first
-("killed"; -failfast stops there, as a mutant of the generation rule can
-make a real-time test wait out its timeouts) or that every test passed
-("SURVIVED"). A survivor is a defect the tests let through, unless the
-mutant is marked equivalent: one that cannot change what the code does
-for any input (the reason is given). A mutant whose text is no longer in
-its file is reported, so the list goes stale loudly.
+sizes, collective ratios, tree replay and TopoOpt rings, a measurement's
+loop, call time, injected tail and row, the model's byte units, summary
+line, table, CSV and figures, the testbed's configuration, model
+columns, tables and capacity sweep, and multicast groups' checks, holds
+and sockets. A guard removed, a comparison moved by one (either way), a
+sum made a copy. For each, the script applies it to a scratch copy of
+the tree (a git worktree of HEAD under a temporary directory; this tree
+is never touched), runs `go test` on the mutant's package (its tests
+that RUN names, where it names some, and what ALSO names for it), or
+`make python-test` for a mutant in python/, and says which test failed
+first ("killed"; -failfast stops there, as a mutant of the generation
+rule can make a real-time test wait out its timeouts) or that every test
+passed ("SURVIVED"). A survivor is a defect the tests let through,
+unless the mutant is marked equivalent: one that cannot change what the
+code does for any input (the reason is given). A mutant whose text is no
+longer in its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1267,6 +1270,122 @@ MUTANTS = [
     ("PR10", "switch/capture_read.go", "\t\t\tc.n++\n", "", None),
     ("PR11", "switch/capture_read.go", "Src: joinHostPort(src, uint16(udp.SrcPort)), Dst: joinHostPort(dst, uint16(udp.DstPort)),", "Src: joinHostPort(src, uint16(udp.SrcPort)), Dst: joinHostPort(dst, uint16(udp.SrcPort)),", None),
     ("PR12", "switch/capture_read.go", "\tfl, ok := pkt.Layer(wire.LayerTypeFlare).(*wire.Flare)\n", "\tfl, ok := (*wire.Flare)(nil), false\n", "on the default port the layer gopacket decoded is the one DecodeFromBytes gives on the same bytes"),
+    # a measurement's loop, call time, injected tail and row (internal/bench/measure.go)
+    ("MM1", "internal/bench/measure.go", "\t\tif it == c.Warmup {\n\t\t\tm.before = m.read()", "\t\tif it == 0 {\n\t\t\tm.before = m.read()", None),
+    ("MM2", "internal/bench/measure.go", "\t\tif measured {\n\t\t\tm.times = append(m.times, el.Seconds())", "\t\tif true {\n\t\t\tm.times = append(m.times, el.Seconds())", None),
+    ("MM3", "internal/bench/measure.go", "m.partial, m.missed = m.partial+partial, m.missed+missed", "m.partial, m.missed = m.partial+partial, missed", None),
+    ("MM4", "internal/bench/measure.go", "\t\tel = slices.Max(m.waited)", "\t\tel = slices.Min(m.waited)", None),
+    ("MM5", "internal/bench/measure.go", "sigma := math.Log(c.TailRatio) / 2.326", "sigma := math.Log(c.TailRatio) / 1.645", None),
+    ("MM6", "internal/bench/measure.go", "rng := rand.New(rand.NewPCG(uint64(rank)+1, uint64(it)))", "rng := rand.New(rand.NewPCG(uint64(rank)+1, 0))", None),
+    ("MM7", "internal/bench/measure.go", "rng := rand.New(rand.NewPCG(uint64(rank)+1, uint64(it)))", "rng := rand.New(rand.NewPCG(1, uint64(it)))", None),
+    ("MM8", "internal/bench/measure.go", "res.SpilledPairs = int64(d.tx)/iters, int64(d.rx)/iters, int64(d.spilled)/iters", "res.SpilledPairs = int64(d.tx)/iters, int64(d.rx)/iters, int64(d.spilled)", None),
+    ("MM9", "internal/bench/measure.go", "spilled: a.spilled - b.spilled}", "spilled: a.spilled}", None),
+    ("MM10", "internal/bench/measure.go", "retransmits: a.retransmits - b.retransmits, spilled", "retransmits: a.retransmits, spilled", None),
+    ("MM11", "internal/bench/measure.go", "res.DroppedFraction = float64(m.missed) / float64(c.Iters*len(local)*world*m.ranks.blocks())", "res.DroppedFraction = float64(m.missed) / float64(c.Iters*len(local)*m.ranks.blocks())", None),
+    ("MM12", "internal/bench/measure.go", "res.PartialBlocks = int64(m.partial) / iters", "res.PartialBlocks = int64(m.partial)", None),
+    ("MM13", "internal/bench/measure.go", "\t\tif c.Algo == \"ring\" {\n\t\t\tres.Storage = \"host\"", "\t\tif c.Algo == \"tree\" {\n\t\t\tres.Storage = \"host\"", None),
+    ("MM14", "internal/bench/measure.go", "\tif !c.Sparse {\n\t\tres.PacketBytes", "\tif true {\n\t\tres.PacketBytes", None),
+    ("MM15", "internal/bench/measure.go", "res.RanksUserS, res.RanksSysS = m.cpu.perCall(c.Iters)", "res.RanksUserS, res.RanksSysS = m.cpu.perCall(c.Warmup + c.Iters)", None),
+    ("MM16", "internal/bench/measure.go", "Retransmits: int64(sum(m.after).retransmits)}", "Retransmits: int64(sum(m.after).retransmits - sum(m.before).retransmits)}", None),
+    ("MM17", "internal/bench/measure.go", "\tcctx, cancel := context.WithTimeout(ctx, m.c.Timeout)", "\tcctx, cancel := context.WithCancel(ctx)", None),
+    ("MM18", "internal/bench/measure.go", "\t\t\tt0 := time.Now()\n", "\t\t\tt0 := start\n", None),
+    ("MM19", "internal/bench/measure.go", "\tif c.Ranks == 0 {\n\t\tif m.barrier, err = barrierFromEnv()", "\tif c.Ranks != 0 {\n\t\tif m.barrier, err = barrierFromEnv()", None),
+    ("MM20", "internal/bench/measure.go", "\tm.after = m.read()\n", "", None),
+    ("MM21", "internal/bench/measure.go", "\t\t\t\treturn fmt.Errorf(\"call %d: %w\", it, err)\n\t\t\t}\n\t\t}\n\t\tvar partial", "\t\t\t\treturn nil\n\t\t\t}\n\t\t}\n\t\tvar partial", None),
+    ("MM22", "internal/bench/measure.go", "\tif m.barrier != nil {\n\t\treturn m.barrier.finish()\n\t}", "", None),
+    # the model's byte units, summary line, table and CSV (models/table.go)
+    ("TA1", "models/table.go", "for i < len(units)-1 && (n >= 1024 || n <= -1024) {", "for i < len(units)-1 && (n > 1024 || n <= -1024) {", None),
+    ("TA2", "models/table.go", "for i < len(units)-1 && (n >= 1024 || n <= -1024) {", "for i < len(units)-1 && n >= 1024 {", None),
+    ("TA3", "models/table.go", "for i < len(units)-1 && (n >= 1024 || n <= -1024) {", "for i < len(units)-2 && (n >= 1024 || n <= -1024) {", None),
+    ("TA4", "models/table.go", "s := strconv.FormatFloat(n, 'f', 1, 64)", "s := strconv.FormatFloat(n, 'f', 0, 64)", None),
+    ("TA5", "models/table.go", "{\"TB\", 1 << 40}, {\"GB\", 1 << 30}", "{\"TB\", 1 << 40}, {\"GB\", 1e9}", None),
+    ("TA6", "models/table.go", "{\"T\", 1 << 40}, {\"G\", 1 << 30}", "{\"T\", 1 << 40}, {\"G\", 1 << 20}", None),
+    ("TA7", "models/table.go", "if err != nil || f < 0 || f*mult > float64(MaxBytes) {", "if err != nil || f <= 0 || f*mult > float64(MaxBytes) {", None),
+    ("TA8", "models/table.go", "if err != nil || f < 0 || f*mult > float64(MaxBytes) {", "if err != nil || f < 0 || f*mult >= float64(MaxBytes) {", None),
+    ("TA9", "models/table.go", "\t\t\tt, mult = strings.TrimSpace(v), u.mult\n\t\t\tbreak\n", "\t\t\tt, mult = strings.TrimSpace(v), u.mult\n", None),
+    ("TA10", "models/table.go", "\t\tif p.Window > 0 {", "\t\tif p.Window >= 0 {", None),
+    ("TA11", "models/table.go", "stagger = fmt.Sprintf(\"staggered in groups of %d blocks\", p.Window)", "stagger = fmt.Sprintf(\"staggered in groups of %d blocks\", p.Hosts)", None),
+    ("TA12", "models/table.go", "\tif p.CountCopies {\n\t\tcopies = \"copies counted\"", "\tif !p.CountCopies {\n\t\tcopies = \"copies counted\"", None),
+    ("TA13", "models/table.go", "\tif p.TreeArrivalOrder {\n\t\tcopies +=", "\tif p.CountCopies {\n\t\tcopies +=", None),
+    ("TA14", "models/table.go", "\tp = p.Resolve()\n\tstagger", "\tstagger", None),
+    ("TA15", "models/table.go", "g(r.M), g(r.R), g(r.MemoryBytes), g(r.Occupancy), g(r.QueueWait)})", "g(r.M), g(r.R), g(r.MemoryBytes), g(r.QueueWait), g(r.Occupancy)})", None),
+    ("TA16", "models/table.go", "cw.Write([]string{r.Algo, strconv.Itoa(r.Buffers), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Hosts),", "cw.Write([]string{r.Algo, strconv.Itoa(r.Hosts), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Buffers),", None),
+    ("TA17", "models/table.go", "g(r.Gbps), g(r.ElementsPerS), strconv.FormatBool(r.LinkBound),", "g(r.Gbps), g(r.ElementsPerS), strconv.FormatBool(!r.LinkBound),", None),
+    ("TA18", "models/table.go", "\tcw.Flush()\n\treturn cw.Error()", "\tcw.Flush()\n\treturn nil", None),
+    ("TA19", "models/table.go", "\t\tfmt.Fprintln(tw, strings.Join(tableRow(r), \"\\t\")+\"\\t\")\n\t}\n\treturn tw.Flush()", "\t\tfmt.Fprintln(tw, strings.Join(tableRow(r), \"\\t\")+\"\\t\")\n\t}\n\ttw.Flush()\n\treturn nil", None),
+    ("TA20", "models/table.go", "g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }", "g := func(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }", None),
+    ("TA21", "models/table.go", "fmt.Sprintf(\"%.2f\", r.ElementsPerS/1e9)", "fmt.Sprintf(\"%.2f\", r.ElementsPerS/1e6)", None),
+    # the model's figures: ticks, legends, panels and labels (models/plot.go)
+    ("PL1", "models/plot.go", "\t\tt := plot.Tick{Value: v}\n\t\tif e%2 == 0 {", "\t\tt := plot.Tick{Value: v}\n\t\tif e%2 == 1 {", None),
+    ("PL2", "models/plot.go", "for e := int(math.Floor(math.Log2(lo))); float64(e) <= math.Ceil(math.Log2(hi)); e++ {", "for e := int(math.Ceil(math.Log2(lo))); float64(e) <= math.Ceil(math.Log2(hi)); e++ {", None),
+    ("PL3", "models/plot.go", "for e := int(math.Floor(math.Log2(lo))); float64(e) <= math.Ceil(math.Log2(hi)); e++ {", "for e := int(math.Floor(math.Log2(lo))); float64(e) < math.Ceil(math.Log2(hi)); e++ {", None),
+    ("PL4", "models/plot.go", "\t\tt := plot.Tick{Value: math.Ldexp(1, e)}\n\t\tif e%2 == 0 {", "\t\tt := plot.Tick{Value: math.Ldexp(1, e)}\n\t\tif e%2 == 1 {", None),
+    ("PL5", "models/plot.go", "\tp.Legend.Add(name, l, s)\n", "", None),
+    ("PL6", "models/plot.go", "\t\tif i < len(labels) {\n\t\t\tnames[i] = labels[i]", "\t\tif i < len(labels)-1 {\n\t\t\tnames[i] = labels[i]", None),
+    ("PL7", "models/plot.go", "\t\tlbl.Labels = append(lbl.Labels, names[i])\n", "\t\tlbl.Labels = append(lbl.Labels, names[min(i, 0)])\n", None),
+    ("PL8", "models/plot.go", "\treturn savePanels(file, bw, mem)", "\treturn savePanels(file, bw)", None),
+    ("PL9", "models/plot.go", "switch ext := strings.ToLower(filepath.Ext(file)); ext {", "switch ext := strings.TrimSpace(filepath.Ext(file)); ext {", None),
+    ("PL10", "models/plot.go", "\tif hi > 0 {\n\t\tmem.Y.Tick.Marker = byteTicks(lo, hi)\n\t}\n", "", None),
+    ("PL11", "models/plot.go", "\t\tif v < lo*(1-1e-9) || v > hi*(1+1e-9) {", "\t\tif v < lo*(1-1e-9) {", None),
+    ("PL12", "models/plot.go", "\t\tif _, ok := series[r.Algo]; !ok {\n\t\t\tnames = append(names, r.Algo)", "\t\tif _, ok := series[r.Algo]; ok {\n\t\t\tnames = append(names, r.Algo)", None),
+    # the testbed's configuration, model columns, tables and capacity sweep (testbed/)
+    ("TE1", "testbed/config.go", "return max(4, min(max(frames(WindowTime), MinWindow), frames(MaxQueueTime)))", "return max(4, min(frames(WindowTime), frames(MaxQueueTime)))", None),
+    ("TE2", "testbed/config.go", "return int(c.LinkBps / 8 * d.Seconds() / float64(c.PacketBytes+wire.HeaderLen+udpIPHeaders+ethHeader))", "return int(c.LinkBps / 8 * d.Seconds() / float64(c.PacketBytes))", None),
+    ("TE3", "testbed/config.go", "\tif c.Window == 0 {\n\t\tc.Window = c.rateWindow()\n\t}\n", "", None),
+    ("TE4", "testbed/config.go", "case c.Tree() && (c.Leaves < 2 || c.PerLeaf < 1 || c.World() > MaxHosts):", "case c.Tree() && (c.Leaves < 2 || c.PerLeaf < 2 || c.World() > MaxHosts):", None),
+    ("TE5", "testbed/config.go", "case !c.Tree() && (c.Hosts < 2 || c.Hosts > MaxHosts):", "case !c.Tree() && (c.Hosts < 2 || c.Hosts >= MaxHosts):", None),
+    ("TE6", "testbed/config.go", "case c.Bytes < int64(c.DType.Size()) || c.Bytes > 1<<30:", "case c.Bytes < int64(c.DType.Size()) || c.Bytes > 1<<31:", None),
+    ("TE7", "testbed/config.go", "case c.PacketBytes < 8 || c.PacketBytes > 8192 || c.PacketBytes%8 != 0:", "case c.PacketBytes < 8 || c.PacketBytes > 9000 || c.PacketBytes%8 != 0:", None),
+    ("TE8", "testbed/config.go", "case c.MTU < 1280 || c.MTU > 65000 || c.MTU < c.PacketBytes+wire.HeaderLen+udpIPHeaders:", "case c.MTU < 1280 || c.MTU > 65000 || c.MTU < c.PacketBytes+udpIPHeaders:", None),
+    ("TE9", "testbed/config.go", "case c.MTU < 1280 || c.MTU > 65000 || c.MTU < c.PacketBytes+wire.HeaderLen+udpIPHeaders:", "case c.MTU < 1280 || c.MTU < c.PacketBytes+wire.HeaderLen+udpIPHeaders:", None),
+    ("TE10", "testbed/config.go", "case !(c.Loss >= 0 && c.Loss <= 0.5):", "case !(c.Loss >= 0 && c.Loss < 0.5):", None),
+    ("TE11", "testbed/config.go", "case c.Iters < 1 || c.Warmup < 0:", "case c.Iters < 1:", None),
+    ("TE12", "testbed/config.go", "case c.Window < 1 || c.Window > 1<<16:", "case c.Window > 1<<16:", None),
+    ("TE13", "testbed/config.go", "case !(c.Overlap >= 0 && c.Overlap <= 1):", "case !(c.Overlap >= 0 && c.Overlap < 1):", None),
+    ("TE14", "testbed/config.go", "\tif c.Tree() {\n\t\tif err := rate(\"UplinkBps\", c.UplinkBps)", "\tif false {\n\t\tif err := rate(\"UplinkBps\", c.UplinkBps)", None),
+    ("TE15", "testbed/config.go", "\t\tif !(d > 0 && d <= 1) {", "\t\tif !(d >= 0 && d <= 1) {", None),
+    ("TE16", "testbed/config.go", "if !(v >= MinRateBps && v <= MaxRateBps) {", "if !(v > MinRateBps && v <= MaxRateBps) {", None),
+    ("TE17", "testbed/config.go", "t = strings.TrimSuffix(strings.TrimSuffix(t, \"bps\"), \"bit\")", "t = strings.TrimSuffix(t, \"bit\")", None),
+    ("TE18", "testbed/config.go", "if err != nil || !(v > 0) || math.IsInf(v, 0) {", "if err != nil || !(v > 0) || math.IsNaN(v) {", None),
+    ("TE19", "testbed/config.go", "\tcase bps >= 1e9:\n\t\treturn strconv.FormatFloat(bps/1e9, 'g', 4, 64) + \"Gbit\"", "\tcase bps > 1e9:\n\t\treturn strconv.FormatFloat(bps/1e9, 'g', 4, 64) + \"Gbit\"", None),
+    ("TE20", "testbed/config.go", "\tcase bps >= 1e3:\n\t\treturn strconv.FormatFloat(bps/1e3, 'g', 4, 64) + \"kbit\"", "\tcase bps >= 1e4:\n\t\treturn strconv.FormatFloat(bps/1e3, 'g', 4, 64) + \"kbit\"", None),
+    ("TE21", "testbed/report.go", "\t\tmss := float64(c.MTU - tcpIPHeaders)", "\t\tmss := float64(c.MTU)", None),
+    ("TE22", "testbed/report.go", "\tif path == PathRing || path == PathHostSparse {\n\t\tmss", "\tif path == PathRing {\n\t\tmss", None),
+    ("TE23", "testbed/report.go", "return payload + math.Ceil(payload/mss)*(tcpIPHeaders+ethHeader)", "return payload + payload/mss*(tcpIPHeaders+ethHeader)", None),
+    ("TE24", "testbed/report.go", "\tif r.Path == PathSparse || r.Path == PathHostSparse {\n\t\tbase = models.AlgHostSparse", "\tif r.Path == PathSparse {\n\t\tbase = models.AlgHostSparse", None),
+    ("TE25", "testbed/report.go", "\t\tdown := m.TimeS * bw\n", "\t\tdown := m.HostBytes\n", None),
+    ("TE26", "testbed/report.go", "\tcase PathSparse:\n\t\treturn models.AlgInNetworkSparse\n", "", None),
+    ("TE27", "testbed/report.go", "\t\tp.Topology, p.SwitchPorts = models.TopoFatTree, 2*c.PerLeaf", "\t\tp.Topology, p.SwitchPorts = models.TopoFatTree, 2*c.World()", None),
+    ("TE28", "testbed/report.go", "p.Density, p.Overlap, p.LinkGbps = density, c.Overlap, c.LinkBps/1e9", "p.Density, p.Overlap, p.LinkGbps = density, 0, c.LinkBps/1e9", None),
+    ("TE29", "testbed/report.go", "r.SwitchThreadCPU >= BusyProcess || r.HostCPU >= BusyProcess)", "r.SwitchThreadCPU >= BusyProcess)", None),
+    ("TE30", "testbed/report.go", "return r.OfIdeal > IdealSlack && (r.CPUBusy >= BusyCPU", "return r.OfIdeal >= 1 && (r.CPUBusy >= BusyCPU", None),
+    ("TE31", "testbed/table.go", "\tif r0.UplinkBps > 0 {\n\t\tfmt.Fprintf(w, \"uplinks", "\tif r0.UplinkBps >= 0 {\n\t\tfmt.Fprintf(w, \"uplinks", None),
+    ("TE32", "testbed/table.go", "\t\ttopo = fmt.Sprintf(\"fattree --ports %d\", 2*cfg.PerLeaf)", "\t\ttopo = fmt.Sprintf(\"fattree --ports %d\", cfg.PerLeaf)", None),
+    ("TE33", "testbed/table.go", "\t\tif c.FailedCPU {\n\t\t\twhy = \"CPU-bound\"", "\t\tif !c.FailedCPU {\n\t\t\twhy = \"CPU-bound\"", None),
+    ("TE34", "testbed/table.go", "\t\t\tif l.Drops > 0 {", "\t\t\tif l.Drops >= 0 {", None),
+    ("TE35", "testbed/table.go", "cfg.World(), units.FormatSize(cfg.Bytes), \"float32\", cfg.LinkBps/1e9, topo, cfg.Overlap,", "cfg.Hosts, units.FormatSize(cfg.Bytes), \"float32\", cfg.LinkBps/1e9, topo, cfg.Overlap,", None),
+    ("TE36", "testbed/table.go", "(IdealSlack-1)*100)", "IdealSlack*100)", None),
+    ("TE37", "testbed/sweep.go", "if !(lo >= MinRateBps && hi <= MaxRateBps && lo <= hi) {", "if !(lo >= MinRateBps && lo <= hi) {", None),
+    ("TE38", "testbed/sweep.go", "if r := m * dec; r > lo*1.0001 && r < hi*0.9999 {", "if r := m * dec; r >= lo && r < hi*0.9999 {", None),
+    ("TE39", "testbed/sweep.go", "for _, m := range []float64{1, 2, 5} {", "for _, m := range []float64{1, 5} {", None),
+    ("TE40", "testbed/sweep.go", "\t\t\t\tif try == 0 || r.OfIdeal < row.OfIdeal {", "\t\t\t\tif r.OfIdeal < row.OfIdeal {", None),
+    ("TE41", "testbed/sweep.go", "\t\t\t\tif row.Held {\n\t\t\t\t\tbreak\n\t\t\t\t}\n", "", None),
+    ("TE42", "testbed/sweep.go", "c.FailedBps, c.FailedOfIdeal, c.FailedCPU = rate, row.OfIdeal, row.CPUBound\n\t\t\t\tbreak\n", "c.FailedBps, c.FailedOfIdeal, c.FailedCPU = rate, row.OfIdeal, row.CPUBound\n\t\t\t\tcontinue\n", None),
+    ("TE43", "testbed/sweep.go", "one.PacketBytes, one.LinkBps, one.UplinkBps = pb, rate, 0", "one.PacketBytes, one.LinkBps = pb, rate", None),
+    ("TE44", "testbed/sweep.go", "r.Held = r.Verified && r.OfIdeal <= IdealSlack", "r.Held = r.OfIdeal <= IdealSlack", None),
+    ("TE45", "testbed/sweep.go", "\tcfg.Paths = []string{PathSwitch}\n", "", None),
+    ("TE46", "testbed/sweep.go", "\t\t\t\tif err != nil {\n\t\t\t\t\treturn caps, err", "\t\t\t\tif err != nil {\n\t\t\t\t\treturn nil, err", None),
+    ("TE47", "testbed/sweep.go", "\t\t\t\tif try == 0 || r.OfIdeal < row.OfIdeal {", "\t\t\t\tif true {", None),
+    # multicast groups' checks, holds and sockets (conn/multicast.go, conn/multicast_linux.go)
+    ("MU1", "conn/multicast.go", "case !local.Is4() || local.IsUnspecified() || local.IsMulticast():", "case !local.Is4() || local.IsUnspecified():", None),
+    ("MU2", "conn/multicast.go", "\tif !group.Addr().Is4() || !group.Addr().IsMulticast() {\n\t\treturn nil, fmt.Errorf(\"hold port", "\tif !group.Addr().Is4() {\n\t\treturn nil, fmt.Errorf(\"hold port", None),
+    ("MU3", "conn/multicast.go", "\tif h == nil || h.c == nil {", "\tif h.c == nil {", None),
+    ("MU4", "conn/multicast.go", "return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil", "return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr(), nil", "Go names an IPv4 socket's address in 4 bytes: it is never IPv4-mapped"),
+    ("MU5", "conn/multicast.go", "case !group.Addr().Is4() || !group.Addr().IsMulticast():", "case !group.Addr().IsMulticast():", None),
+    ("MU6", "conn/multicast_linux.go", "\t\tif serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0); serr != nil {", "\t\tif serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 1); serr != nil {", None),
+    ("MU7", "conn/multicast_linux.go", "serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)", "serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 0)", None),
+    ("MU8", "conn/multicast_linux.go", "\t\tif local.IsValid() {\n\t\t\tm := unix.IPMreq", "\t\tif true {\n\t\t\tm := unix.IPMreq", None),
+    ("MU9", "conn/multicast_linux.go", "return &PortHold{Addr: netip.AddrPortFrom(group.Addr(), port), c: uc}, nil", "return &PortHold{Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), port), c: uc}, nil", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1298,6 +1417,13 @@ BY_FILE = {
     "internal/bench/calibrate.go": ("Calibrat|MedianFloat", ["./cmd/flare:ModelCalibrate"]),
     "cmd/flare/jobs.go": ("JobsCommand", []),
     "switch/capture_read.go": ("Capture", []),
+    "internal/bench/measure.go": (".", ["./cmd/flare:E2EBoundedTime|E2EBench$|BenchProcessPerRank"]),
+    "models/table.go": (".", ["./cmd/flare:Model"]),
+    "models/plot.go": (".", ["./cmd/flare:Model"]),
+    "testbed/config.go": (".", ["./cmd/flare:Testbed"]),
+    "testbed/report.go": (".", ["./cmd/flare:Testbed"]),
+    "testbed/table.go": (".", ["./cmd/flare:Testbed"]),
+    "testbed/sweep.go": (".", ["./cmd/flare:Testbed"]),
 }
 for m in MUTANTS:
     if m[1] in BY_FILE:
