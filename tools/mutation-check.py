@@ -32,23 +32,23 @@ flare bench's configuration, verification, link bytes and tree rows,
 flare model calibrate's arithmetic, the processing unit's cost model,
 clock, dispatch to awake cores and per-batch counters, the echo relay,
 the gopacket layer and a capture's reader, the switch's link listing,
-admin client and `flare jobs`, and the analytic model's queue, job
-sizes, collective ratios, tree replay and TopoOpt rings, a measurement's
-loop, call time, injected tail and row, the model's byte units, summary
-line, table, CSV and figures, the testbed's configuration, model
-columns, tables and capacity sweep, and multicast groups' checks, holds
-and sockets. A guard removed, a comparison moved by one (either way), a
-sum made a copy. For each, the script applies it to a scratch copy of
-the tree (a git worktree of HEAD under a temporary directory; this tree
-is never touched), runs `go test` on the mutant's package (its tests
-that RUN names, where it names some, and what ALSO names for it), or
-`make python-test` for a mutant in python/, and says which test failed
-first ("killed"; -failfast stops there, as a mutant of the generation
-rule can make a real-time test wait out its timeouts) or that every test
-passed ("SURVIVED"). A survivor is a defect the tests let through,
-unless the mutant is marked equivalent: one that cannot change what the
-code does for any input (the reason is given). A mutant whose text is no
-longer in its file is reported, so the list goes stale loudly.
+admin client and `flare jobs`, the analytic model's queue, job sizes,
+collective ratios, tree replay and TopoOpt rings, a measurement's loop,
+call time, injected tail and row, the model's byte units, summary line,
+table, CSV and figures, the testbed's configuration, model columns,
+tables and capacity sweep, and multicast groups' checks, holds and
+sockets. A guard removed, a comparison moved by one (either way), a sum
+made a copy. For each, the script applies it to a scratch copy of the
+tree (a git worktree of HEAD under a temporary directory; this tree is
+never touched), runs `go test` on the mutant's package (its tests that
+RUN names, where it names some, and what ALSO names for it), or `make
+python-test` for a mutant in python/, and says which test failed first
+("killed"; -failfast stops there, as a mutant of the generation rule can
+make a real-time test wait out its timeouts) or that every test passed
+("SURVIVED"). A survivor is a defect the tests let through, unless the
+mutant is marked equivalent: one that cannot change what the code does
+for any input (the reason is given). A mutant whose text is no longer in
+its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
