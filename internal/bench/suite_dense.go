@@ -179,9 +179,11 @@ func (s *suiteRun) profilePrefix(l leg, p int, size int64, r int) string {
 	return filepath.Join(s.Profile, fmt.Sprintf("%s-r%d", name, r+1))
 }
 
-// measurePath measures one leg of c, checks it ran at its packet size,
-// and takes its bytes per host link.
-func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, error) {
+// legConfig is c for leg l: a relay's address, unverified (its results
+// are one rank's data), single-buffer, to a group for fanout-mc; the
+// switch of the leg's packet size, to a group for switch-mc, and the
+// switch itself where it is embedded (nil otherwise); the ring.
+func (s *suiteRun) legConfig(l leg, c Config) (Config, *swtch.Switch) {
 	srv := s.servers[l.packet]
 	var embedded *swtch.Switch
 	switch l.path {
@@ -192,6 +194,13 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	case PathRing:
 		c.Algo = PathRing
 	}
+	return c, embedded
+}
+
+// measurePath measures one leg of c, checks it ran at its packet size,
+// and takes its bytes per host link.
+func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, error) {
+	c, embedded := s.legConfig(l, c)
 	var watch *hostLinkWatch
 	if embedded != nil {
 		watch = watchHostLinks(embedded, c.Ranks, c.Multicast)
@@ -216,13 +225,25 @@ func (s *suiteRun) measurePath(ctx context.Context, l leg, c Config) (*Row, erro
 	}
 	row := &Row{Path: l.path, Result: *res}
 	hostLinkBytes(row, c, embedded != nil, up, down, links)
-	if cpu != nil && (isRelay(l.path) || embedded != nil) {
-		row.ServerUserS, row.ServerSysS = cpu.perCall(c.Iters)
+	s.serverCPU(row, cpu, embedded != nil, c.Iters)
+	return row, nil
+}
+
+// serverCPU fills the row's server CPU from this process's over the
+// measured calls (cpu, taken with a process per rank; nil otherwise)
+// where this process held the row's server: a relay, or the embedded
+// switch. With the ranks in this process too, their CPU is not theirs
+// alone, and the row reads none.
+func (s *suiteRun) serverCPU(row *Row, cpu *cpuSpan, embedded bool, iters int) {
+	if !isRelay(row.Path) && !embedded {
+		return
 	}
-	if s.Procs == nil && (isRelay(l.path) || embedded != nil) {
+	if cpu != nil {
+		row.ServerUserS, row.ServerSysS = cpu.perCall(iters)
+	}
+	if s.Procs == nil {
 		row.RanksUserS, row.RanksSysS = 0, 0 // the ranks' process held the server too
 	}
-	return row, nil
 }
 
 // hostLinkBytes fills a row's bytes per call on one host's link (mean
