@@ -34,21 +34,23 @@ clock, dispatch to awake cores and per-batch counters, the echo relay,
 the gopacket layer and a capture's reader, the switch's link listing,
 admin client and `flare jobs`, the analytic model's queue, job sizes,
 collective ratios, tree replay and TopoOpt rings, a measurement's loop,
-call time, injected tail and row, the model's byte units, summary line,
-table, CSV and figures, the testbed's configuration, model columns,
-tables and capacity sweep, and multicast groups' checks, holds and
-sockets. A guard removed, a comparison moved by one (either way), a sum
-made a copy. For each, the script applies it to a scratch copy of the
-tree (a git worktree of HEAD under a temporary directory; this tree is
-never touched), runs `go test` on the mutant's package (its tests that
-RUN names, where it names some, and what ALSO names for it), or `make
-python-test` for a mutant in python/, and says which test failed first
-("killed"; -failfast stops there, as a mutant of the generation rule can
-make a real-time test wait out its timeouts) or that every test passed
-("SURVIVED"). A survivor is a defect the tests let through, unless the
-mutant is marked equivalent: one that cannot change what the code does
-for any input (the reason is given). A mutant whose text is no longer in
-its file is reported, so the list goes stale loudly.
+call time, injected tail and row, flare bench's suite (its ranges, each
+leg's configuration, host link bytes, server CPU, profiles and cells),
+the model's byte units, summary line, table, CSV and figures, the
+testbed's configuration, model columns, tables and capacity sweep, and
+multicast groups' checks, holds and sockets. A guard removed, a
+comparison moved by one (either way), a sum made a copy. For each, the
+script applies it to a scratch copy of the tree (a git worktree of HEAD
+under a temporary directory; this tree is never touched), runs `go test`
+on the mutant's package (its tests that RUN names, where it names some,
+and what ALSO names for it), or `make python-test` for a mutant in
+python/, and says which test failed first ("killed"; -failfast stops
+there, as a mutant of the generation rule can make a real-time test wait
+out its timeouts) or that every test passed ("SURVIVED"). A survivor is
+a defect the tests let through, unless the mutant is marked equivalent:
+one that cannot change what the code does for any input (the reason is
+given). A mutant whose text is no longer in its file is reported, so the
+list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1386,6 +1388,39 @@ MUTANTS = [
     ("MU7", "conn/multicast_linux.go", "serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)", "serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 0)", None),
     ("MU8", "conn/multicast_linux.go", "\t\tif local.IsValid() {\n\t\t\tm := unix.IPMreq", "\t\tif true {\n\t\t\tm := unix.IPMreq", None),
     ("MU9", "conn/multicast_linux.go", "return &PortHold{Addr: netip.AddrPortFrom(group.Addr(), port), c: uc}, nil", "return &PortHold{Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), port), c: uc}, nil", None),
+    # flare bench's suite: its ranges, each leg's configuration, host link bytes, server CPU, profiles, cells (internal/bench/suite.go, suite_dense.go)
+    ("SU1", "internal/bench/suite.go", "\t\t\tif !(d > 0 && d <= 1) {\n\t\t\t\treturn fmt.Errorf(\"Suite.Densities", "\t\t\tif !(d >= 0 && d <= 1) {\n\t\t\t\treturn fmt.Errorf(\"Suite.Densities", None),
+    ("SU2", "internal/bench/suite.go", "\t\tif !(s.Overlap >= 0 && s.Overlap <= 1) {", "\t\tif !(s.Overlap >= 0 && s.Overlap < 1) {", None),
+    ("SU3", "internal/bench/suite.go", "\tif s.Algo == \"ring\" {\n\t\treturn fmt.Errorf(\"Suite.Algo = ring", "\tif false {\n\t\treturn fmt.Errorf(\"Suite.Algo = ring", None),
+    ("SU4", "internal/bench/suite.go", "\tcase s.Iters < 1 || s.Warmup < 0:", "\tcase s.Iters < 1:", None),
+    ("SU5", "internal/bench/suite.go", "\tcase s.Timeout <= 0:", "\tcase s.Timeout < 0:", None),
+    ("SU6", "internal/bench/suite.go", "\tcase s.BusyPoll < 0 || s.BusyPoll > conn.MaxBusyPoll:", "\tcase s.BusyPoll < 0:", None),
+    ("SU7", "internal/bench/suite.go", "\tcase s.Rounds < 0 || s.Rounds > MaxRounds:", "\tcase s.Rounds < 0 || s.Rounds >= MaxRounds:", None),
+    ("SU8", "internal/bench/suite.go", "\tcase s.Rounds > 1 && (s.Sparse || s.Tree != (TreeShape{})):", "\tcase s.Rounds > 1 && s.Sparse:", None),
+    ("SU9", "internal/bench/suite.go", "\t\tif n < int64(s.DType.Size()) || n > MaxCount {", "\t\tif n < 1 || n > MaxCount {", None),
+    ("SU10", "internal/bench/suite.go", "\t\tif p < 1 || p > MaxRanks {", "\t\tif p < 2 || p > MaxRanks {", None),
+    ("SU11", "internal/bench/suite.go", "\tif s.Profile != \"\" && (s.Sparse || s.Tree != (TreeShape{})) {", "\tif s.Profile != \"\" && s.Sparse {", None),
+    ("SU12", "internal/bench/suite.go", "\tif s.Tree != (TreeShape{}) {\n\t\treturn s.Tree.Validate()\n\t}\n\treturn nil", "\treturn nil", None),
+    ("SU13", "internal/bench/suite.go", "\t\tif !ThroughSwitch(p) && p != PathRing && !isRelay(p) {", "\t\tif !ThroughSwitch(p) && !isRelay(p) {", None),
+    ("SU14", "internal/bench/suite.go", "\tenv.Switch = env.servers[s.packets()[0]].sw", "\tenv.Switch = env.servers[s.packets()[len(s.packets())-1]].sw", None),
+    ("SU15", "internal/bench/suite.go", "Overlap: s.Overlap, BusyPoll: s.BusyPoll}", "Overlap: s.Overlap}", None),
+    ("SU16", "internal/bench/suite_dense.go", "\tcalls := float64(c.Warmup + c.Iters)", "\tcalls := float64(c.Iters)", None),
+    ("SU17", "internal/bench/suite_dense.go", "\t\tif links != row.Ranks {\n\t\t\treturn", "\t\tif links < row.Ranks {\n\t\t\treturn", None),
+    ("SU18", "internal/bench/suite_dense.go", "row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(up)/p/calls, float64(down)/p/calls, \"switch\"", "row.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(down)/p/calls, float64(up)/p/calls, \"switch\"", None),
+    ("SU19", "internal/bench/suite_dense.go", "\t\trow.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes)/p, float64(row.RxBytes)/p, \"hosts\"", "\t\trow.HostUpBytes, row.HostDownBytes, row.LinkBytesFrom = float64(row.TxBytes), float64(row.RxBytes), \"hosts\"", None),
+    ("SU20", "internal/bench/suite_dense.go", "\tcase row.Path == PathRing:\n", "\tcase row.Path == PathRing || isRelay(row.Path):\n", None),
+    ("SU21", "internal/bench/suite_dense.go", "\tif user == 0 && sys == 0 {\n\t\treturn \"-\"", "\tif user == 0 {\n\t\treturn \"-\"", None),
+    ("SU22", "internal/bench/suite_dense.go", "\tif from == \"\" {\n\t\treturn \"-\"", "\tif n == 0 {\n\t\treturn \"-\"", None),
+    ("SU23", "internal/bench/suite_dense.go", "\tcase isRelay(path):\n\t\treturn \"n/a\"", "\tcase path == PathRelay:\n\t\treturn \"n/a\"", None),
+    ("SU24", "internal/bench/suite_dense.go", "\tif s.Profile == \"\" || s.Procs != nil && !inHere {", "\tif s.Profile == \"\" || s.Procs == nil && !inHere {", None),
+    ("SU25", "internal/bench/suite_dense.go", "\tif l.packet > 0 {\n\t\tname += \"-\" + units.FormatSize(int64(l.packet))", "\tif l.packet > 1024 {\n\t\tname += \"-\" + units.FormatSize(int64(l.packet))", None),
+    ("SU26", "internal/bench/suite_dense.go", "return filepath.Join(s.Profile, fmt.Sprintf(\"%s-r%d\", name, r+1))", "return filepath.Join(s.Profile, fmt.Sprintf(\"%s-r%d\", name, r))", None),
+    ("SU27", "internal/bench/suite_dense.go", "c.Switch, c.Verify, c.Algo, c.Multicast = srv.relays[l.path], false, \"single\", l.path == PathFanoutMC", "c.Switch, c.Verify, c.Algo, c.Multicast = srv.relays[l.path], false, \"single\", false", None),
+    ("SU28", "internal/bench/suite_dense.go", "\tif !isRelay(row.Path) && !embedded {\n\t\treturn\n\t}", "\tif false {\n\t\treturn\n\t}", None),
+    ("SU29", "internal/bench/suite_dense.go", "\tif s.Procs == nil {\n\t\trow.RanksUserS", "\tif s.Procs == nil && isRelay(row.Path) {\n\t\trow.RanksUserS", None),
+    ("SU30", "internal/bench/suite_dense.go", "\t\tres.Algo = \"echo\"", "\t\tres.Algo = \"fan-out\"", None),
+    ("SU31", "internal/bench/suite_dense.go", "\tfor r := range max(1, s.Rounds) {", "\tfor r := range 1 {", None),
+    ("SU32", "internal/bench/suite_dense.go", "\tinHere := isRelay(l.path) || ThroughSwitch(l.path) && s.servers[l.packet].embedded != nil", "\tinHere := isRelay(l.path) || ThroughSwitch(l.path)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1418,6 +1453,8 @@ BY_FILE = {
     "cmd/flare/jobs.go": ("JobsCommand", []),
     "switch/capture_read.go": ("Capture", []),
     "internal/bench/measure.go": (".", ["./cmd/flare:E2EBoundedTime|E2EBench$|BenchProcessPerRank"]),
+    "internal/bench/suite.go": (".", ["./cmd/flare:Bench"]),
+    "internal/bench/suite_dense.go": (".", ["./cmd/flare:Bench"]),
     "models/table.go": (".", ["./cmd/flare:Model"]),
     "models/plot.go": (".", ["./cmd/flare:Model"]),
     "testbed/config.go": (".", ["./cmd/flare:Testbed"]),
