@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -398,6 +399,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("flare %s --help lacks its usage or examples:\n%s", name, s)
 		}
 	}
+	// The flags come in the order the command gives them, the switch's
+	// address first, not sorted.
+	var out strings.Builder
+	run(context.Background(), []string{"allreduce", "--help"}, &out, io.Discard)
+	if s := out.String(); strings.Index(s, "--switch") > strings.Index(s, "--algo") {
+		t.Errorf("flare allreduce --help sorts its flags:\n%s", s)
+	}
 }
 
 // Bad flags name the flag and the allowed range.
@@ -418,7 +426,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"allreduce", "--rank", "3", "--world", "2"}, "--rank 3 with --world 2: world must be in 1..65535 and rank in 0..world-1"},
 		{[]string{"allreduce", "--rank", "0", "--world", "2"}, "--rank 0: no job token. Every rank of the job must give the same secret: set it for all of them with\n  export FLARE_TOKEN=$(flare token)"},
 		{[]string{"allreduce", "--rank", "0", "--world", "2", "--token", "0xz"}, "--token \"0xz\": want the job's 64-bit token, decimal or 0x-hex"},
-		{[]string{"token", "extra"}, "takes no arguments"},
+		{[]string{"token", "extra"}, "token: takes no arguments (see 'flare token --help')"},
+		{[]string{"allreduce", "--ranks", "2", "--op", "nand"}, "--op: unknown op \"nand\""},
 		{[]string{"nosuch"}, "unknown command \"nosuch\""},
 		{[]string{"alreduce"}, "did you mean \"allreduce\""},
 		{[]string{"allreduce", "--ranks", "2", "--deadline", "1500us"}, "--deadline 1.5ms: must be whole milliseconds"},
@@ -472,14 +481,31 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
+// A size is a count of bytes, with binary or decimal units; a negative
+// one, a doubled unit, and one whose bytes would not fit an int64 (which
+// would wrap: 2^44 + 1 MiB is 1 MiB past 2^64) are refused.
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"1000": 1000, "64KiB": 64 << 10, "16MiB": 16 << 20, "1GiB": 1 << 30, "2KB": 2000} {
+	for in, want := range map[string]int64{"1000": 1000, "64KiB": 64 << 10, "16MiB": 16 << 20, "1GiB": 1 << 30, "2KB": 2000,
+		"3MB": 3e6, "5GB": 5e9, " 4 KiB ": 4096, "7B": 7, "8589934591GiB": 8589934591 << 30, "9223372036854775807": math.MaxInt64} {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	if _, err := parseSize("-1"); err == nil {
-		t.Error("negative size accepted")
+	for _, in := range []string{"-1", "1BKB", "8589934592GiB", "17592186044417MiB", "9223372036854775808"} {
+		if got, err := parseSize(in); err == nil || !strings.Contains(err.Error(), "under 8EiB") {
+			t.Errorf("parseSize(%q) = %d, %v; want it refused", in, got, err)
+		}
+	}
+}
+
+// The commands' names, as listed and as suggestions are sought among
+// them, come in order.
+func TestSortedKeys(t *testing.T) {
+	m := map[string]int{"switch": 1, "allreduce": 2, "model": 3, "bench": 4, "token": 5}
+	for range 10 {
+		if got := sortedKeys(m); !slices.Equal(got, []string{"allreduce", "bench", "model", "switch", "token"}) {
+			t.Fatalf("sortedKeys = %v", got)
+		}
 	}
 }
 

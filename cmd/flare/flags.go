@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,7 +28,8 @@ func newFlags(name, synopsis, examples string, stdout io.Writer) *pflag.FlagSet 
 }
 
 // parseSize reads a byte count: 1000, 64KiB, 16MiB, 1GiB (also KB/MB/GB
-// as powers of 1000).
+// as powers of 1000), under 8 EiB: a count whose bytes would not fit an
+// int64 is refused, not wrapped.
 func parseSize(s string) (int64, error) {
 	units := []struct {
 		suffix string
@@ -42,8 +44,8 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a count of bytes such as 1000, 64KiB or 16MiB", s)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q: want a count of bytes under 8EiB, such as 1000, 64KiB or 16MiB", s)
 	}
 	return n * mult, nil
 }
