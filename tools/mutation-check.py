@@ -37,8 +37,9 @@ collective ratios, tree replay and TopoOpt rings, a measurement's loop,
 call time, injected tail and row, flare bench's suite (its ranges, each
 leg's configuration, host link bytes, server CPU, profiles and cells),
 the model's byte units, summary line, table, CSV and figures, the
-testbed's configuration, model columns, tables and capacity sweep, and
-multicast groups' checks, holds and sockets. A guard removed, a
+testbed's configuration, model columns, tables and capacity sweep,
+multicast groups' checks, holds and sockets, and the command line's
+sizes, element flags, usage errors and help. A guard removed, a
 comparison moved by one (either way), a sum made a copy. For each, the
 script applies it to a scratch copy of the tree (a git worktree of HEAD
 under a temporary directory; this tree is never touched), runs `go test`
@@ -1421,6 +1422,19 @@ MUTANTS = [
     ("SU30", "internal/bench/suite_dense.go", "\t\tres.Algo = \"echo\"", "\t\tres.Algo = \"fan-out\"", None),
     ("SU31", "internal/bench/suite_dense.go", "\tfor r := range max(1, s.Rounds) {", "\tfor r := range 1 {", None),
     ("SU32", "internal/bench/suite_dense.go", "\tinHere := isRelay(l.path) || ThroughSwitch(l.path) && s.servers[l.packet].embedded != nil", "\tinHere := isRelay(l.path) || ThroughSwitch(l.path)", None),
+    # the command line's sizes, element flags, usage errors and help (cmd/flare/flags.go)
+    ("FG1", "cmd/flare/flags.go", "if err != nil || n < 0 || n > math.MaxInt64/mult {", "if err != nil || n < 0 || n > math.MaxInt64/mult*2 {", None),
+    ("FG2", "cmd/flare/flags.go", "if err != nil || n < 0 || n > math.MaxInt64/mult {", "if err != nil || n > math.MaxInt64/mult {", None),
+    ("FG3", "cmd/flare/flags.go", "{\"KB\", 1e3}, {\"MB\", 1e6}, {\"GB\", 1e9}", "{\"KB\", 1e3}, {\"MB\", 1 << 20}, {\"GB\", 1e9}", None),
+    ("FG4", "cmd/flare/flags.go", "{\"KB\", 1e3}, {\"MB\", 1e6}, {\"GB\", 1e9}", "{\"KB\", 1e3}, {\"MB\", 1e6}, {\"GB\", 1 << 30}", None),
+    ("FG5", "cmd/flare/flags.go", "\t\t\tt, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult\n\t\t\tbreak\n", "\t\t\tt, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult\n", None),
+    ("FG6", "cmd/flare/flags.go", "\t\t\tt, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult", "\t\t\tt, mult = strings.TrimSuffix(t, u.suffix), u.mult", None),
+    ("FG7", "cmd/flare/flags.go", "\tt := strings.TrimSpace(s)\n\tmult", "\tt := s\n\tmult", None),
+    ("FG8", "cmd/flare/flags.go", "\t\treturn 0, 0, flagError(\"--op\", err)", "\t\treturn 0, 0, flagError(\"--dtype\", err)", None),
+    ("FG9", "cmd/flare/flags.go", "return fmt.Errorf(\"%s: %s (see 'flare %s --help')\", fs.Name(), fmt.Sprintf(format, args...), fs.Name())", "return fmt.Errorf(\"%s (see 'flare %s --help')\", fmt.Sprintf(format, args...), fs.Name())", None),
+    ("FG10", "cmd/flare/flags.go", "\t\tif examples != \"\" {\n\t\t\tfmt.Fprintf(stdout, \"\\nexamples:\\n%s\", examples)", "\t\tif false {\n\t\t\tfmt.Fprintf(stdout, \"\\nexamples:\\n%s\", examples)", None),
+    ("FG11", "cmd/flare/flags.go", "\tsort.Strings(keys)\n", "\tsort.Strings(keys[:0])\n", None),
+    ("FG12", "cmd/flare/flags.go", "\tfs.SortFlags = false\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1451,6 +1465,7 @@ BY_FILE = {
     "internal/bench/tree_report.go": ("Tree|SetModel", ["./cmd/flare:BenchTree|ParseTreeShape"]),
     "internal/bench/calibrate.go": ("Calibrat|MedianFloat", ["./cmd/flare:ModelCalibrate"]),
     "cmd/flare/jobs.go": ("JobsCommand", []),
+    "cmd/flare/flags.go": ("Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize|SortedKeys", []),
     "switch/capture_read.go": ("Capture", []),
     "internal/bench/measure.go": (".", ["./cmd/flare:E2EBoundedTime|E2EBench$|BenchProcessPerRank"]),
     "internal/bench/suite.go": (".", ["./cmd/flare:Bench"]),
