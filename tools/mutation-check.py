@@ -35,23 +35,23 @@ the gopacket layer and a capture's reader, the switch's link listing,
 admin client and `flare jobs`, the analytic model's queue, job sizes,
 collective ratios, tree replay and TopoOpt rings, a measurement's loop,
 call time, injected tail and row, flare bench's suite (its ranges, each
-leg's configuration, host link bytes, server CPU, profiles and cells),
-the model's byte units, summary line, table, CSV and figures, the
-testbed's configuration, model columns, tables and capacity sweep,
-multicast groups' checks, holds and sockets, and the command line's
-sizes, element flags, usage errors and help. A guard removed, a
-comparison moved by one (either way), a sum made a copy. For each, the
-script applies it to a scratch copy of the tree (a git worktree of HEAD
-under a temporary directory; this tree is never touched), runs `go test`
-on the mutant's package (its tests that RUN names, where it names some,
-and what ALSO names for it), or `make python-test` for a mutant in
-python/, and says which test failed first ("killed"; -failfast stops
-there, as a mutant of the generation rule can make a real-time test wait
-out its timeouts) or that every test passed ("SURVIVED"). A survivor is
-a defect the tests let through, unless the mutant is marked equivalent:
-one that cannot change what the code does for any input (the reason is
-given). A mutant whose text is no longer in its file is reported, so the
-list goes stale loudly.
+leg's configuration, host link bytes, server CPU, profiles and cells)
+and a row with a process per rank, the model's byte units, summary line,
+table, CSV and figures, the testbed's configuration, model columns,
+tables and capacity sweep, multicast groups' checks, holds and sockets,
+and the command line's sizes, element flags, usage errors and help. A
+guard removed, a comparison moved by one (either way), a sum made a
+copy. For each, the script applies it to a scratch copy of the tree (a
+git worktree of HEAD under a temporary directory; this tree is never
+touched), runs `go test` on the mutant's package (its tests that RUN
+names, where it names some, and what ALSO names for it), or `make
+python-test` for a mutant in python/, and says which test failed first
+("killed"; -failfast stops there, as a mutant of the generation rule can
+make a real-time test wait out its timeouts) or that every test passed
+("SURVIVED"). A survivor is a defect the tests let through, unless the
+mutant is marked equivalent: one that cannot change what the code does
+for any input (the reason is given). A mutant whose text is no longer in
+its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1435,6 +1435,22 @@ MUTANTS = [
     ("FG10", "cmd/flare/flags.go", "\t\tif examples != \"\" {\n\t\t\tfmt.Fprintf(stdout, \"\\nexamples:\\n%s\", examples)", "\t\tif false {\n\t\t\tfmt.Fprintf(stdout, \"\\nexamples:\\n%s\", examples)", None),
     ("FG11", "cmd/flare/flags.go", "\tsort.Strings(keys)\n", "\tsort.Strings(keys[:0])\n", None),
     ("FG12", "cmd/flare/flags.go", "\tfs.SortFlags = false\n", "", None),
+    # a row with a process per rank: its ranks merged, their environment, the bench process's CPUs (internal/bench/procs.go)
+    ("PC1", "internal/bench/procs.go", "\t\tagg.MedianS = max(agg.MedianS, r.MedianS)\n", "", None),
+    ("PC2", "internal/bench/procs.go", "\t\tagg.P99S = max(agg.P99S, r.P99S)\n", "\t\tagg.P99S = min(agg.P99S, r.P99S)\n", None),
+    ("PC3", "internal/bench/procs.go", "\t\tagg.Retransmits += r.Retransmits\n", "", None),
+    ("PC4", "internal/bench/procs.go", "\t\tagg.TxBytes += r.TxBytes\n", "", None),
+    ("PC5", "internal/bench/procs.go", "\t\tagg.SpilledPairs += r.SpilledPairs\n", "", None),
+    ("PC6", "internal/bench/procs.go", "\t\tagg.RanksSysS += r.RanksSysS\n", "", None),
+    ("PC7", "internal/bench/procs.go", "\t\tagg.Verified = agg.Verified && r.Verified\n", "", None),
+    ("PC8", "internal/bench/procs.go", "\tagg.setBandwidth()\n", "", None),
+    ("PC9", "internal/bench/procs.go", "\trc.Ranks, rc.World = 0, p\n", "\trc.Ranks, rc.World = 0, p-1\n", None),
+    ("PC10", "internal/bench/procs.go", "\t\tif p > 1 {\n\t\t\tvar err error\n\t\t\tif rc.Peers, err = FreeTCPAddrs(p)", "\t\tif p > 2 {\n\t\t\tvar err error\n\t\t\tif rc.Peers, err = FreeTCPAddrs(p)", None),
+    ("PC11", "internal/bench/procs.go", "\t\t\tcmd.Env = append(rankEnv(), env)\n", "\t\t\tcmd.Env = append(rankEnv(), env[:0])\n", None),
+    ("PC12", "internal/bench/procs.go", "\t\t\t\treturn fmt.Errorf(\"rank %d: reading its result %q: %w\", r, out.String(), err)", "\t\t\t\treturn nil", None),
+    ("PC13", "internal/bench/procs.go", "\tif _, ok := os.LookupEnv(\"GOMAXPROCS\"); !ok {\n\t\tenv = append(env, \"GOMAXPROCS=\"+rankGOMAXPROCS())", "\tif true {\n\t\tenv = append(env, \"GOMAXPROCS=\"+rankGOMAXPROCS())", "with GOMAXPROCS set, what is appended is the user's own value (rankGOMAXPROCS), and os/exec keeps one of a key's entries"),
+    ("PC14", "internal/bench/procs.go", "prev := runtime.GOMAXPROCS(max(1, runtime.NumCPU()-ranks))", "prev := runtime.GOMAXPROCS(max(2, runtime.NumCPU()-ranks))", None),
+    ("PC15", "internal/bench/procs.go", "\t\tagg.RxBytes += r.RxBytes\n", "\t\tagg.RxBytes += r.TxBytes\n", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1469,6 +1485,7 @@ BY_FILE = {
     "switch/capture_read.go": ("Capture", []),
     "internal/bench/measure.go": (".", ["./cmd/flare:E2EBoundedTime|E2EBench$|BenchProcessPerRank"]),
     "internal/bench/suite.go": (".", ["./cmd/flare:Bench"]),
+    "internal/bench/procs.go": (".", ["./cmd/flare:Bench|E2EBench"]),
     "internal/bench/suite_dense.go": (".", ["./cmd/flare:Bench"]),
     "models/table.go": (".", ["./cmd/flare:Model"]),
     "models/plot.go": (".", ["./cmd/flare:Model"]),
