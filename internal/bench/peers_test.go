@@ -24,6 +24,9 @@ func TestParsePeerRows(t *testing.T) {
 	if got := p.at(8, 1<<20, "int32", "sum"); len(got) != 0 || p.Unused() != 2 {
 		t.Errorf("at(8, 1MiB, int32) = %d rows, %d unused; want 0, 2", len(got), p.Unused())
 	}
+	if got := p.at(8, 1<<20, "float32", "max"); len(got) != 0 || p.Unused() != 2 {
+		t.Errorf("at(8, 1MiB, float32 max) = %d rows, %d unused; want 0, 2", len(got), p.Unused())
+	}
 	if got := p.at(8, 1<<20, "float32", "sum"); len(got) != 2 || p.Unused() != 0 {
 		t.Errorf("at(8, 1MiB, float32) = %d rows, %d unused; want 2, 0", len(got), p.Unused())
 	}
@@ -31,7 +34,9 @@ func TestParsePeerRows(t *testing.T) {
 		{`"path":"mpi-tcp"`, `"path":"switch"`, `line 1: path "switch"`},
 		{`"path":"mpi-tcp"`, `"path":""`, `path ""`},
 		{`"ranks":8`, `"ranks":0`, "ranks 0: must be in 1..1024"},
+		{`"ranks":8`, `"ranks":1025`, "ranks 1025: must be in 1..1024"},
 		{`"bytes":1048576`, `"bytes":0`, "bytes 0: must be in 1..1GiB"},
+		{`"bytes":1048576`, `"bytes":1073741825`, "bytes 1073741825: must be in 1..1GiB"},
 		{`"median_s":0.08`, `"median_s":0`, "median_s 0 p99_s 0.09"},
 		{`"p99_s":0.09`, `"p99_s":0.01`, "p99 >= median"},
 		{`"packet_bytes":0`, `"packet_bytes":1024`, "packet_bytes 1024"},
@@ -42,6 +47,11 @@ func TestParsePeerRows(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: %v, want %q", tc.to, err, tc.err)
 		}
+	}
+	// A row may be long (a library's own fields, spaces): up to 1 MiB.
+	long := strings.Replace(good, "}", strings.Repeat(" ", 100<<10)+"}", 1)
+	if p, err := ParsePeers(strings.NewReader(long+"\n"+good), "f"); err != nil || len(p.rows) != 2 {
+		t.Errorf("a 100 KiB row: %v", err)
 	}
 }
 
