@@ -35,23 +35,24 @@ the gopacket layer and a capture's reader, the switch's link listing,
 admin client and `flare jobs`, the analytic model's queue, job sizes,
 collective ratios, tree replay and TopoOpt rings, a measurement's loop,
 call time, injected tail and row, flare bench's suite (its ranges, each
-leg's configuration, host link bytes, server CPU, profiles and cells)
-and a row with a process per rank, the model's byte units, summary line,
-table, CSV and figures, the testbed's configuration, model columns,
-tables and capacity sweep, multicast groups' checks, holds and sockets,
-and the command line's sizes, element flags, usage errors and help. A
-guard removed, a comparison moved by one (either way), a sum made a
-copy. For each, the script applies it to a scratch copy of the tree (a
-git worktree of HEAD under a temporary directory; this tree is never
-touched), runs `go test` on the mutant's package (its tests that RUN
-names, where it names some, and what ALSO names for it), or `make
-python-test` for a mutant in python/, and says which test failed first
-("killed"; -failfast stops there, as a mutant of the generation rule can
-make a real-time test wait out its timeouts) or that every test passed
-("SURVIVED"). A survivor is a defect the tests let through, unless the
-mutant is marked equivalent: one that cannot change what the code does
-for any input (the reason is given). A mutant whose text is no longer in
-its file is reported, so the list goes stale loudly.
+leg's configuration, host link bytes, server CPU, profiles and cells) a
+row with a process per rank and the peers' rows it reads, the model's
+byte units, summary line, table, CSV and figures, the testbed's
+configuration, model columns, tables and capacity sweep, multicast
+groups' checks, holds and sockets, and the command line's sizes, element
+flags, usage errors and help. A guard removed, a comparison moved by one
+(either way), a sum made a copy. For each, the script applies it to a
+scratch copy of the tree (a git worktree of HEAD under a temporary
+directory; this tree is never touched), runs `go test` on the mutant's
+package (its tests that RUN names, where it names some, and what ALSO
+names for it), or `make python-test` for a mutant in python/, and says
+which test failed first ("killed"; -failfast stops there, as a mutant of
+the generation rule can make a real-time test wait out its timeouts) or
+that every test passed ("SURVIVED"). A survivor is a defect the tests
+let through, unless the mutant is marked equivalent: one that cannot
+change what the code does for any input (the reason is given). A mutant
+whose text is no longer in its file is reported, so the list goes stale
+loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1451,6 +1452,21 @@ MUTANTS = [
     ("PC13", "internal/bench/procs.go", "\tif _, ok := os.LookupEnv(\"GOMAXPROCS\"); !ok {\n\t\tenv = append(env, \"GOMAXPROCS=\"+rankGOMAXPROCS())", "\tif true {\n\t\tenv = append(env, \"GOMAXPROCS=\"+rankGOMAXPROCS())", "with GOMAXPROCS set, what is appended is the user's own value (rankGOMAXPROCS), and os/exec keeps one of a key's entries"),
     ("PC14", "internal/bench/procs.go", "prev := runtime.GOMAXPROCS(max(1, runtime.NumCPU()-ranks))", "prev := runtime.GOMAXPROCS(max(2, runtime.NumCPU()-ranks))", None),
     ("PC15", "internal/bench/procs.go", "\t\tagg.RxBytes += r.RxBytes\n", "\t\tagg.RxBytes += r.TxBytes\n", None),
+    # the peers' rows flare bench reads (internal/bench/peers.go)
+    ("PE1", "internal/bench/peers.go", "\t\tif len(text) == 0 {\n\t\t\tcontinue", "\t\tif len(text) < 0 {\n\t\t\tcontinue", None),
+    ("PE2", "internal/bench/peers.go", "\t\tdec.DisallowUnknownFields()\n", "", None),
+    ("PE3", "internal/bench/peers.go", "\tcase r.Ranks < 1 || r.Ranks > MaxRanks:", "\tcase r.Ranks < 1:", None),
+    ("PE4", "internal/bench/peers.go", "\tcase r.Bytes < 1 || r.Bytes > 1<<30:", "\tcase r.Bytes < 1 || r.Bytes > 1<<31:", None),
+    ("PE5", "internal/bench/peers.go", "!(r.P99S >= r.MedianS)", "!(r.P99S > r.MedianS)", None),
+    ("PE6", "internal/bench/peers.go", "|| math.IsInf(r.P99S, 0):", ":", "a peer's row comes from JSON, which holds no infinity (the decoder refuses 1e999)"),
+    ("PE7", "internal/bench/peers.go", "\tcase r.PacketBytes != 0:", "\tcase r.PacketBytes < 0:", None),
+    ("PE8", "internal/bench/peers.go", "if path == \"\" || ThroughSwitch(path) || path == PathRing || isRelay(path) {", "if path == \"\" || ThroughSwitch(path) || isRelay(path) {", None),
+    ("PE9", "internal/bench/peers.go", "if r.Ranks == ranks && r.Bytes == size && r.DType == dtype && r.Op == op {", "if r.Ranks == ranks && r.Bytes == size && r.DType == dtype {", None),
+    ("PE10", "internal/bench/peers.go", "\t\t\tp.used[i] = true\n", "\t\t\tp.used[i] = false\n", None),
+    ("PE11", "internal/bench/peers.go", "\t\t\tif !u {\n\t\t\t\tn++", "\t\t\tif u {\n\t\t\t\tn++", None),
+    ("PE12", "internal/bench/peers.go", "\tif p == nil {\n\t\treturn nil\n\t}\n\tvar out", "\tvar out", None),
+    ("PE13", "internal/bench/peers.go", "return nil, fmt.Errorf(\"%s line %d: %w\", name, line, err)", "return nil, fmt.Errorf(\"%s line %d: %w\", name, line-1, err)", None),
+    ("PE14", "internal/bench/peers.go", "\tsc.Buffer(make([]byte, 64<<10), 1<<20)\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1486,6 +1502,7 @@ BY_FILE = {
     "internal/bench/measure.go": (".", ["./cmd/flare:E2EBoundedTime|E2EBench$|BenchProcessPerRank"]),
     "internal/bench/suite.go": (".", ["./cmd/flare:Bench"]),
     "internal/bench/procs.go": (".", ["./cmd/flare:Bench|E2EBench"]),
+    "internal/bench/peers.go": (".", ["./cmd/flare:Peers|BenchPacketSizes"]),
     "internal/bench/suite_dense.go": (".", ["./cmd/flare:Bench"]),
     "models/table.go": (".", ["./cmd/flare:Model"]),
     "models/plot.go": (".", ["./cmd/flare:Model"]),
