@@ -184,27 +184,3 @@ func TestReadingNames(t *testing.T) {
 		t.Error("ParseReading accepted an unknown name")
 	}
 }
-
-func TestBytesFormat(t *testing.T) {
-	for _, tc := range []struct {
-		n    int64
-		text string
-	}{{512, "512B"}, {4 << 10, "4KiB"}, {1536 << 10, "1.5MiB"}, {100 << 20, "100MiB"}} {
-		if got := FormatBytes(float64(tc.n)); got != tc.text {
-			t.Errorf("FormatBytes(%d) = %q, want %q", tc.n, got, tc.text)
-		}
-		if got, err := ParseBytes(tc.text); err != nil || got != tc.n {
-			t.Errorf("ParseBytes(%q) = %d, %v", tc.text, got, err)
-		}
-	}
-	for _, s := range []string{"4K", "4KB", "4096", " 4 KiB "} {
-		if got, err := ParseBytes(s); err != nil || got != 4096 {
-			t.Errorf("ParseBytes(%q) = %d, %v", s, got, err)
-		}
-	}
-	for _, s := range []string{"", "x", "-1KiB", "2TiB"} {
-		if _, err := ParseBytes(s); err == nil {
-			t.Errorf("ParseBytes(%q) accepted", s)
-		}
-	}
-}

@@ -13,13 +13,15 @@ import (
 )
 
 // Sizes print in the largest binary unit that leaves a number below 1024,
-// up to TiB and negative ones too, and parse back; a unit taken twice, or
-// a size past 1 TiB, is refused.
+// up to TiB and negative ones too, and parse back (K, KB and G read as
+// binary units too, spaces around the unit taken); nothing, a word, a
+// negative size, a unit taken twice, or a size past 1 TiB is refused.
 func TestFormatAndParseBytesUnits(t *testing.T) {
 	for _, tc := range []struct {
 		n    float64
 		text string
-	}{{0, "0B"}, {1023, "1023B"}, {1024, "1KiB"}, {-2048, "-2KiB"}, {1 << 30, "1GiB"}, {2 << 40, "2TiB"}, {3 << 50, "3072TiB"}} {
+	}{{0, "0B"}, {512, "512B"}, {1023, "1023B"}, {1024, "1KiB"}, {4 << 10, "4KiB"}, {1536 << 10, "1.5MiB"}, {100 << 20, "100MiB"},
+		{-2048, "-2KiB"}, {1 << 30, "1GiB"}, {2 << 40, "2TiB"}, {3 << 50, "3072TiB"}} {
 		if got := FormatBytes(tc.n); got != tc.text {
 			t.Errorf("FormatBytes(%v) = %q, want %q", tc.n, got, tc.text)
 		}
@@ -27,12 +29,13 @@ func TestFormatAndParseBytesUnits(t *testing.T) {
 	for _, tc := range []struct {
 		text string
 		n    int64
-	}{{"0", 0}, {"1G", 1 << 30}, {"1GB", 1 << 30}, {"2M", 2 << 20}, {"1T", 1 << 40}, {"1TiB", 1 << 40}, {"7B", 7}} {
+	}{{"0", 0}, {"512B", 512}, {"4KiB", 4 << 10}, {"1.5MiB", 1536 << 10}, {"100MiB", 100 << 20}, {"4K", 4096}, {"4KB", 4096},
+		{"4096", 4096}, {" 4 KiB ", 4096}, {"1G", 1 << 30}, {"1GB", 1 << 30}, {"2M", 2 << 20}, {"1T", 1 << 40}, {"1TiB", 1 << 40}, {"7B", 7}} {
 		if got, err := ParseBytes(tc.text); err != nil || got != tc.n {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.text, got, err, tc.n)
 		}
 	}
-	for _, s := range []string{"1KMiB", "2KK", "1025GiB"} {
+	for _, s := range []string{"", "x", "-1KiB", "2TiB", "1KMiB", "2KK", "1025GiB"} {
 		if n, err := ParseBytes(s); err == nil {
 			t.Errorf("ParseBytes(%q) = %d, want it refused", s, n)
 		}

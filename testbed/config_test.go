@@ -5,10 +5,13 @@ import (
 	"testing"
 )
 
-// validate takes every edge of every range and refuses the value just
-// past it, naming the field.
+// validate takes the good configuration and every edge of every range,
+// and refuses a value past one (or out of its set), naming the field.
 func TestValidateEdges(t *testing.T) {
 	good := Config{Hosts: 4, LinkBps: 200e6, Bytes: 1 << 20, Exe: "flare"}
+	if g := good.withDefaults(); g.validate() != nil {
+		t.Fatalf("good config: %v", g.validate())
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
@@ -36,6 +39,22 @@ func TestValidateEdges(t *testing.T) {
 		{"a density of 1", func(c *Config) { c.Paths, c.Densities = []string{PathHostSparse}, []float64{1} }, ""},
 		{"the slowest link", func(c *Config) { c.LinkBps = MinRateBps }, ""},
 		{"the fastest link", func(c *Config) { c.LinkBps = MaxRateBps }, ""},
+		{"a bad Hosts", func(c *Config) { c.Hosts = 1 }, "Hosts"},
+		{"a bad Hosts", func(c *Config) { c.Hosts = MaxHosts + 1 }, "Hosts"},
+		{"a tree of one leaf", func(c *Config) { c.Leaves, c.PerLeaf = 1, 4 }, "Config.Leaves = 1 with Config.PerLeaf = 4"},
+		{"a tree of 72 hosts", func(c *Config) { c.Leaves, c.PerLeaf = 9, 8 }, "Config.Leaves = 9 with Config.PerLeaf = 8"},
+		{"a bad LinkBps", func(c *Config) { c.LinkBps = 10 }, "LinkBps"},
+		{"a bad UplinkBps", func(c *Config) { c.Leaves, c.PerLeaf, c.UplinkBps = 2, 2, 1e12 }, "UplinkBps"},
+		{"a bad Bytes", func(c *Config) { c.Bytes = 2 }, "Bytes"},
+		{"a bad PacketBytes", func(c *Config) { c.PacketBytes = 1000 + 4 }, "PacketBytes"},
+		{"a bad MTU", func(c *Config) { c.PacketBytes, c.MTU = 8192, 1500 }, "MTU"},
+		{"a bad Loss", func(c *Config) { c.Loss = 0.9 }, "Loss"},
+		{"a bad Iters", func(c *Config) { c.Iters = -1 }, "Iters"},
+		{"a bad Exe", func(c *Config) { c.Exe = "" }, "Exe"},
+		{"a bad Paths", func(c *Config) { c.Paths = []string{"relay"} }, "Paths"},
+		{"a sparse path without densities", func(c *Config) { c.Paths = []string{PathSparse} }, "Densities"},
+		{"a bad Densities", func(c *Config) { c.Paths, c.Densities = []string{PathSparse}, []float64{2} }, "Densities"},
+		{"a bad Window", func(c *Config) { c.Window = 1 << 17 }, "Window"},
 	} {
 		c := good
 		tc.edit(&c)

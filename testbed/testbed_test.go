@@ -47,43 +47,6 @@ func TestSweepRates(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
-	good := Config{Hosts: 4, LinkBps: 200e6, Bytes: 1 << 20, Exe: "flare"}
-	cases := []struct {
-		field string
-		edit  func(*Config)
-	}{
-		{"Hosts", func(c *Config) { c.Hosts = 1 }},
-		{"Hosts", func(c *Config) { c.Hosts = MaxHosts + 1 }},
-		{"Config.Leaves = 1 with Config.PerLeaf = 4", func(c *Config) { c.Leaves, c.PerLeaf = 1, 4 }},
-		{"Config.Leaves = 9 with Config.PerLeaf = 8", func(c *Config) { c.Leaves, c.PerLeaf = 9, 8 }},
-		{"LinkBps", func(c *Config) { c.LinkBps = 10 }},
-		{"UplinkBps", func(c *Config) { c.Leaves, c.PerLeaf, c.UplinkBps = 2, 2, 1e12 }},
-		{"Bytes", func(c *Config) { c.Bytes = 2 }},
-		{"PacketBytes", func(c *Config) { c.PacketBytes = 1000 + 4 }},
-		{"MTU", func(c *Config) { c.PacketBytes, c.MTU = 8192, 1500 }},
-		{"Loss", func(c *Config) { c.Loss = 0.9 }},
-		{"Iters", func(c *Config) { c.Iters = -1 }},
-		{"Exe", func(c *Config) { c.Exe = "" }},
-		{"Paths", func(c *Config) { c.Paths = []string{"relay"} }},
-		{"Densities", func(c *Config) { c.Paths = []string{PathSparse} }},
-		{"Densities", func(c *Config) { c.Paths, c.Densities = []string{PathSparse}, []float64{2} }},
-		{"Window", func(c *Config) { c.Window = 1 << 17 }},
-	}
-	if g := good.withDefaults(); g.validate() != nil {
-		err := g.validate()
-		t.Fatalf("good config: %v", err)
-	}
-	for _, tc := range cases {
-		c := good
-		tc.edit(&c)
-		c = c.withDefaults()
-		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%s: validate() = %v, want an error naming it", tc.field, err)
-		}
-	}
-}
-
 // The ideal is the model's time plus the headers' share of the link: at
 // 1 KiB packets the Flare, UDP, IP and Ethernet headers add 82 bytes a
 // packet; the model's own in-network time is payload over the rate plus

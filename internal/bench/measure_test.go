@@ -65,6 +65,13 @@ func (f *referenceRanks) blocks() int                { return max(1, len(f.count
 func (f *referenceRanks) algo() string               { return "reference" }
 func (f *referenceRanks) close()                     {}
 
+// referenceConfig is the measurement the reference ranks' tests run:
+// 3 ranks of 5000 float32 sums, 2 warmup and 3 measured calls, verified.
+func referenceConfig() Config {
+	return Config{Ranks: 3, Count: 5000, DType: wire.Float32, Op: wire.OpSum, Algo: "auto", Iters: 3, Warmup: 2,
+		Verify: true, Timeout: time.Second}
+}
+
 func referenceMeasurement(c Config, bad *[3]int) *measurement {
 	p := newPayload(c)
 	return &measurement{c: c, ranks: &referenceRanks{c: c, calls: make([]int, len(p.local)), bad: bad}, p: p,
@@ -75,8 +82,7 @@ func referenceMeasurement(c Config, bad *[3]int) *measurement {
 // element by element, and counts the measured calls' traffic; a wrong
 // element in any call, warmup included, fails it naming the rank and call.
 func TestLoopChecksEveryCall(t *testing.T) {
-	c := Config{Ranks: 3, Count: 5000, DType: wire.Float32, Op: wire.OpSum, Algo: "auto", Iters: 3, Warmup: 2,
-		Verify: true, Timeout: time.Second}
+	c := referenceConfig()
 	m := referenceMeasurement(c, nil)
 	if err := m.run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -142,8 +148,7 @@ func TestRun(t *testing.T) {
 // names the switch's packet size, a sparse one none and its storage, and
 // a sparse ring row's storage is the hosts'.
 func TestResultPerMeasuredCall(t *testing.T) {
-	c := Config{Ranks: 3, Count: 5000, DType: wire.Float32, Op: wire.OpSum, Algo: "auto", Iters: 3, Warmup: 2,
-		Verify: true, Timeout: time.Second}
+	c := referenceConfig()
 	m := referenceMeasurement(c, nil)
 	m.ranks.(*referenceRanks).packet = 1024
 	if err := m.run(context.Background()); err != nil {
@@ -181,8 +186,8 @@ func TestResultPerMeasuredCall(t *testing.T) {
 // every block of the measured calls that the partial ones left out; the
 // warmup's are not counted, and the complete blocks are still checked.
 func TestResultBoundedTime(t *testing.T) {
-	c := Config{Ranks: 3, Count: 5000, DType: wire.Float32, Op: wire.OpSum, Algo: "single", Iters: 3, Warmup: 2,
-		Verify: true, Timeout: time.Second, Deadline: 5 * time.Millisecond}
+	c := referenceConfig()
+	c.Algo, c.Deadline = "single", 5*time.Millisecond
 	counts := []uint16{3, 2, 3, 1} // 2 partial blocks of 4, missing 1 + 2 contributions of 3
 	m := referenceMeasurement(c, nil)
 	m.ranks.(*referenceRanks).counts = counts
