@@ -25,14 +25,21 @@ type cpuSpan struct {
 }
 
 // start takes the reading a span starts from.
-func (c *cpuSpan) start() { c.from, c.started = processTimes() }
+func (c *cpuSpan) start() { c.startAt(processTimes()) }
 
 // stop adds the time since start to spent.
-func (c *cpuSpan) stop() {
+func (c *cpuSpan) stop() { c.stopAt(processTimes) }
+
+// startAt starts a span at reading t (ok: it could be taken).
+func (c *cpuSpan) startAt(t cpuTimes, ok bool) { c.from, c.started = t, ok }
+
+// stopAt ends the span started, at the reading read takes: nothing when
+// none was started or read cannot take one.
+func (c *cpuSpan) stopAt(read func() (cpuTimes, bool)) {
 	if !c.started {
 		return
 	}
-	to, ok := processTimes()
+	to, ok := read()
 	c.started = false
 	if !ok {
 		return
