@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/flare-net/flare/internal/bench"
 	swtch "github.com/flare-net/flare/switch"
+	"github.com/flare-net/flare/testbed"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -222,5 +224,30 @@ func TestAllReduceBytes(t *testing.T) {
 		if want := 64 << 10 / dt.Size(); c.Count != want {
 			t.Errorf("--bytes 64KiB --dtype %s: %d elements, want %d", dt, c.Count, want)
 		}
+	}
+}
+
+// parsedTestbed is flare testbed's Config from args.
+func parsedTestbed(t *testing.T, args []string) (*pflag.FlagSet, testbed.Config) {
+	var c testbed.Config
+	fs := parsedFlags(t, "testbed", args, func(fs *pflag.FlagSet) func() error {
+		tf := addTestbedFlags(fs, &c)
+		return func() error { return tf.resolve(fs, &c) }
+	})
+	return fs, c
+}
+
+// The testbed's flags, --tree's two fields and --switch-args apart.
+func TestTestbedFlagsSetTheirFields(t *testing.T) {
+	m := fields{testbedFlags.typ, maps.Clone(testbedFlags.flags)}
+	delete(m.flags, "Leaves")
+	delete(m.flags, "PerLeaf")
+	values := map[string][]string{"--link": {"2Gbit"}, "--uplink": {"300Mbit", "--tree", "2x2"}, "--loss": {"1%"}} // --uplink needs a tree
+	checkFlagsSetFields(t, m, []string{"--help", "--tree", "--switch-args", "--sweep-link", "--sweep-packets", "--json"}, nil, values, parsedTestbed)
+
+	_, c := parsedTestbed(t, []string{"--tree", "4x3", "--switch-args", " --clusters 2  --cores 4 ", "--loss", "2.5%"})
+	if c.Leaves != 4 || c.PerLeaf != 3 || !slices.Equal(c.SwitchArgs, []string{"--clusters", "2", "--cores", "4"}) || c.Loss != 0.025 {
+		t.Errorf("--tree 4x3 --switch-args ' --clusters 2  --cores 4 ' --loss 2.5%%: %d leaves of %d hosts, switch args %q, loss %v",
+			c.Leaves, c.PerLeaf, c.SwitchArgs, c.Loss)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/testbed"
 )
@@ -27,58 +29,22 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			"  flare testbed --tree 4x4 --link 200Mbit --uplink 200Mbit --paths switch,ring,sparse,host-sparse --densities 0.002,0.01\n"+
 			"  flare testbed --hosts 8 --sweep-link 100Mbit..10Gbit --sweep-packets 1KiB,8KiB\n", stdout)
 	cfg := testbed.Config{Log: stderr}
-	fs.IntVar(&cfg.Hosts, "hosts", 8, "hosts P on one switch (2..64)")
-	tree := fs.String("tree", "", "LEAVESxHOSTS (e.g. 4x4): a root and LEAVES leaf switches, HOSTS hosts per leaf")
-	link := fs.String("link", "1Gbit", "every host link's rate, each direction (tc units: 200Mbit, 1Gbit)")
-	uplink := fs.String("uplink", "", "with --tree: every leaf-root link's rate (default: --link)")
-	loss := fs.String("loss", "0", "fraction of packets dropped on every link, each direction: 0.01 or 1%")
-	size := fs.String("bytes", "4MiB", "vector per host")
-	packet := fs.String("packet", "1KiB", "the switch's payload per packet (8..8KiB)")
-	fs.IntVar(&cfg.Iters, "iters", 3, "measured calls per path")
-	fs.IntVar(&cfg.Warmup, "warmup", 1, "unmeasured calls first")
-	paths := fs.StringSlice("paths", []string{testbed.PathSwitch, testbed.PathRing}, "switch, ring, sparse (in-network, hash), host-sparse")
-	fs.Float64SliceVar(&cfg.Densities, "densities", []float64{0.002, 0.01}, "for the sparse paths: fractions of non-zeros per host")
-	fs.Float64Var(&cfg.Overlap, "overlap", 0.5, "sparse: fraction of a host's indices all hosts share")
-	fs.IntVar(&cfg.Window, "window", 0, "blocks in flight per host the switch grants (0: 1.5 ms of the link's rate, at least 32, at most 10 ms of it)")
-	switchArgs := fs.String("switch-args", "", "extra flags for every switch daemon, space-separated (e.g. \"--clusters 2 --cores 4\")")
-	fs.DurationVar(&cfg.Timeout, "timeout", 120*time.Second, "limit of one allreduce call")
-	sweep := fs.String("sweep-link", "", "LO..HI (e.g. 100Mbit..10Gbit): the highest link rate at which in-network time stays within 10% of ideal")
-	sweepPackets := fs.StringSlice("sweep-packets", []string{"1KiB", "8KiB"}, "with --sweep-link: packet sizes")
-	asJSON := fs.Bool("json", false, "print one JSON object per run (flare bench --json's fields, link_bps, ideal_s, cpu_bound)")
+	tf := addTestbedFlags(fs, &cfg)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var err error
-	if cfg.LinkBps, err = testbed.ParseRate(*link); err != nil {
-		return flagError("--link", err)
-	}
-	if *uplink != "" {
-		if cfg.UplinkBps, err = testbed.ParseRate(*uplink); err != nil {
-			return flagError("--uplink", err)
-		}
-	}
-	if cfg.Loss, err = parseFraction(*loss); err != nil {
-		return flagError("--loss", err)
-	}
-	if cfg.Bytes, err = parseSize(*size); err != nil {
-		return flagError("--bytes", err)
-	}
-	pb, err := parseSize(*packet)
-	if err != nil {
-		return flagError("--packet", err)
-	}
-	cfg.PacketBytes, cfg.Paths, cfg.SwitchArgs = int(pb), *paths, strings.Fields(*switchArgs)
-	if err := setTestbedTree(&cfg, *tree, fs.Changed("hosts"), *uplink != ""); err != nil {
+	if err := tf.resolve(fs, &cfg); err != nil {
 		return err
 	}
+	var err error
 	if cfg.Exe, err = os.Executable(); err != nil {
 		return fmt.Errorf("cannot find this binary for the daemons and hosts: %w", err)
 	}
-	if *sweep != "" {
-		return testbedSweep(ctx, cfg, *sweep, *sweepPackets, *asJSON, stdout)
+	if *tf.sweep != "" {
+		return testbedSweep(ctx, cfg, *tf.sweep, *tf.sweepPackets, *tf.asJSON, stdout)
 	}
 	rows, err := testbed.Run(ctx, cfg)
-	if *asJSON {
+	if *tf.asJSON {
 		if jerr := jsonl.Write(stdout, rows); jerr != nil {
 			return jerr
 		}
@@ -86,6 +52,65 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		testbed.WriteTable(stdout, cfg, rows)
 	}
 	return withFlags(err, testbedFlags)
+}
+
+// testbedArgs are `flare testbed`'s flags that set no field of
+// testbed.Config as they are: sizes, rates and lists resolve reads, and
+// the sweep's and the output's own.
+type testbedArgs struct {
+	tree, link, uplink, loss, size, packet, switchArgs, sweep *string
+	paths, sweepPackets                                       *[]string
+	asJSON                                                    *bool
+}
+
+// addTestbedFlags registers the testbed's flags: those that set a field
+// of c as they are into c, the others into the testbedArgs it returns.
+func addTestbedFlags(fs *pflag.FlagSet, c *testbed.Config) *testbedArgs {
+	var tf testbedArgs
+	fs.IntVar(&c.Hosts, "hosts", 8, "hosts P on one switch (2..64)")
+	tf.tree = fs.String("tree", "", "LEAVESxHOSTS (e.g. 4x4): a root and LEAVES leaf switches, HOSTS hosts per leaf")
+	tf.link = fs.String("link", "1Gbit", "every host link's rate, each direction (tc units: 200Mbit, 1Gbit)")
+	tf.uplink = fs.String("uplink", "", "with --tree: every leaf-root link's rate (default: --link)")
+	tf.loss = fs.String("loss", "0", "fraction of packets dropped on every link, each direction: 0.01 or 1%")
+	tf.size = fs.String("bytes", "4MiB", "vector per host")
+	tf.packet = fs.String("packet", "1KiB", "the switch's payload per packet (8..8KiB)")
+	fs.IntVar(&c.Iters, "iters", 3, "measured calls per path")
+	fs.IntVar(&c.Warmup, "warmup", 1, "unmeasured calls first")
+	tf.paths = fs.StringSlice("paths", []string{testbed.PathSwitch, testbed.PathRing}, "switch, ring, sparse (in-network, hash), host-sparse")
+	fs.Float64SliceVar(&c.Densities, "densities", []float64{0.002, 0.01}, "for the sparse paths: fractions of non-zeros per host")
+	fs.Float64Var(&c.Overlap, "overlap", 0.5, "sparse: fraction of a host's indices all hosts share")
+	fs.IntVar(&c.Window, "window", 0, "blocks in flight per host the switch grants (0: 1.5 ms of the link's rate, at least 32, at most 10 ms of it)")
+	tf.switchArgs = fs.String("switch-args", "", "extra flags for every switch daemon, space-separated (e.g. \"--clusters 2 --cores 4\")")
+	fs.DurationVar(&c.Timeout, "timeout", 120*time.Second, "limit of one allreduce call")
+	tf.sweep = fs.String("sweep-link", "", "LO..HI (e.g. 100Mbit..10Gbit): the highest link rate at which in-network time stays within 10% of ideal")
+	tf.sweepPackets = fs.StringSlice("sweep-packets", []string{"1KiB", "8KiB"}, "with --sweep-link: packet sizes")
+	tf.asJSON = fs.Bool("json", false, "print one JSON object per run (flare bench --json's fields, link_bps, ideal_s, cpu_bound)")
+	return &tf
+}
+
+// resolve sets c's fields that the flags give as text.
+func (tf *testbedArgs) resolve(fs *pflag.FlagSet, c *testbed.Config) error {
+	var err error
+	if c.LinkBps, err = testbed.ParseRate(*tf.link); err != nil {
+		return flagError("--link", err)
+	}
+	if *tf.uplink != "" {
+		if c.UplinkBps, err = testbed.ParseRate(*tf.uplink); err != nil {
+			return flagError("--uplink", err)
+		}
+	}
+	if c.Loss, err = parseFraction(*tf.loss); err != nil {
+		return flagError("--loss", err)
+	}
+	if c.Bytes, err = parseSize(*tf.size); err != nil {
+		return flagError("--bytes", err)
+	}
+	pb, err := parseSize(*tf.packet)
+	if err != nil {
+		return flagError("--packet", err)
+	}
+	c.PacketBytes, c.Paths, c.SwitchArgs = int(pb), *tf.paths, strings.Fields(*tf.switchArgs)
+	return setTestbedTree(c, *tf.tree, fs.Changed("hosts"), *tf.uplink != "")
 }
 
 // setTestbedTree sets the tree's shape from --tree LxH, which --hosts
