@@ -58,8 +58,8 @@ func (d Demo) Run(ctx context.Context, w io.Writer) error {
 			}
 			blocks := (size + 1023) / 1024
 			pps := float64(blocks*int64(d.Ranks)*2) / res.MedianS // data in + results out
-			fmt.Fprintf(tw, "%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%.0f\t%d\tyes\t\n", units.FormatSize(size), res.Algo,
-				res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, pps, res.Retransmits)
+			fmt.Fprintf(tw, "%s\t%s\t%.2f ms\t%.2f ms\t%.3f GB/s\t%.0f\t%d\t%s\t\n", units.FormatSize(size), res.Algo,
+				res.MedianS*1e3, res.P99S*1e3, res.AlgbwGBps, pps, res.Retransmits, yesNo(res.Verified, res.Algo))
 		}
 	}
 	tw.Flush()
