@@ -81,7 +81,8 @@ func sysErr(op string, errno syscall.Errno) error {
 // failing one and returned their count with the error, and the writer
 // offered the failing datagram again (instead of skipping it) and counted
 // its drop twice. One datagram that cannot be sent is one drop, and every
-// other datagram of the batch goes out once.
+// other datagram of the batch goes out once; on a closed socket the
+// failing datagram and every one after it are dropped, each counted.
 func TestWriterSkipsFailedDatagram(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -89,10 +90,12 @@ func TestWriterSkipsFailedDatagram(t *testing.T) {
 		failures      int // of the datagram to port 9
 		offered, drop int
 		errs          int
+		rest          int // times the datagram after it is offered
 	}{
-		{"permanent", fmt.Errorf("inject: %w", conn.ErrBadAddr), -1, 1, 1, 1},
-		{"transient-once", sysErr("send", syscall.ENOBUFS), 1, 2, 0, 1},
-		{"transient-twice", sysErr("send", syscall.ENOBUFS), -1, 2, 1, 2},
+		{"permanent", fmt.Errorf("inject: %w", conn.ErrBadAddr), -1, 1, 1, 1, 1},
+		{"transient-once", sysErr("send", syscall.ENOBUFS), 1, 2, 0, 1, 1},
+		{"transient-twice", sysErr("send", syscall.ENOBUFS), -1, 2, 1, 2, 1},
+		{"closed", fmt.Errorf("inject: %w", net.ErrClosed), -1, 1, 2, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newJobFixture(t, nil).s
@@ -110,10 +113,13 @@ func TestWriterSkipsFailedDatagram(t *testing.T) {
 			}
 			close(s.outs[0])
 			s.writer(0)
-			for _, to := range dests {
+			for i, to := range dests {
 				want := 1
-				if to == bad {
+				switch {
+				case to == bad:
 					want = tc.offered
+				case i == len(dests)-1:
+					want = tc.rest
 				}
 				if n := fc.offered[to]; n != want {
 					t.Errorf("the datagram to %v was offered to WriteBatch %d times, want %d", to, n, want)
