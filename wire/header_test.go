@@ -186,6 +186,11 @@ func TestDropReason(t *testing.T) {
 		if got := DropReason(tt.err); got != tt.want {
 			t.Errorf("DropReason(%v) = %q, want %q", tt.err, got, tt.want)
 		}
+		// A caller's wrapping keeps the reason: every sentinel is matched
+		// with errors.Is, not compared.
+		if wrapped := fmt.Errorf("from 10.0.0.1: %w", tt.err); tt.err != nil && DropReason(wrapped) != tt.want {
+			t.Errorf("DropReason(%v) = %q, want %q", wrapped, DropReason(wrapped), tt.want)
+		}
 	}
 	seen := map[string]bool{}
 	for _, r := range DropReasons {
