@@ -69,7 +69,6 @@ func (s *suiteRun) sparseRows(ctx context.Context, p int, size int64, emit func(
 	if err := emit(SparseRow{Path: PathDense, Result: *dense, TrafficVsDense: 1}); err != nil {
 		return err
 	}
-	denseBytes := float64(dense.TxBytes + dense.RxBytes)
 	for _, d := range s.Densities {
 		rows := map[string]*Result{}
 		for _, path := range []string{PathHostSparse, PathHash, PathArray} {
@@ -79,19 +78,32 @@ func (s *suiteRun) sparseRows(ctx context.Context, p int, size int64, emit func(
 			}
 			rows[path] = res
 		}
-		for _, path := range []string{PathHash, PathArray, PathHostSparse} {
-			r := rows[path]
-			row := SparseRow{Path: path, Result: *r, TrafficVsDense: float64(r.TxBytes+r.RxBytes) / denseBytes,
-				VsHostSparse: rows[PathHostSparse].MedianS / r.MedianS}
-			if r.RxBytes > 0 {
-				row.SpillShare = float64(r.SpilledPairs) * float64(wire.PairSize(s.DType)) / float64(r.RxBytes)
-			}
+		for _, row := range sparseCells(dense, rows, s.DType) {
 			if err := emit(row); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// sparseCells is one density's rows, measured on each sparse path, in
+// the table's order (hash, array, host-sparse), with their bytes over the
+// dense row's, the share of spilled pairs in what they received and the
+// host sparse baseline's time over theirs.
+func sparseCells(dense *Result, rows map[string]*Result, dt wire.DType) []SparseRow {
+	denseBytes := float64(dense.TxBytes + dense.RxBytes)
+	var out []SparseRow
+	for _, path := range []string{PathHash, PathArray, PathHostSparse} {
+		r := rows[path]
+		row := SparseRow{Path: path, Result: *r, TrafficVsDense: float64(r.TxBytes+r.RxBytes) / denseBytes,
+			VsHostSparse: rows[PathHostSparse].MedianS / r.MedianS}
+		if r.RxBytes > 0 {
+			row.SpillShare = float64(r.SpilledPairs) * float64(wire.PairSize(dt)) / float64(r.RxBytes)
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 // sparseConfig is the Config of one sparse path at density d.
