@@ -14,8 +14,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/sim/sweep"
+	"github.com/flare-net/flare/wire"
 )
 
 // runFlare runs the command in this process and returns what it printed.
@@ -163,6 +165,10 @@ func TestModelSimFlagErrors(t *testing.T) {
 		{[]string{"model", "choose", "--bytes", "lots"}, "--bytes: size \"lots\""},
 		{[]string{"model", "choose", "--bytes", "1MiB", "--policy", "best"}, "--policy: \"best\""},
 		{[]string{"model", "choose", "--bytes", "1MiB", "--budget", "1MiB"}, "--budget: only the model policy"},
+		{[]string{"model", "choose", "--bytes", "1MiB", "--policy", "model", "--budget", "lots"}, "--budget: size \"lots\""},
+		{[]string{"model", "choose", "--bytes", "0"}, "--bytes: 0: must be in 1B..1TiB"},
+		{[]string{"model", "size", "--bytes", "1025GiB"}, "--bytes: 1025GiB: must be in 1B..1TiB"},
+		{[]string{"model", "collectives", "--link-gbps", "-1"}, "--link-gbps: models: CollectiveParams.LinkGbps = -1"},
 		{[]string{"model", "sweep", "--format", "xml"}, "--format: \"xml\": want table, csv, json"},
 		{[]string{"model", "sweep", "--algos", "single,multi1"}, "--algos: models: design \"multi1\""},
 		{[]string{"model", "sweep", "--from", "1MiB", "--to", "4KiB"}, "--to: 4KiB is below --from 1MiB"},
@@ -262,6 +268,73 @@ func TestModelHelp(t *testing.T) {
 		}
 		if s := out.String(); !strings.Contains(s, "usage: flare model "+name) || !strings.Contains(s, "examples:\n  flare model "+name) {
 			t.Errorf("flare model %s --help lacks its usage or examples:\n%s", name, s)
+		}
+	}
+}
+
+// The parameter flags set the model's parameters: model sweep's rows with
+// every one of them moved from its default are the library's for the same
+// parameters, set by hand; and model size sizes the job --bytes asks for.
+func TestModelParamFlags(t *testing.T) {
+	out := runFlare(t, "model", "sweep", "--preset", "flare", "--hosts", "16", "--dtype", "float64", "--clusters", "32", "--subset", "2",
+		"--window", "4", "--host-gbps", "40", "--copies", "--reading", "waiting-only", "--tree-m", "order",
+		"--from", "64KiB", "--to", "128KiB", "--format", "json")
+	p, err := models.Preset(models.PresetFlare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hosts, p.InterArrival, p.DType, p.CyclesPerPacket = 16, 0, wire.Float64, 0
+	p.Clusters, p.SubsetS, p.Window, p.HostGbps = 32, 2, 4, 40
+	p.CountCopies, p.TreeArrivalOrder = true, true
+	if p.Reading, err = models.ParseReading("waiting-only"); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := models.ParseDesigns(allDesigns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := jsonl.Write(&want, models.Sweep(p.Resolve(), ds, 64<<10, 128<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if out != want.String() {
+		t.Errorf("flare model sweep with every parameter flag:\n%s\nwant the library's rows:\n%s", out, want.String())
+	}
+	if dflt := runFlare(t, "model", "sweep", "--from", "64KiB", "--to", "128KiB", "--format", "json"); dflt == out {
+		t.Error("the defaults give the same rows: the comparison shows nothing")
+	}
+	// One size, --from equal to --to.
+	if rows := jsonLines(t, runFlare(t, "model", "sweep", "--from", "64KiB", "--to", "64KiB", "--format", "json")); len(rows) != 4 {
+		t.Errorf("--from 64KiB --to 64KiB: %d rows, want the 4 designs at 64KiB", len(rows))
+	}
+	if rows := jsonLines(t, runFlare(t, "model", "size", "--bytes", "64KiB", "--format", "json")); len(rows) != 1 || rows[0]["bytes"] != float64(64<<10) {
+		t.Errorf("model size --bytes 64KiB: %v", rows)
+	}
+}
+
+// model collectives' flags set the collective parameters: its rows are
+// the library's for the same parameters, under a line naming the dtype.
+func TestModelCollectivesFlags(t *testing.T) {
+	args := []string{"model", "collectives", "--hosts", "16", "--dtype", "float64", "--link-gbps", "25", "--topology", "single"}
+	c := models.Figure15Params()
+	c.Hosts, c.ElemBytes, c.LinkGbps, c.Topology = 16, 8, 25, models.TopoSingle
+	var want strings.Builder
+	if err := jsonl.Write(&want, models.Collectives(c)); err != nil {
+		t.Fatal(err)
+	}
+	if got := runFlare(t, append(args, "--format", "json")...); got != want.String() {
+		t.Errorf("flare %s:\n%s\nwant the library's rows:\n%s", strings.Join(args, " "), got, want.String())
+	}
+	if got := runFlare(t, args...); !strings.HasPrefix(got, "# "+models.DescribeCollectives(c, "float64")+"\n") {
+		t.Errorf("table's first line: %q", strings.SplitN(got, "\n", 2)[0])
+	}
+}
+
+// flare model with no subcommand, -h, --help or help prints its usage.
+func TestModelUsage(t *testing.T) {
+	for _, args := range [][]string{{"model"}, {"model", "-h"}, {"model", "--help"}, {"model", "help"}} {
+		if out := runFlare(t, args...); !strings.Contains(out, "usage: flare model <subcommand>") || !strings.Contains(out, "calibrate") {
+			t.Errorf("flare %s printed:\n%s", strings.Join(args, " "), out)
 		}
 	}
 }
