@@ -145,7 +145,6 @@ func (f *paramFlags) params() (models.Params, error) {
 	default:
 		return p, flagError("--tree-m", fmt.Errorf("%q: want paper or order", f.treeM))
 	}
-	p = p.Resolve()
 	if err := p.Validate(); err != nil {
 		return p, paramError(err)
 	}

@@ -276,14 +276,14 @@ func TestModelHelp(t *testing.T) {
 // every one of them moved from its default are the library's for the same
 // parameters, set by hand; and model size sizes the job --bytes asks for.
 func TestModelParamFlags(t *testing.T) {
-	out := runFlare(t, "model", "sweep", "--preset", "flare", "--hosts", "16", "--dtype", "float64", "--clusters", "32", "--subset", "2",
+	out := runFlare(t, "model", "sweep", "--preset", "flare", "--hosts", "16", "--dtype", "bfloat16", "--clusters", "32", "--subset", "2",
 		"--window", "4", "--host-gbps", "40", "--copies", "--reading", "waiting-only", "--tree-m", "order",
 		"--from", "64KiB", "--to", "128KiB", "--format", "json")
 	p, err := models.Preset(models.PresetFlare)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Hosts, p.InterArrival, p.DType, p.CyclesPerPacket = 16, 0, wire.Float64, 0
+	p.Hosts, p.InterArrival, p.DType, p.CyclesPerPacket = 16, 0, wire.BFloat16, 0 // L is twice int32's
 	p.Clusters, p.SubsetS, p.Window, p.HostGbps = 32, 2, 4, 40
 	p.CountCopies, p.TreeArrivalOrder = true, true
 	if p.Reading, err = models.ParseReading("waiting-only"); err != nil {
