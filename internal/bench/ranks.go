@@ -61,19 +61,13 @@ type sessions []*hostlib.Session
 // all), each at the switch of its place in the tree.
 func joinSessions(ctx context.Context, c Config) (sessions, error) {
 	local, world := c.localRanks()
-	algo, b, _ := parseAlgo(c.Algo)
 	ss := make(sessions, len(local))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	for i, r := range local {
 		g.Go(func() error {
 			sw, lr, lw := c.place(r, world)
-			s, err := hostlib.Join(gctx, hostlib.Options{
-				Switch: sw, Job: c.Job, Token: c.Token, Rank: lr, World: lw, DType: c.DType, Op: c.Op,
-				Elements: c.Count, Algo: algo, Buffers: b, Reproducible: c.Reproducible, Timeout: c.Timeout,
-				Sparse: c.Sparse, Storage: c.Storage, BlockElems: c.BlockElems, DisableOffload: c.NoOffload, BlockDeadline: c.Deadline,
-				Multicast: c.Multicast, BusyPoll: c.BusyPoll,
-			})
+			s, err := hostlib.Join(gctx, sessionOptions(c, sw, lr, lw))
 			mu.Lock()
 			ss[i] = s
 			mu.Unlock()
@@ -95,6 +89,18 @@ func joinSessions(ctx context.Context, c Config) (sessions, error) {
 	return ss, nil
 }
 
+// sessionOptions is the options of c's session that joins the switch at
+// sw as its rank lr of lw.
+func sessionOptions(c Config, sw string, lr, lw int) hostlib.Options {
+	algo, b, _ := parseAlgo(c.Algo)
+	return hostlib.Options{
+		Switch: sw, Job: c.Job, Token: c.Token, Rank: lr, World: lw, DType: c.DType, Op: c.Op,
+		Elements: c.Count, Algo: algo, Buffers: b, Reproducible: c.Reproducible, Timeout: c.Timeout,
+		Sparse: c.Sparse, Storage: c.Storage, BlockElems: c.BlockElems, DisableOffload: c.NoOffload, BlockDeadline: c.Deadline,
+		Multicast: c.Multicast, BusyPoll: c.BusyPoll,
+	}
+}
+
 func (ss sessions) reduce(ctx context.Context, i int, p *payload) (err error) {
 	if p.c.Sparse {
 		p.results[i], err = ss[i].SparseAllReduceBytes(ctx, p.inputs[i])
@@ -106,11 +112,15 @@ func (ss sessions) reduce(ctx context.Context, i int, p *payload) (err error) {
 func (ss sessions) traffic() []traffic {
 	t := make([]traffic, len(ss))
 	for i, s := range ss {
-		st := s.Stats()
-		t[i] = traffic{tx: st.BytesSent, rx: st.BytesReceived, packetsTx: st.PacketsSent, packetsRx: st.PacketsReceived,
-			retransmits: st.Retransmits, spilled: st.SpilledPairs}
+		t[i] = sessionTraffic(s.Stats())
 	}
 	return t
+}
+
+// sessionTraffic is a session's counters as a rank's traffic.
+func sessionTraffic(st hostlib.Stats) traffic {
+	return traffic{tx: st.BytesSent, rx: st.BytesReceived, packetsTx: st.PacketsSent, packetsRx: st.PacketsReceived,
+		retransmits: st.Retransmits, spilled: st.SpilledPairs}
 }
 
 func (ss sessions) contributors(i int) ([]uint16, int) {
