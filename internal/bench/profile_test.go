@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +74,40 @@ func TestRowProfileUnwritable(t *testing.T) {
 	}
 	if _, err := newRowProfile(filepath.Join(file, "row")); err == nil || !strings.Contains(err.Error(), "Config.Profile") {
 		t.Fatalf("a prefix under a file: %v, want a profile error", err)
+	}
+}
+
+// A profile that cannot start (a CPU profile or a trace already running
+// in this process) says so at stop, and leaves nothing of its own running.
+func TestRowProfileStartFails(t *testing.T) {
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newRowProfile(filepath.Join(t.TempDir(), "cpu-busy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.start()
+	pprof.StopCPUProfile()
+	if err := p.stop(); err == nil || !strings.Contains(err.Error(), "Config.Profile") {
+		t.Errorf("with a CPU profile running: stop %v, want the start's error", err)
+	}
+
+	if err := trace.Start(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer trace.Stop()
+	if p, err = newRowProfile(filepath.Join(t.TempDir(), "trace-busy")); err != nil {
+		t.Fatal(err)
+	}
+	p.start()
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Errorf("the CPU profile of a row whose trace failed is still running: %v", err)
+	} else {
+		pprof.StopCPUProfile()
+	}
+	if err := p.stop(); err == nil || !strings.Contains(err.Error(), "Config.Profile") {
+		t.Errorf("with a trace running: stop %v, want the start's error", err)
 	}
 }
 
