@@ -225,4 +225,33 @@ func TestCaptureForeign(t *testing.T) {
 	if r.Skipped() != 1 {
 		t.Errorf("skipped %d, want 1", r.Skipped())
 	}
+
+	// As a table, the four whole records: each packet's time since the
+	// first, in seconds.
+	r, err = NewCaptureReader(bytes.NewReader(b[:off]), 9000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := WriteCaptureTable(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	var times []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		times = append(times, strings.Fields(l)[0])
+	}
+	if got := strings.Join(times, " "); got != "0.000000 0.002000 0.003000" {
+		t.Errorf("times %q, want 0.000000 0.002000 0.003000:\n%s", got, out.String())
+	}
+}
+
+// A header's flags by name, in a fixed order; "-" for none.
+func TestFlagNames(t *testing.T) {
+	for f, want := range map[wire.Flags]string{0: "-", wire.FlagLast: "last", wire.FlagRetransmit: "retransmit", wire.FlagPartial: "partial",
+		wire.FlagFromSwitch: "from-switch", wire.FlagGroup: "group",
+		wire.FlagLast | wire.FlagRetransmit | wire.FlagPartial | wire.FlagFromSwitch | wire.FlagGroup: "last,retransmit,partial,from-switch,group"} {
+		if got := flagNames(f); got != want {
+			t.Errorf("flagNames(%#x) = %q, want %q", f, got, want)
+		}
+	}
 }

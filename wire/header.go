@@ -60,7 +60,7 @@ const IndexLen = 4
 type Header struct {
 	Version    uint8  // protocol version; MarshalTo writes Version when zero
 	Type       Type   // packet type
-	Flags      Flags  // FlagLast, FlagRetransmit, FlagPartial, FlagFromSwitch
+	Flags      Flags  // FlagLast, FlagRetransmit, FlagPartial, FlagFromSwitch, FlagGroup
 	Job        uint32 // job id, chosen by the hosts
 	Token      uint64 // per-job secret; the switch drops packets with a wrong one
 	Generation uint32 // allreduce call number, so successive calls never mix
