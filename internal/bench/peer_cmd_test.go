@@ -41,6 +41,8 @@ func TestPeerCmdRun(t *testing.T) {
 		{fakePeer("fake-peer", "int32", true), "want 3, 4096 of float32 sum"},
 		{fakePeer("fake-peer", "float32", false), "not verified"},
 		{"true", "printed 0 rows, want one"},
+		{fakePeer("fake-peer", "float32", true) + "; " + fakePeer("fake-peer", "float32", true), "printed 2 rows, want one"},
+		{strings.ReplaceAll(fakePeer("fake-peer", "float32", true), "{bytes}", "2048"), "a row of 3 ranks, 2048 bytes"},
 		{"echo not-json", "not a flare bench --json row"},
 	} {
 		pc := PeerCmd{Name: "fake-peer", Command: tc.cmd}
@@ -48,6 +50,10 @@ func TestPeerCmdRun(t *testing.T) {
 			!strings.Contains(err.Error(), "fake-peer") {
 			t.Errorf("%q: error %v, want one naming the peer and %q", tc.cmd, err, tc.want)
 		}
+	}
+	c.Op = wire.OpMax
+	if _, err := ok.run(context.Background(), c, 3, 4096); err == nil || !strings.Contains(err.Error(), "want 3, 4096 of float32 max") {
+		t.Errorf("a row of another op: %v", err)
 	}
 }
 
@@ -78,6 +84,7 @@ func TestSuitePeerCmdsValidate(t *testing.T) {
 	}{
 		{Suite{PeerCmds: []PeerCmd{pc}, Peers: &Peers{}}, "not both"},
 		{Suite{PeerCmds: []PeerCmd{pc}, Sparse: true}, "dense table only"},
+		{Suite{PeerCmds: []PeerCmd{pc}, Tree: TreeShape{Leaves: 2, Hosts: 2}}, "dense table only"},
 		{Suite{PeerCmds: []PeerCmd{pc, pc}}, `"fake-peer": given twice`},
 	} {
 		if err := tc.s.validatePeerCmds(); err == nil || !strings.Contains(err.Error(), tc.want) {
