@@ -160,6 +160,8 @@ func TestTestbedFlagErrors(t *testing.T) {
 		{[]string{"--iters", "-1"}, "testbed: --iters -1 with --warmup 1: want iters >= 1 and warmup >= 0"},
 		{[]string{"--tree", "8x16"}, "testbed: --tree LEAVES 8 with --tree HOSTS 16: want 2 or more leaves, 1 or more hosts each, 64 hosts at most"},
 		{[]string{"--paths", "relay"}, `testbed: --paths "relay": want switch, ring, sparse or host-sparse`},
+		{[]string{"--uplink", "1Gbit"}, "--uplink: only with --tree"},
+		{[]string{"--tree", "2x2", "--hosts", "4"}, "--tree with --hosts: give one"},
 	} {
 		err := run(context.Background(), append([]string{"testbed"}, tc.args...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
