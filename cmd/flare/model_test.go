@@ -200,6 +200,8 @@ func TestModelSimFlagErrors(t *testing.T) {
 		{[]string{"sim", "--window", "-1"}, "--window: models: Params.Window = -1"},
 		{[]string{"sim", "--sead", "1"}, "did you mean --seed?"},
 		{[]string{"sim", "--from", "1002", "--to", "2004"}, "--from: 1002: must be a multiple of the int32 size (4)"},
+		{[]string{"sim", "--rounds", "-1"}, "--rounds: -1: must be >= 0"},
+		{[]string{"sim", "--rounds", "2", "--from", "1000", "--to", "2000"}, "--rounds: 2 with --from 1000: back-to-back rounds need sizes of whole 1024-byte packets"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

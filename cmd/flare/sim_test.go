@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"strings"
 	"testing"
+
+	"github.com/flare-net/flare/internal/jsonl"
+	"github.com/flare-net/flare/models"
+	"github.com/flare-net/flare/sim"
+	"github.com/flare-net/flare/sim/sweep"
 )
 
 // sim and model sweep rows join on algo, bytes and hosts, and carry the
@@ -62,5 +68,32 @@ func TestSimFormatsAndSeed(t *testing.T) {
 	cmp := runFlare(t, append(args, "--compare")...)
 	if !strings.Contains(cmp, "Gbit/s model") || !strings.Contains(cmp, "16KiB   ") {
 		t.Errorf("compare table:\n%s", cmp)
+	}
+}
+
+// sim's own flags set the runs' options: its rows with each moved from
+// its default are the library's runs with the same options, set by hand.
+func TestSimFlags(t *testing.T) {
+	out := runFlare(t, "sim", "--preset", "pspin", "--algos", "single,tree", "--from", "8KiB", "--to", "8KiB", "--seed", "5",
+		"--rounds", "2", "--overflow", "--arrivals", "hosts", "--format", "json")
+	p, err := models.Preset(models.PresetPsPIN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CountCopies, p.TreeArrivalOrder = true, true // sim's defaults
+	ds, err := models.ParseDesigns("single,tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := sweep.Run(context.Background(), p, ds, []int64{8 << 10}, sweep.Options{Seed: 5, Rounds: 2, Overflow: true, Arrivals: sim.ArrivalsHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := jsonl.Write(&want, rows); err != nil {
+		t.Fatal(err)
+	}
+	if out != want.String() {
+		t.Errorf("flare sim with its flags:\n%s\nwant the library's runs:\n%s", out, want.String())
 	}
 }
