@@ -67,4 +67,7 @@ func TestTokenCommand(t *testing.T) {
 	if _, err := parseToken("--token", s); err != nil {
 		t.Error(err)
 	}
+	if err := run(context.Background(), []string{"token", "0x1"}, &a, nil); err == nil || !strings.Contains(err.Error(), "takes no arguments") {
+		t.Errorf("flare token 0x1: %v, want a usage error", err)
+	}
 }
