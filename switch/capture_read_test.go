@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
-
 	"github.com/flare-net/flare/conn"
+	"github.com/flare-net/flare/internal/pcaptest"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -158,44 +155,21 @@ func TestCaptureTable(t *testing.T) {
 // brackets, each packet's own time, and a bad record named by its place
 // in the file, the skipped datagrams counted.
 func TestCaptureForeign(t *testing.T) {
-	var raw bytes.Buffer
-	w := pcapgo.NewWriter(&raw)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
 	host := net.ParseIP("2001:db8:1:2:3:4:5:6")
 	sw := net.ParseIP("2001:db8::7")
 	at := time.Unix(1_700_000_000, 0)
-	frame := func(src, dst net.IP, sport, dport uint16, payload []byte) []byte {
-		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0xa, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0xa, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv6}
-		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: src, DstIP: dst}
-		udp := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
-		if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
-			t.Fatal(err)
-		}
-		buf := gopacket.NewSerializeBuffer()
-		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, udp, gopacket.Payload(payload)); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
 	h := wire.Header{Type: wire.TypeData, Job: 7, Block: 1, DType: wire.Int32, Op: wire.OpSum, Count: 2}
 	data := wire.AppendPacket(nil, &h, make([]byte, 8))
 	h.Type = wire.TypeResult
 	result := wire.AppendPacket(nil, &h, make([]byte, 8))
 	frames := [][]byte{
-		frame(host, sw, 40000, 9000, data),
-		frame(host, sw, 40000, 9000, []byte("not flare")),
-		frame(sw, host, 9000, 40000, result),
-		frame(host, sw, 40000, 40001, data),
-		frame(host, sw, 40000, 9000, data),
+		pcaptest.Frame(t, host, sw, 40000, 9000, data),
+		pcaptest.Frame(t, host, sw, 40000, 9000, []byte("not flare")),
+		pcaptest.Frame(t, sw, host, 9000, 40000, result),
+		pcaptest.Frame(t, host, sw, 40000, 40001, data),
+		pcaptest.Frame(t, host, sw, 40000, 9000, data),
 	}
-	for i, f := range frames {
-		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: at.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(f), Length: len(f)}, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b := raw.Bytes()
+	b := pcaptest.Pcap(t, frames, at, time.Millisecond)
 	off := 24 // the file header; each record: a 16-byte header, then its bytes
 	for _, f := range frames[:4] {
 		off += 16 + len(f)

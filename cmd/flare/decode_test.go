@@ -9,52 +9,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
-
+	"github.com/flare-net/flare/internal/pcaptest"
 	"github.com/flare-net/flare/wire"
 )
 
 // foreignCapture writes a pcap another tool could have: a Flare data
 // packet from a host to a switch on port 9000, its result back, and a
-// datagram that is not Flare, between addresses that are not the
-// daemon's capture MACs (swtch.CaptureSwitchMAC).
+// datagram that is not Flare.
 func foreignCapture(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "foreign.pcap")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
 	host, sw := net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2)
-	frame := func(src, dst net.IP, sport, dport uint16, payload []byte) []byte {
-		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0xa, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0xa, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
-		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: src, DstIP: dst}
-		udp := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
-		if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
-			t.Fatal(err)
-		}
-		buf := gopacket.NewSerializeBuffer()
-		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, udp, gopacket.Payload(payload)); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
 	h := wire.Header{Type: wire.TypeData, Job: 7, Block: 1, DType: wire.Int32, Op: wire.OpSum, Count: 2}
 	data := wire.AppendPacket(nil, &h, make([]byte, 8))
 	h.Type = wire.TypeResult
 	result := wire.AppendPacket(nil, &h, make([]byte, 8))
-	at := time.Unix(1_700_000_000, 0)
-	for i, fr := range [][]byte{frame(host, sw, 40000, 9000, data), frame(sw, host, 9000, 40000, result), frame(host, sw, 40000, 9000, []byte("not flare"))} {
-		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: at.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(fr), Length: len(fr)}, fr); err != nil {
-			t.Fatal(err)
-		}
+	frames := [][]byte{pcaptest.Frame(t, host, sw, 40000, 9000, data), pcaptest.Frame(t, sw, host, 9000, 40000, result),
+		pcaptest.Frame(t, host, sw, 40000, 9000, []byte("not flare"))}
+	path := filepath.Join(t.TempDir(), "foreign.pcap")
+	if err := os.WriteFile(path, pcaptest.Pcap(t, frames, time.Unix(1_700_000_000, 0), time.Millisecond), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return path
 }
