@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -229,5 +230,29 @@ func checkPeerRatios(t *testing.T, rows []benchRow) {
 		if r.OverBestPeer != r.MedianS/best || r.VsRing != rows[0].MedianS/r.MedianS {
 			t.Errorf("%s: over_best_peer %v vs_ring %v, want %v and %v", r.Path, r.OverBestPeer, r.VsRing, r.MedianS/best, rows[0].MedianS/r.MedianS)
 		}
+	}
+}
+
+// Rows of --peers for a P or size the run did not measure are left out,
+// and flare bench says how many.
+func TestBenchPeersLeftOut(t *testing.T) {
+	row := func(ranks int) string {
+		return `{"path":"mpi-tcp","ranks":` + strconv.Itoa(ranks) + `,"bytes":4096,"dtype":"float32","op":"sum","iters":1,` +
+			`"median_s":0.01,"p99_s":0.02,"verified":true,"ranks_user_s":0.003}` + "\n"
+	}
+	peers := filepath.Join(t.TempDir(), "peers.jsonl")
+	if err := os.WriteFile(peers, []byte(row(2)+row(3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	args := []string{"bench", "--json", "--ranks", "2", "--bytes", "4KiB", "--paths", "ring", "--procs=false", "--iters", "1", "--warmup", "0", "--peers", peers}
+	if err := run(context.Background(), args, &out, &errs); err != nil {
+		t.Fatalf("flare bench: %v\n%s", err, errs.String())
+	}
+	if want := "flare bench: 1 rows of --peers " + peers + " are for a P, size, dtype or op this run did not measure; left out"; !strings.Contains(errs.String(), want) {
+		t.Errorf("stderr %q, want %q", errs.String(), want)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 2 {
+		t.Errorf("%d rows, want the ring's and the P=2 peer's:\n%s", n, out.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flare-net/flare/conn"
 	"github.com/flare-net/flare/internal/bench"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/testbed"
@@ -249,5 +250,56 @@ func TestTestbedFlagsSetTheirFields(t *testing.T) {
 	if c.Leaves != 4 || c.PerLeaf != 3 || !slices.Equal(c.SwitchArgs, []string{"--clusters", "2", "--cores", "4"}) || c.Loss != 0.025 {
 		t.Errorf("--tree 4x3 --switch-args ' --clusters 2  --cores 4 ' --loss 2.5%%: %d leaves of %d hosts, switch args %q, loss %v",
 			c.Leaves, c.PerLeaf, c.SwitchArgs, c.Loss)
+	}
+}
+
+// parsedCalibrate is flare model calibrate's CalibrateConfig from args.
+func parsedCalibrate(t *testing.T, args []string) (*pflag.FlagSet, bench.CalibrateConfig) {
+	var c bench.CalibrateConfig
+	fs := parsedFlags(t, "model calibrate", args, func(fs *pflag.FlagSet) func() error {
+		a := addCalibrateFlags(fs, &c)
+		return func() error { return a.resolve(&c) }
+	})
+	return fs, c
+}
+
+// flare model calibrate's flags, each to the harness's or the rounds'
+// field it sets (calibrateFlags names those a Calibrate error may name).
+func TestCalibrateFlagsSetTheirFields(t *testing.T) {
+	m := fields{"CalibrateConfig", map[string]string{"Harness.Algo": "--algo", "Harness.Elements": "--bytes", "Harness.DType": "--dtype",
+		"Harness.Hosts": "--hosts", "Runs": "--runs", "RunTime": "--run-time"}}
+	for field, flag := range calibrateFlags.flags {
+		if m.flags[field] != flag {
+			t.Errorf("calibrateFlags maps %s to %s; the flags map it to %s", field, flag, m.flags[field])
+		}
+	}
+	// The vector's elements are --bytes of the dtype's size.
+	derived := map[string][]string{"--dtype": {"Harness.Elements"}}
+	checkFlagsSetFields(t, m, []string{"--help", "--format"}, derived, nil, parsedCalibrate)
+	if _, c := parsedCalibrate(t, []string{"--algo", "multi4", "--bytes", "64KiB", "--dtype", "float64"}); c.Harness.Buffers != 4 || c.Harness.Elements != 8192 {
+		t.Errorf("--algo multi4 --bytes 64KiB --dtype float64: %d buffers, %d elements; want 4, 8192", c.Harness.Buffers, c.Harness.Elements)
+	}
+}
+
+// What flare bench's flags resolve beyond their own fields: --sparse
+// measures the switch alone unless --paths says; a tree with its ranks
+// in this process, and a daemon's run whose --packet sizes the relays
+// alone, are taken; ranks as processes busy-poll by default and write
+// their errors where the bench does, ranks in this process do neither.
+func TestBenchResolve(t *testing.T) {
+	if _, s := parsedBench(t, []string{"--sparse", "--paths", "ring"}); !slices.Equal(s.Paths, []string{"ring"}) {
+		t.Errorf("--sparse --paths ring: paths %v", s.Paths)
+	}
+	if _, s := parsedBench(t, []string{"--tree", "2x2", "--procs=false"}); s.Tree.Leaves != 2 || s.Procs != nil {
+		t.Errorf("--tree 2x2 --procs=false: tree %v, procs %v", s.Tree, s.Procs)
+	}
+	if _, s := parsedBench(t, []string{"--switch", "127.0.0.1:1", "--packet", "2KiB", "--paths", "relay"}); !slices.Equal(s.Packets, []int{2048}) {
+		t.Errorf("--switch with --packet 2KiB --paths relay: packets %v", s.Packets)
+	}
+	if _, s := parsedBench(t, nil); s.BusyPoll != conn.DefaultBusyPoll || s.Procs == nil || s.Procs.Stderr == nil {
+		t.Errorf("defaults: busy poll %v, procs %+v; want %v, rank processes with the bench's stderr", s.BusyPoll, s.Procs, conn.DefaultBusyPoll)
+	}
+	if _, s := parsedBench(t, []string{"--procs=false"}); s.BusyPoll != 0 || s.Procs != nil {
+		t.Errorf("--procs=false: busy poll %v, procs %+v; want 0, none", s.BusyPoll, s.Procs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -153,6 +154,16 @@ func TestModelSparse(t *testing.T) {
 	if len(rows) != len(models.SparseDensities()) || rows[0]["storage"] != "array" {
 		t.Errorf("rows %v", rows)
 	}
+	if rows := jsonLines(t, runFlare(t, "model", "sparse", "--density", "1", "--format", "json")); len(rows) != 2 || rows[0]["density"] != 1.0 {
+		t.Errorf("--density 1 (dense): rows %v", rows)
+	}
+	p, err := models.Preset(models.PresetFlare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("; %d pairs per host per block\n", p.SparsePairsPerBlock); !strings.Contains(strings.SplitAfterN(out, "\n", 2)[0], want) {
+		t.Errorf("first line %q lacks %q", strings.SplitAfterN(out, "\n", 2)[0], want)
+	}
 }
 
 // Bad flags name the flag.
@@ -192,6 +203,7 @@ func TestModelSimFlagErrors(t *testing.T) {
 		{[]string{"model", "calibrate", "--runs", "0"}, "--runs 0: must be in 1..100"},
 		{[]string{"model", "calibrate", "--algo", "ring"}, "--algo: models: unknown design"},
 		{[]string{"model", "calibrate", "--bytes", "1023"}, "--bytes: 1023"},
+		{[]string{"model", "calibrate", "--bytes", "65MiB"}, "--bytes: 65MiB: must be a multiple of the int32 size (4) up to 64MiB"},
 		{[]string{"model", "nosuch"}, "unknown subcommand \"nosuch\""},
 		{[]string{"model", "chose"}, "did you mean \"choose\""},
 		{[]string{"sim", "--to", "128MiB"}, "--to: 128MiB"},
