@@ -359,6 +359,8 @@ func TestAdmissionHTTPAuth(t *testing.T) {
 		{"healthz stays open", reg, "GET", "/healthz", "", 200, "ok"},
 		{"open mode takes no writes without a secret", openHandler, "POST", "/v1/jobs", "Bearer " + testSecret, 401, "start it with Config.AdminSecretFile"},
 		{"open mode keeps pprof open without a secret", openHandler, "GET", "/debug/pprof/", "", 200, "goroutine"},
+		{"the CPU profile (go tool pprof's default)", openHandler, "GET", "/debug/pprof/profile?seconds=1", "", 200, ""},
+		{"the command line", openHandler, "GET", "/debug/pprof/cmdline", "", 200, ""},
 		{"the right bearer", reg, "POST", "/v1/jobs", "bearer " + testSecret, 201, `"state": "registered"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
