@@ -162,6 +162,7 @@ func TestTestbedFlagErrors(t *testing.T) {
 		{[]string{"--paths", "relay"}, `testbed: --paths "relay": want switch, ring, sparse or host-sparse`},
 		{[]string{"--uplink", "1Gbit"}, "--uplink: only with --tree"},
 		{[]string{"--tree", "2x2", "--hosts", "4"}, "--tree with --hosts: give one"},
+		{[]string{"--sweep-link", "100Mbit"}, `--sweep-link "100Mbit": want LO..HI such as 100Mbit..10Gbit`},
 	} {
 		err := run(context.Background(), append([]string{"testbed"}, tc.args...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
