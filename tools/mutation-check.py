@@ -1731,7 +1731,7 @@ BY_FILE = {
     "cmd/flare/token.go": ("Token", []),
     "cmd/flare/decode.go": ("Decode", []),
     "cmd/flare/model_sparse.go": ("Model(Choose|Sweep|Size|Collectives|Sparse|SimFlag|TreeM|Help|ParamFlags|Usage)|Sim", []),
-    "cmd/flare/bench.go": ("Flag|Fields|Bench(Packet|Flags|Resolve)|Peers", []),
+    "cmd/flare/bench.go": ("Flag|Fields|Bench(Packet|Flags|Resolve)|Peers|ParsePackets", []),
     "cmd/flare/calibrate.go": ("Calibrat|ModelSimFlag", []),
     "cmd/flare/flags.go": ("Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize|SortedKeys", []),
     "switch/capture_read.go": ("Capture", []),

@@ -95,6 +95,10 @@ func TestBenchPacketSizes(t *testing.T) {
 	}
 }
 
+// --packet's sizes: parsed, at least one; each the switch takes (a
+// multiple of 8 in 8..8192 bytes) and none twice, as Suite.Validate
+// checks them, by the flag's name; and refused with a tree, a daemon's
+// switch and the sparse table. (Each run is bounded, should it start.)
 func TestParsePackets(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -104,10 +108,6 @@ func TestParsePackets(t *testing.T) {
 		{"1KiB", []int{1024}, ""},
 		{"1KiB,8KiB", []int{1024, 8192}, ""},
 		{"8,4096", []int{8, 4096}, ""},
-		{"0", nil, "--packet 0: must be a multiple of 8 in 8..8KiB"},
-		{"12", nil, "--packet 12: must be a multiple of 8"},
-		{"16KiB", nil, "--packet 16KiB: must be a multiple of 8 in 8..8KiB"},
-		{"1KiB,1024", nil, "--packet 1024: given twice"},
 		{"lots", nil, "--packet: size \"lots\""},
 	} {
 		got, err := parsePackets(strings.Split(tc.in, ","))
@@ -118,14 +118,24 @@ func TestParsePackets(t *testing.T) {
 			t.Errorf("parsePackets(%q): error %v, want %q", tc.in, err, tc.err)
 		}
 	}
-	for _, args := range [][]string{
-		{"bench", "--packet", "9"},
-		{"bench", "--switch", "127.0.0.1:7470", "--packet", "8KiB"},
-		{"bench", "--tree", "2x2", "--packet", "8KiB"},
-		{"bench", "--sparse", "--packet", "1KiB,8KiB"},
+	short := func(args ...string) []string {
+		return append(append([]string{"bench"}, args...), "--ranks", "2", "--bytes", "4KiB", "--procs=false", "--iters", "1", "--warmup", "0")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{short("--packet="), "--packet: give at least one size"},
+		{short("--packet", "0"), "--packet 0: must be a multiple of 8 in 8..8192 bytes"},
+		{short("--packet", "12"), "--packet 12: must be a multiple of 8 in 8..8192 bytes"},
+		{short("--packet", "16KiB"), "--packet 16384: must be a multiple of 8 in 8..8192 bytes"},
+		{short("--packet", "1KiB,1024"), "--packet 1024: given twice"},
+		{short("--switch", "127.0.0.1:7470", "--packet", "8KiB"), "--switch with --packet: the daemon's own --packet sets its size"},
+		{short("--sparse", "--packet", "1KiB,8KiB"), "the sparse table compares one switch's paths"},
+		{[]string{"bench", "--tree", "2x2", "--packet", "8KiB", "--bytes", "4KiB", "--iters", "1", "--warmup", "0"}, "--tree with --packet: the tree runs its own switches"},
 	} {
-		if err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--packet") {
-			t.Errorf("flare %s: %v, want an error naming --packet", strings.Join(args, " "), err)
+		if err := run(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("flare %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
 	}
 }

@@ -480,12 +480,6 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"bench", "--iters", "0"}, "--iters 0 with --warmup 1: want iters >= 1 and warmup >= 0"},
 		{[]string{"bench", "--bytes", "2GiB"}, "--bytes 2GiB: must be in 4..1GiB"},
 		{[]string{"bench", "--tree", "1x4"}, "--tree \"1x4\": TreeShape.Leaves = 1: must be in 2..65536"},
-		{[]string{"bench", "--tree", "2x2", "--packet", "2KiB"}, "--tree with --packet: the tree runs its own switches"},
-		{[]string{"bench", "--switch", "127.0.0.1:1", "--packet", "2KiB"}, "--switch with --packet: the daemon's own --packet sets its size"},
-		{[]string{"bench", "--packet", "0"}, "--packet 0: must be a multiple of 8 in 8..8192 bytes"},
-		{[]string{"bench", "--packet", "8200"}, "--packet 8200: must be a multiple of 8 in 8..8192 bytes"},
-		{[]string{"bench", "--packet", "1KiB,1024"}, "--packet 1024: given twice"},
-		{[]string{"bench", "--packet=", "--ranks", "2", "--bytes", "4KiB", "--paths", "ring", "--procs=false"}, "--packet: give at least one size"}, // a short run if taken
 		{[]string{"demo", "--ranks", "0"}, "--ranks 0: must be in 1..1024"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
