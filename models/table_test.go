@@ -2,13 +2,11 @@ package models
 
 import (
 	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/flare-net/flare/internal/schematest"
 	"github.com/flare-net/flare/wire"
 )
 
@@ -79,36 +77,9 @@ func TestWriteCSVColumnsAreTheRowFields(t *testing.T) {
 	if err := WriteCSV(&b, []Row{r}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := csv.NewReader(&b).ReadAll()
-	if err != nil || len(recs) != 2 {
-		t.Fatalf("%d records, %v", len(recs), err)
+	if columns, fields := schematest.CSVColumns(t, b.String(), r); columns != fields {
+		t.Errorf("%d columns, want one per field of the row (%d)", columns, fields)
 	}
-	j, _ := json.Marshal(r)
-	var want map[string]any
-	json.Unmarshal(j, &want)
-	if len(recs[0]) != len(want) {
-		t.Errorf("%d columns %v, want one per field of %v", len(recs[0]), recs[0], want)
-	}
-	for i, name := range recs[0] {
-		got, w := recs[1][i], want[name]
-		switch w := w.(type) {
-		case float64:
-			if f, err := strconv.ParseFloat(got, 64); err != nil || f != w {
-				t.Errorf("column %s = %q, want %v", name, got, w)
-			}
-		default:
-			if got != strings.Trim(string(must(json.Marshal(w))), `"`) {
-				t.Errorf("column %s = %q, want %v", name, got, w)
-			}
-		}
-	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // failingWriter takes nothing.

@@ -31,6 +31,17 @@ func runFlare(t *testing.T, args ...string) string {
 	return out.String()
 }
 
+// jsonText is rows as the commands print them with --format json: one
+// JSON object a line.
+func jsonText[T any](t *testing.T, rows []T) string {
+	t.Helper()
+	var b strings.Builder
+	if err := jsonl.Write(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 // jsonLines decodes one JSON object per line into maps.
 func jsonLines(t *testing.T, s string) []map[string]any {
 	t.Helper()
@@ -307,12 +318,8 @@ func TestModelParamFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want strings.Builder
-	if err := jsonl.Write(&want, models.Sweep(p.Resolve(), ds, 64<<10, 128<<10)); err != nil {
-		t.Fatal(err)
-	}
-	if out != want.String() {
-		t.Errorf("flare model sweep with every parameter flag:\n%s\nwant the library's rows:\n%s", out, want.String())
+	if want := jsonText(t, models.Sweep(p.Resolve(), ds, 64<<10, 128<<10)); out != want {
+		t.Errorf("flare model sweep with every parameter flag:\n%s\nwant the library's rows:\n%s", out, want)
 	}
 	if dflt := runFlare(t, "model", "sweep", "--from", "64KiB", "--to", "128KiB", "--format", "json"); dflt == out {
 		t.Error("the defaults give the same rows: the comparison shows nothing")
@@ -332,12 +339,8 @@ func TestModelCollectivesFlags(t *testing.T) {
 	args := []string{"model", "collectives", "--hosts", "16", "--dtype", "float64", "--link-gbps", "25", "--topology", "single"}
 	c := models.Figure15Params()
 	c.Hosts, c.ElemBytes, c.LinkGbps, c.Topology = 16, 8, 25, models.TopoSingle
-	var want strings.Builder
-	if err := jsonl.Write(&want, models.Collectives(c)); err != nil {
-		t.Fatal(err)
-	}
-	if got := runFlare(t, append(args, "--format", "json")...); got != want.String() {
-		t.Errorf("flare %s:\n%s\nwant the library's rows:\n%s", strings.Join(args, " "), got, want.String())
+	if got, want := runFlare(t, append(args, "--format", "json")...), jsonText(t, models.Collectives(c)); got != want {
+		t.Errorf("flare %s:\n%s\nwant the library's rows:\n%s", strings.Join(args, " "), got, want)
 	}
 	if got := runFlare(t, args...); !strings.HasPrefix(got, "# "+models.DescribeCollectives(c, "float64")+"\n") {
 		t.Errorf("table's first line: %q", strings.SplitN(got, "\n", 2)[0])

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flare-net/flare/internal/jsonl"
 	"github.com/flare-net/flare/models"
 	"github.com/flare-net/flare/sim"
 	"github.com/flare-net/flare/sim/sweep"
@@ -89,11 +88,7 @@ func TestSimFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want strings.Builder
-	if err := jsonl.Write(&want, rows); err != nil {
-		t.Fatal(err)
-	}
-	if out != want.String() {
-		t.Errorf("flare sim with its flags:\n%s\nwant the library's runs:\n%s", out, want.String())
+	if want := jsonText(t, rows); out != want {
+		t.Errorf("flare sim with its flags:\n%s\nwant the library's runs:\n%s", out, want)
 	}
 }
