@@ -57,12 +57,14 @@ func statTicks(path string) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	// Fields after the command name (which may hold spaces) in ")".
-	_, rest, ok := strings.Cut(string(b), ") ")
-	if !ok {
+	// The fields after the command name, which may hold spaces and
+	// parentheses: it ends at the line's last ")" (proc(5)).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
 		return 0, false
 	}
-	f := strings.Fields(rest) // state ppid ... utime (12th) stime (13th) from here
+	f := strings.Fields(s[i+1:]) // state ppid ... utime (12th) stime (13th) from here
 	if len(f) <= 12 {
 		return 0, false
 	}
