@@ -89,6 +89,9 @@ func TestTestbedLinkBound(t *testing.T) {
 		if !r.Verified || r.Ranks != 4 || r.Path != testbed.PathSwitch {
 			t.Fatalf("run %d: %+v", a+1, r)
 		}
+		if r.OfIdeal < 0.9 {
+			t.Fatalf("run %d: %.2f ms, %.2f× the links' bound %.2f ms: faster than the shaped links carry", a+1, r.MedianS*1e3, r.OfIdeal, r.IdealS*1e3)
+		}
 		if len(r.Links) != 4 {
 			t.Fatalf("run %d: %d links reported, want 4", a+1, len(r.Links))
 		}
@@ -168,5 +171,78 @@ func TestTestbedFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("flare testbed %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
+	}
+}
+
+// A two-level tree (two leaves of two hosts under a root, uplinks faster
+// than the host links) with loss on every link runs every path, each
+// verified on every host: the switches' tree (the root's --children, the
+// leaves' --parent), the routes across the root that the ring's and the
+// host sparse baseline's TCP take, the sparse paths' density, the loss
+// rules (the switch path resends), the links' counters, vs_ring and the
+// processes' CPU; no namespace is left afterwards.
+func TestTestbedTreeEveryPath(t *testing.T) {
+	skipWithoutTestbed(t)
+	if testbed.Check(true) != nil {
+		t.Skip("nft not installed (Debian package nftables; .ci/run installs it)")
+	}
+	cfg := testbed.Config{Leaves: 2, PerLeaf: 2, LinkBps: 1e9, UplinkBps: 2e9, Loss: 0.01, Bytes: 1 << 20, Iters: 2, Warmup: 1,
+		Paths:     []string{testbed.PathSwitch, testbed.PathRing, testbed.PathSparse, testbed.PathHostSparse},
+		Densities: []float64{0.05}, Overlap: 0.5, Exe: flareBin, Log: logWriter{t}}
+	rows, err := testbed.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := testbedLeft(t); len(left) > 0 {
+		t.Fatalf("namespaces left: %v", left)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4 (a path each, the sparse ones at one density)", len(rows))
+	}
+	links := []string{"h0", "h1", "h2", "h3", "leaf0-root", "leaf1-root"}
+	for i, r := range rows {
+		t.Logf("%s: median %.2f ms, ideal %.2f ms, vs_ring %.2f, retransmits %d, cpu busy %.2f, switch cpu %.3f, host cpu %.3f, links %+v",
+			r.Path, r.MedianS*1e3, r.IdealS*1e3, r.VsRing, r.Retransmits, r.CPUBusy, r.SwitchCPU, r.HostCPU, r.Links)
+		if r.Path != cfg.Paths[i] || !r.Verified || r.Ranks != 4 || r.Topology != "2x2" || r.LinkBps != 1e9 || r.UplinkBps != 2e9 ||
+			r.Loss != 0.01 || r.Iters != 2 || !(r.MedianS > 0) || !(r.IdealS > 0) || !(r.ModelS > 0) {
+			t.Errorf("row %d: %+v", i, r)
+		}
+		if r.MedianS < 0.9*r.IdealS {
+			t.Errorf("%s: %.2f ms, below the links' bound %.2f ms", r.Path, r.MedianS*1e3, r.IdealS*1e3)
+		}
+		sparse := r.Path == testbed.PathSparse || r.Path == testbed.PathHostSparse
+		if want := map[bool]float64{true: 0.05}[sparse]; r.Density != want {
+			t.Errorf("%s: density %g, want %g", r.Path, r.Density, want)
+		}
+		if r.Path == testbed.PathSparse && r.Storage != "hash" {
+			t.Errorf("sparse: storage %q, want hash", r.Storage)
+		}
+		if !(r.CPUBusy > 0 && r.CPUBusy <= 1) || !(r.HostCPU > 0) {
+			t.Errorf("%s: cpu busy %g, host cpu %g", r.Path, r.CPUBusy, r.HostCPU)
+		}
+		if len(r.Links) != len(links) {
+			t.Fatalf("%s: links %+v, want %v", r.Path, r.Links, links)
+		}
+		for j, l := range r.Links {
+			if l.Link != links[j] {
+				t.Errorf("%s: link %d is %s, want %s", r.Path, j, l.Link, links[j])
+			}
+			// Dense: each host's vector goes up its link and the sum comes
+			// down; each leaf's partial sum up to the root and the whole
+			// back; the ring's hops between the leaves cross both uplinks.
+			if !sparse && (l.UpBytes < float64(cfg.Bytes)/2 || l.DownBytes < float64(cfg.Bytes)/2) {
+				t.Errorf("%s: link %s carried %.0f up and %.0f down per call, want at least half the vector each way", r.Path, l.Link, l.UpBytes, l.DownBytes)
+			}
+		}
+	}
+	if rows[0].SwitchCPU <= 0 || rows[0].SwitchThreadCPU <= 0 || rows[0].SwitchThreadCPU > rows[0].SwitchCPU {
+		t.Errorf("switch path: the daemons' cpu %g, their busiest thread's %g", rows[0].SwitchCPU, rows[0].SwitchThreadCPU)
+	}
+	if rows[0].Retransmits == 0 {
+		t.Errorf("switch path: no retransmission at 1%% loss on every link")
+	}
+	if rows[1].VsRing != 1 || rows[0].VsRing != rows[1].MedianS/rows[0].MedianS || rows[3].VsRing != 1 ||
+		rows[2].VsRing != rows[3].MedianS/rows[2].MedianS {
+		t.Errorf("vs_ring: switch %g, ring %g, sparse %g, host sparse %g", rows[0].VsRing, rows[1].VsRing, rows[2].VsRing, rows[3].VsRing)
 	}
 }
