@@ -44,7 +44,9 @@ func TestSweepStale(t *testing.T) {
 	kind := "flaretbsweep" + strconv.Itoa(os.Getpid()) + "-"
 	dead := kind + strconv.Itoa(done.Process.Pid) + "-1-h0"
 	kept := []string{kind + strconv.Itoa(os.Getpid()) + "-1-h0", kind + "1-1-h0", kind + "x-1-h0", kind + strconv.Itoa(done.Process.Pid) + "-h0"}
-	for _, n := range append([]string{dead}, kept...) {
+	// Named as a dead run's, but not of this kind: neither swept nor listed.
+	other := "x" + dead
+	for _, n := range append([]string{dead, other}, kept...) {
 		addTestNS(t, n)
 	}
 	if gone := SweepStale(kind); !slices.Equal(gone, []string{dead}) {
@@ -58,6 +60,9 @@ func TestSweepStale(t *testing.T) {
 	slices.Sort(kept)
 	if !slices.Equal(left, kept) {
 		t.Errorf("left %v, want %v", left, kept)
+	}
+	if o, err := Namespaces(other); err != nil || !slices.Equal(o, []string{other}) {
+		t.Errorf("%s: listed as %v, %v", other, o, err)
 	}
 }
 

@@ -227,6 +227,10 @@ func TestTestbedTreeEveryPath(t *testing.T) {
 			if l.Link != links[j] {
 				t.Errorf("%s: link %d is %s, want %s", r.Path, j, l.Link, links[j])
 			}
+			rate := map[bool]float64{false: cfg.LinkBps, true: cfg.UplinkBps}[strings.HasSuffix(l.Link, "-root")]
+			if up, down := l.UpBytes*8/(rate*r.MedianS), l.DownBytes*8/(rate*r.MedianS); l.UpUtil != up || l.DownUtil != down {
+				t.Errorf("%s: link %s used %g up and %g down, want %g and %g of its %s", r.Path, l.Link, l.UpUtil, l.DownUtil, up, down, testbed.FormatRate(rate))
+			}
 			// Dense: each host's vector goes up its link and the sum comes
 			// down; each leaf's partial sum up to the root and the whole
 			// back; the ring's hops between the leaves cross both uplinks.
