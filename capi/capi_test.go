@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -214,6 +215,24 @@ func startSwitch(t *testing.T, flare string) (string, func()) {
 		}
 		if time.Now().After(deadline) {
 			fail("not healthy")
+		}
+	}
+}
+
+// flare_version: the commit where the build recorded one, "(devel)"
+// where it did not, "(unknown)" with no build information at all.
+func TestVersion(t *testing.T) {
+	built := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{built, "flare 0123456789ab-dirty"},
+		{&debug.BuildInfo{}, "flare (devel)"},
+		{nil, "flare (unknown)"},
+	} {
+		if got := version(tc.bi); got != tc.want {
+			t.Errorf("version(%+v) = %q, want %q", tc.bi, got, tc.want)
 		}
 	}
 }

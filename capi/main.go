@@ -17,6 +17,8 @@ import "C"
 import (
 	"runtime/debug"
 	"sync"
+
+	"github.com/flare-net/flare/internal/buildinfo"
 )
 
 // main is never called: a c-shared library needs one, and the library's
@@ -32,34 +34,22 @@ var (
 //
 //export flare_go_version
 func flare_go_version() *C.char {
-	versionOnce.Do(func() { versionC = C.CString(version()) })
+	versionOnce.Do(func() {
+		bi, _ := debug.ReadBuildInfo()
+		versionC = C.CString(version(bi))
+	})
 	return versionC
 }
 
 // version is the library's version: the commit it was built from, if the
-// build recorded one.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+// build recorded one (bi, nil if there is no build information).
+func version(bi *debug.BuildInfo) string {
+	switch c := buildinfo.Commit(bi); {
+	case bi == nil:
 		return "flare (unknown)"
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
+	case c == "":
 		return "flare (devel)"
+	default:
+		return "flare " + c
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return "flare " + rev
 }

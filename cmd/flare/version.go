@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/flare-net/flare/internal/buildinfo"
 )
 
 func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -13,35 +15,23 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, versionString())
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(stdout, versionString(bi))
 	return nil
 }
 
-// versionString reads the build information Go embeds in the binary: the
-// module version (the tag, or a pseudo-version derived from the commit when
-// built in a checkout with -buildvcs, "(devel)" without VCS information)
-// and the commit, marked dirty when the tree had changes.
-func versionString() string {
+// versionString is the binary's version from the build information Go
+// embeds in it (bi, nil if none): the module version (the tag, or a
+// pseudo-version derived from the commit when built in a checkout with
+// -buildvcs, "(devel)" without VCS information) and the commit, marked
+// dirty when the tree had changes.
+func versionString(bi *debug.BuildInfo) string {
 	version, commit := "(devel)", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		dirty := false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				commit = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-		if len(commit) > 12 {
-			commit = commit[:12]
-		}
-		if dirty {
-			commit += "-dirty"
-		}
+	if bi != nil && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	if c := buildinfo.Commit(bi); c != "" {
+		commit = c
 	}
 	return fmt.Sprintf("flare %s (commit %s, %s %s/%s)", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
