@@ -5,6 +5,7 @@ rank, bad buffers and a forked child."""
 import datetime
 import multiprocessing
 import os
+import re
 
 import pytest
 
@@ -214,3 +215,11 @@ def test_forked_child_fails_clearly(switch):
     msg = q.get(timeout=30)
     p.join(30)
     assert msg.startswith("ForkError: ") and "spawn" in msg and str(os.getpid()) in msg, msg
+
+
+def test_version_names_the_build():
+    # The library reads its build information: the commit where the build
+    # stamped one, "(devel)" where it did not (a worktree, -buildvcs=false);
+    # never "(unknown)", which means no build information at all.
+    v = flare.version()
+    assert re.fullmatch(r"flare ([0-9a-f]{12}(-dirty)?|\(devel\))", v), v
