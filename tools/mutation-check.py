@@ -1698,7 +1698,7 @@ MUTANTS = [
     ("KC3", "testbed/cluster_linux.go", "\tif ppm == 0 {\n\t\treturn nil\n\t}", "\tif ppm < 100000 {\n\t\treturn nil\n\t}", None),
     ("KC4", "testbed/cluster_linux.go", "\"--children\", strconv.Itoa(c.cfg.Leaves)}", "\"--children\", strconv.Itoa(c.cfg.World())}", None),
     ("KC5", "testbed/cluster_linux.go", "\"--child-index\", strconv.Itoa(j))", "\"--child-index\", \"0\")", None),
-    ("KC6", "testbed/cluster_linux.go", "\t\tpids = append(pids, d.Process.Pid)\n", "", None),
+    ("KC6", "testbed/cluster_linux.go", "\t\tpids = append(pids, d.Process.Pid)\n", "\t\tpids = append(pids, -d.Process.Pid)\n", None),
     ("KC7", "testbed/cluster_linux.go", "\tif cfg.Tree() {\n\t\tfor j := range leaves {\n\t\t\tif err := c.addUplink(j, per); err != nil {", "\tif false {\n\t\tfor j := range leaves {\n\t\t\tif err := c.addUplink(j, per); err != nil {", None),
     ("KC8", "testbed/cluster_linux.go", "\tif err := ipIn(c.rootNS, \"route\", \"add\", switchIP(j)+\"/32\", \"via\", n+\"2\"); err != nil {\n\t\treturn err\n\t}\n", "", None),
     ("KC9", "testbed/cluster_linux.go", "l := &link{name: \"leaf\" + strconv.Itoa(j) + \"-root\", rateBps: c.cfg.UplinkBps,", "l := &link{name: \"leaf\" + strconv.Itoa(j) + \"-root\", rateBps: c.cfg.LinkBps,", None),
