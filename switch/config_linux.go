@@ -15,14 +15,21 @@ import (
 // unknown.
 func machineMemory() int64 {
 	var si unix.Sysinfo_t
-	var m int64
+	var physical int64
 	if unix.Sysinfo(&si) == nil {
-		m = int64(si.Totalram) * int64(si.Unit)
+		physical = int64(si.Totalram) * int64(si.Unit)
 	}
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 && (m == 0 || n < m) {
-			m = n // "max" (no limit) does not parse
-		}
+	memoryMax, _ := os.ReadFile("/sys/fs/cgroup/memory.max")
+	return cgroupCapped(physical, string(memoryMax))
+}
+
+// cgroupCapped is the physical memory (0: unknown) or the cgroup's
+// memory.max, whichever is lower; a memory.max of "max" (no limit), empty
+// (no cgroup v2) or unreadable caps nothing.
+func cgroupCapped(physical int64, memoryMax string) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(memoryMax), 10, 64)
+	if err != nil || n <= 0 || (physical > 0 && n >= physical) {
+		return physical
 	}
-	return m
+	return n
 }
