@@ -1762,6 +1762,10 @@ MUTANTS = [
     ("VR3", "cmd/flare/version.go", "runtime.Version(), runtime.GOOS, runtime.GOARCH)", "runtime.Version(), runtime.GOARCH, runtime.GOOS)", None),
     ("CV1", "capi/main.go", "\tcase bi == nil:\n\t\treturn \"flare (unknown)\"\n\tcase c == \"\":\n\t\treturn \"flare (devel)\"", "\tcase c == \"\":\n\t\treturn \"flare (devel)\"\n\tcase bi == nil:\n\t\treturn \"flare (unknown)\"", None),
     ("CV2", "capi/main.go", "\t\tbi, _ := debug.ReadBuildInfo()\n\t\tversionC = C.CString(version(bi))", "\t\tversionC = C.CString(version(nil))", None),
+    ("MX1", "switch/config_linux.go", "if err != nil || n <= 0 || (physical > 0 && n >= physical) {", "if err != nil || n < 0 || (physical > 0 && n >= physical) {", None),
+    ("MX2", "switch/config_linux.go", "if err != nil || n <= 0 || (physical > 0 && n >= physical) {", "if err != nil || n <= 0 || n >= physical {", None),
+    ("MX3", "switch/config_linux.go", "n, err := strconv.ParseInt(strings.TrimSpace(memoryMax), 10, 64)", "n, err := strconv.ParseInt(strings.TrimPrefix(memoryMax, \" \"), 10, 64)", None),
+    ("MX4", "switch/config_linux.go", "\t\treturn physical\n\t}\n\treturn n", "\t\treturn physical\n\t}\n\treturn physical", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1803,6 +1807,7 @@ BY_FILE = {
     "cmd/flare/bench.go": ("Flag|Fields|Bench(Packet|Flags|Resolve)|Peers|ParsePackets", []),
     "cmd/flare/calibrate.go": ("Calibrat|ModelSimFlag", []),
     "cmd/flare/flags.go": ("Flag|Fields|AllReduce(Args|Bytes)|BusyPoll|Help|ParseSize|SortedKeys", []),
+    "switch/config_linux.go": ("CgroupCapped|DefaultMaxMemory|Config", []),
     "switch/capture_read.go": ("Capture", []),
     "switch/capture_table.go": ("Capture|FlagNames", ["./cmd/flare:Decode"]),
     "internal/bench/profile.go": (".", ["./cmd/flare:BenchProfile"]),
