@@ -62,11 +62,14 @@ func shape(ns, dev string, rateBps float64, mtu int) error {
 	return err
 }
 
-// qdiscStats are one qdisc's counters since it was made.
+// qdiscStats are one qdisc's counters since it was made, and the packets
+// the loss rule of its device dropped before they reached it (Lost: nft's
+// counter, not tc's).
 type qdiscStats struct {
 	Bytes   int64 `json:"bytes"`
 	Packets int64 `json:"packets"`
 	Drops   int64 `json:"drops"`
+	Lost    int64 `json:"-"`
 }
 
 // egress reads the counters of the tbf on dev in ns: every frame that
@@ -97,7 +100,8 @@ const lossTable = "flaretb"
 
 // addLoss drops ppm in a million of the IPv4 packets leaving dev (on the
 // postrouting hook: the namespace's own packets and those it forwards),
-// counted; the chain is made on first use in the namespace.
+// counted in a rule whose comment is dev (lossDrops reads it); the chain
+// is made on first use in the namespace.
 func addLoss(ns, dev string, ppm int, chainMade bool) error {
 	if !chainMade {
 		if _, err := execIn(ns, "nft", "add", "table", "inet", lossTable); err != nil {
@@ -109,6 +113,46 @@ func addLoss(ns, dev string, ppm int, chainMade bool) error {
 		}
 	}
 	_, err := execIn(ns, "nft", "add", "rule", "inet", lossTable, "post", "oifname", dev, "meta", "nfproto", "ipv4",
-		"numgen", "random", "mod", "1000000", "<", strconv.Itoa(ppm), "counter", "drop")
+		"numgen", "random", "mod", "1000000", "<", strconv.Itoa(ppm), "counter", "drop", "comment", dev)
 	return err
+}
+
+// lossDrops reads how many packets dev's loss rule in ns has dropped.
+func lossDrops(ns, dev string) (int64, error) {
+	out, err := execIn(ns, "nft", "-j", "list", "chain", "inet", lossTable, "post")
+	if err != nil {
+		return 0, err
+	}
+	return ruleCounter(out, dev)
+}
+
+// ruleCounter is the packets counted by the rule commented dev in `nft -j
+// list chain` output.
+func ruleCounter(nftJSON []byte, dev string) (int64, error) {
+	var doc struct {
+		Nftables []struct {
+			Rule *struct {
+				Comment string `json:"comment"`
+				Expr    []struct {
+					Counter *struct {
+						Packets int64 `json:"packets"`
+					} `json:"counter"`
+				} `json:"expr"`
+			} `json:"rule"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(nftJSON, &doc); err != nil {
+		return 0, fmt.Errorf("nft -j list chain: %w (%q)", err, nftJSON)
+	}
+	for _, o := range doc.Nftables {
+		if o.Rule == nil || o.Rule.Comment != dev {
+			continue
+		}
+		for _, e := range o.Rule.Expr {
+			if e.Counter != nil {
+				return e.Counter.Packets, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no counted loss rule for %s in %s", dev, nftJSON)
 }

@@ -133,6 +133,9 @@ type LinkStat struct {
 	UpUtil   float64 `json:"up_util"`
 	DownUtil float64 `json:"down_util"`
 	Drops    int64   `json:"drops"` // frames the link's queues dropped during the path's run
+	// Lost is the packets the loss rules (Config.Loss) dropped on the
+	// link, both directions, during the path's timed calls.
+	Lost int64 `json:"lost"`
 }
 
 // modelParams is `flare model collectives` for the cluster: its hosts,

@@ -267,7 +267,8 @@ func (c *cluster) row(path string, density float64, results []hostResult) Row {
 	return r
 }
 
-// linkStats reads both directions' counters of every link.
+// linkStats reads both directions' counters of every link, and with loss
+// what each end's loss rule dropped.
 func (c *cluster) linkStats() ([][2]qdiscStats, error) {
 	s := make([][2]qdiscStats, len(c.links))
 	for i, l := range c.links {
@@ -275,6 +276,11 @@ func (c *cluster) linkStats() ([][2]qdiscStats, error) {
 			q, err := egress(e.ns, e.dev)
 			if err != nil {
 				return nil, err
+			}
+			if c.cfg.Loss > 0 {
+				if q.Lost, err = lossDrops(e.ns, e.dev); err != nil {
+					return nil, err
+				}
 			}
 			s[i][d] = q
 		}
@@ -290,7 +296,8 @@ func (c *cluster) linkRow(r *Row, before, after [][2]qdiscStats) {
 		up := float64(after[i][0].Bytes-before[i][0].Bytes) / calls
 		down := float64(after[i][1].Bytes-before[i][1].Bytes) / calls
 		st := LinkStat{Link: l.name, UpBytes: up, DownBytes: down,
-			Drops: after[i][0].Drops - before[i][0].Drops + after[i][1].Drops - before[i][1].Drops}
+			Drops: after[i][0].Drops - before[i][0].Drops + after[i][1].Drops - before[i][1].Drops,
+			Lost:  after[i][0].Lost - before[i][0].Lost + after[i][1].Lost - before[i][1].Lost}
 		if r.MedianS > 0 {
 			st.UpUtil, st.DownUtil = up*8/(l.rateBps*r.MedianS), down*8/(l.rateBps*r.MedianS)
 		}

@@ -99,19 +99,19 @@ func TestSetVsRing(t *testing.T) {
 }
 
 // The links' counters become bytes per call each way (warmup calls
-// counted), drops over both ends, the share of the link's rate in the
+// counted), drops and losses over both ends, the share of the link's rate in the
 // median call; the host links' means leave the uplinks out.
 func TestLinkRow(t *testing.T) {
 	c := &cluster{cfg: Config{Leaves: 2, PerLeaf: 1, Iters: 3, Warmup: 1}, links: []*link{
 		{name: "h0", rateBps: 1e6}, {name: "h1", rateBps: 1e6}, {name: "leaf0-root", rateBps: 2e6}}}
-	before := [][2]qdiscStats{{{Bytes: 100, Drops: 1}, {Bytes: 50}}, {{Bytes: 0}, {Bytes: 0, Drops: 2}}, {{Bytes: 10}, {Bytes: 20}}}
-	after := [][2]qdiscStats{{{Bytes: 4100, Drops: 2}, {Bytes: 8050, Drops: 3}}, {{Bytes: 12000}, {Bytes: 400, Drops: 2}}, {{Bytes: 410}, {Bytes: 820}}}
+	before := [][2]qdiscStats{{{Bytes: 100, Drops: 1, Lost: 5}, {Bytes: 50, Lost: 1}}, {{Bytes: 0}, {Bytes: 0, Drops: 2}}, {{Bytes: 10}, {Bytes: 20}}}
+	after := [][2]qdiscStats{{{Bytes: 4100, Drops: 2, Lost: 9}, {Bytes: 8050, Drops: 3, Lost: 11}}, {{Bytes: 12000}, {Bytes: 400, Drops: 2}}, {{Bytes: 410}, {Bytes: 820, Lost: 7}}}
 	r := Row{MedianS: 0.5}
 	c.linkRow(&r, before, after)
 	want := []LinkStat{
-		{Link: "h0", UpBytes: 1000, DownBytes: 2000, UpUtil: 1000 * 8 / 0.5e6, DownUtil: 2000 * 8 / 0.5e6, Drops: 4},
+		{Link: "h0", UpBytes: 1000, DownBytes: 2000, UpUtil: 1000 * 8 / 0.5e6, DownUtil: 2000 * 8 / 0.5e6, Drops: 4, Lost: 14},
 		{Link: "h1", UpBytes: 3000, DownBytes: 100, UpUtil: 3000 * 8 / 0.5e6, DownUtil: 100 * 8 / 0.5e6, Drops: 0},
-		{Link: "leaf0-root", UpBytes: 100, DownBytes: 200, UpUtil: 100 * 8 / 1e6, DownUtil: 200 * 8 / 1e6, Drops: 0},
+		{Link: "leaf0-root", UpBytes: 100, DownBytes: 200, UpUtil: 100 * 8 / 1e6, DownUtil: 200 * 8 / 1e6, Drops: 0, Lost: 7},
 	}
 	if !slices.Equal(r.Links, want) {
 		t.Errorf("links\n got %+v\nwant %+v", r.Links, want)

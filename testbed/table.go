@@ -40,6 +40,9 @@ func WriteTable(w io.Writer, cfg Config, rows []Row) {
 			if l.Drops > 0 {
 				fmt.Fprintf(&b, " (%d dropped)", l.Drops)
 			}
+			if l.Lost > 0 {
+				fmt.Fprintf(&b, " (%d lost)", l.Lost)
+			}
 		}
 		fmt.Fprintf(w, "  %s %g:%s\n", r.Path, r.Density, b.String())
 	}

@@ -7,26 +7,26 @@ import (
 
 // A tree's table names its uplinks' rate, and its model command is the
 // fat tree of every host with a port per host of a leaf and one up; a
-// single switch's has no uplinks line, and a link that dropped nothing
-// says nothing of drops.
+// single switch's has no uplinks line, and a link that dropped or lost
+// nothing says nothing of either.
 func TestTableOfATree(t *testing.T) {
 	cfg := Config{Leaves: 2, PerLeaf: 4, LinkBps: 1e9, UplinkBps: 400e6, Bytes: 1 << 20, Exe: "flare", Overlap: 0.5}.withDefaults()
 	row := Row{Path: PathSwitch, Ranks: 8, Bytes: 1 << 20, Topology: "2x4", LinkBps: 1e9, UplinkBps: 400e6, PacketBytes: 1024,
-		Window: 32, Links: []LinkStat{{Link: "leaf0-root", UpBytes: 1 << 20, DownBytes: 1 << 20}}}
+		Window: 32, Links: []LinkStat{{Link: "leaf0-root", UpBytes: 1 << 20, DownBytes: 1 << 20, Drops: 2, Lost: 9}}}
 	var b strings.Builder
 	WriteTable(&b, cfg, []Row{row})
 	for _, want := range []string{"\nuplinks (leaf-root) 400Mbit\n", "--hosts 8 --bytes 1MiB --dtype float32 --link-gbps 1 --topology fattree --ports 8 --overlap 0.5\n",
-		"leaf0-root 1.0 MiB/1.0 MiB 0%/0%\n"} {
+		"leaf0-root 1.0 MiB/1.0 MiB 0%/0% (2 dropped) (9 lost)\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
 	single := Config{Hosts: 4, LinkBps: 1e9, Bytes: 1 << 20, Exe: "flare"}.withDefaults()
-	row.UplinkBps, row.Topology = 0, "4"
+	row.UplinkBps, row.Topology, row.Links[0].Drops, row.Links[0].Lost = 0, "4", 0, 0
 	b.Reset()
 	WriteTable(&b, single, []Row{row})
-	if strings.Contains(b.String(), "uplinks") || strings.Contains(b.String(), "dropped") {
-		t.Errorf("a single switch's table, with no drops:\n%s", b.String())
+	if strings.Contains(b.String(), "uplinks") || strings.Contains(b.String(), "dropped") || strings.Contains(b.String(), "lost") {
+		t.Errorf("a single switch's table, with no drops or losses:\n%s", b.String())
 	}
 }
 

@@ -96,6 +96,11 @@ func TestTestbedLinkBound(t *testing.T) {
 			t.Fatalf("run %d: %d links reported, want 4", a+1, len(r.Links))
 		}
 		for _, l := range r.Links {
+			if l.Lost != 0 {
+				t.Errorf("run %d: link %s lost %d packets with no loss set", a+1, l.Link, l.Lost)
+			}
+		}
+		for _, l := range r.Links {
 			// Once each way per call: the payload at least; headers are 7%
 			// at 1 KiB packets, resends on a busy box a few more.
 			if lo, hi := float64(cfg.Bytes), 1.5*float64(cfg.Bytes); l.UpBytes < lo || l.UpBytes > hi || l.DownBytes < lo || l.DownBytes > hi {
@@ -179,7 +184,8 @@ func TestTestbedFlagErrors(t *testing.T) {
 // verified on every host: the switches' tree (the root's --children, the
 // leaves' --parent), the routes across the root that the ring's and the
 // host sparse baseline's TCP take, the sparse paths' density, the loss
-// rules (the switch path resends), the links' counters, vs_ring and the
+// rules (every link of the switch path loses packets, which the hosts
+// resend), the links' counters, vs_ring and the
 // processes' CPU; no namespace is left afterwards.
 func TestTestbedTreeEveryPath(t *testing.T) {
 	skipWithoutTestbed(t)
@@ -234,6 +240,10 @@ func TestTestbedTreeEveryPath(t *testing.T) {
 			// Dense: each host's vector goes up its link and the sum comes
 			// down; each leaf's partial sum up to the root and the whole
 			// back; the ring's hops between the leaves cross both uplinks.
+			// 1% of some 3,000 packets each way over the timed calls.
+			if r.Path == testbed.PathSwitch && l.Lost == 0 {
+				t.Errorf("switch: link %s lost no packet at 1%% loss", l.Link)
+			}
 			if !sparse && (l.UpBytes < float64(cfg.Bytes)/2 || l.DownBytes < float64(cfg.Bytes)/2) {
 				t.Errorf("%s: link %s carried %.0f up and %.0f down per call, want at least half the vector each way", r.Path, l.Link, l.UpBytes, l.DownBytes)
 			}
