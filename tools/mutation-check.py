@@ -1715,7 +1715,7 @@ MUTANTS = [
     ("KR8", "testbed/run_linux.go", "\trow.HostCPU = cpuHosts\n", "", None),
     ("KR9", "testbed/run_linux.go", "\tif c.cfg.Tree() {\n\t\tr.UplinkBps = c.cfg.UplinkBps\n\t}\n", "", None),
     ("KR10", "testbed/run_linux.go", "\tcalls := float64(c.cfg.Iters + c.cfg.Warmup)", "\tcalls := float64(c.cfg.Iters)", None),
-    ("KR11", "testbed/run_linux.go", "Drops: after[i][0].Drops - before[i][0].Drops + after[i][1].Drops - before[i][1].Drops}", "Drops: after[i][0].Drops - before[i][0].Drops}", None),
+    ("KR11", "testbed/run_linux.go", "Drops: after[i][0].Drops - before[i][0].Drops + after[i][1].Drops - before[i][1].Drops,", "Drops: after[i][0].Drops - before[i][0].Drops,", None),
     ("KR12", "testbed/run_linux.go", "\t\tif i < c.cfg.World() {\n\t\t\tr.HostUpBytes", "\t\tif i <= c.cfg.World() {\n\t\t\tr.HostUpBytes", None),
     ("KR13", "testbed/run_linux.go", "st.UpUtil, st.DownUtil = up*8/(l.rateBps*r.MedianS), down*8/(l.rateBps*r.MedianS)", "st.UpUtil, st.DownUtil = down*8/(l.rateBps*r.MedianS), up*8/(l.rateBps*r.MedianS)", None),
     ("KR14", "testbed/run_linux.go", "\t\tif r.Path == PathRing || r.Path == PathHostSparse {\n\t\t\tbase[r.Density] = r.MedianS", "\t\tif r.Path == PathRing {\n\t\t\tbase[r.Density] = r.MedianS", None),
@@ -1766,6 +1766,12 @@ MUTANTS = [
     ("MX2", "switch/config_linux.go", "if err != nil || n <= 0 || (physical > 0 && n >= physical) {", "if err != nil || n <= 0 || n >= physical {", None),
     ("MX3", "switch/config_linux.go", "n, err := strconv.ParseInt(strings.TrimSpace(memoryMax), 10, 64)", "n, err := strconv.ParseInt(strings.TrimPrefix(memoryMax, \" \"), 10, 64)", None),
     ("MX4", "switch/config_linux.go", "\t\treturn physical\n\t}\n\treturn n", "\t\treturn physical\n\t}\n\treturn physical", None),
+    ("KL9", "testbed/link_linux.go", "\t\tif o.Rule == nil || o.Rule.Comment != dev {", "\t\tif o.Rule == nil {", None),
+    ("KL10", "testbed/link_linux.go", "\"counter\", \"drop\", \"comment\", dev)", "\"counter\", \"drop\", \"comment\", \"loss\")", None),
+    ("KL11", "testbed/link_linux.go", "\t\t\tif e.Counter != nil {\n\t\t\t\treturn e.Counter.Packets, nil\n\t\t\t}", "\t\t\tif e.Counter != nil {\n\t\t\t\treturn e.Counter.Packets, nil\n\t\t\t}\n\t\t\treturn 0, nil", None),
+    ("KR24", "testbed/run_linux.go", "\t\t\tif c.cfg.Loss > 0 {\n\t\t\t\tif q.Lost, err = lossDrops(e.ns, e.dev); err != nil {", "\t\t\tif false {\n\t\t\t\tif q.Lost, err = lossDrops(e.ns, e.dev); err != nil {", None),
+    ("KR25", "testbed/run_linux.go", "Lost:  after[i][0].Lost - before[i][0].Lost + after[i][1].Lost - before[i][1].Lost}", "Lost:  after[i][0].Lost + after[i][1].Lost - before[i][1].Lost}", None),
+    ("KT1", "testbed/table.go", "\t\t\tif l.Lost > 0 {\n\t\t\t\tfmt.Fprintf(&b, \" (%d lost)\", l.Lost)", "\t\t\tif l.Lost > 1 {\n\t\t\t\tfmt.Fprintf(&b, \" (%d lost)\", l.Lost)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
