@@ -1772,6 +1772,15 @@ MUTANTS = [
     ("KR24", "testbed/run_linux.go", "\t\t\tif c.cfg.Loss > 0 {\n\t\t\t\tif q.Lost, err = lossDrops(e.ns, e.dev); err != nil {", "\t\t\tif false {\n\t\t\t\tif q.Lost, err = lossDrops(e.ns, e.dev); err != nil {", None),
     ("KR25", "testbed/run_linux.go", "Lost:  after[i][0].Lost - before[i][0].Lost + after[i][1].Lost - before[i][1].Lost}", "Lost:  after[i][0].Lost + after[i][1].Lost - before[i][1].Lost}", None),
     ("KT1", "testbed/table.go", "\t\t\tif l.Lost > 0 {\n\t\t\t\tfmt.Fprintf(&b, \" (%d lost)\", l.Lost)", "\t\t\tif l.Lost > 1 {\n\t\t\t\tfmt.Fprintf(&b, \" (%d lost)\", l.Lost)", None),
+    ("MN1", "cmd/flare/main.go", "if len(args) == 0 || args[0] == \"-h\" || args[0] == \"--help\" || args[0] == \"help\" {", "if len(args) == 0 || args[0] == \"-h\" || args[0] == \"--help\" {", None),
+    ("MN2", "cmd/flare/main.go", "\tif args[0] == \"--version\" {\n\t\targs[0] = \"version\"\n\t}\n", "", None),
+    ("MN3", "cmd/flare/main.go", "\t\tusage(stderr, cmds)", "\t\tusage(stdout, cmds)", None),
+    ("MN4", "cmd/flare/main.go", "fmt.Fprintf(w, \"  %-10s %s\\n\", name, cmds[name].summary)", "fmt.Fprintf(w, \"  %-9s %s\\n\", name, cmds[name].summary)", None),
+    ("MN5", "cmd/flare/main.go", "\tfor _, name := range sortedKeys(cmds) {", "\tfor name := range cmds {", None),
+    ("MN6", "cmd/flare/main.go", "\tif err != nil && !errors.Is(err, pflag.ErrHelp) {", "\tif err != nil || errors.Is(err, pflag.ErrHelp) {", None),
+    ("MN7", "cmd/flare/main.go", "\t\tos.Exit(1)", "\t\tos.Exit(2)", None),
+    ("MN8", "cmd/flare/main.go", "\t\tfmt.Fprintln(os.Stderr, \"flare:\", err)\n", "", None),
+    ("MN9", "cmd/flare/main.go", "\t\tif s := closest(args[0], sortedKeys(cmds)); s != \"\" {", "\t\tif s := closest(args[0], sortedKeys(cmds)); false {", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1834,6 +1843,7 @@ BY_FILE = {
     "testbed/table.go": (".", ["./cmd/flare:Testbed"]),
     "testbed/sweep.go": (".", ["./cmd/flare:Testbed"]),
     "cmd/flare/version.go": ("Version", []),
+    "cmd/flare/main.go": ("TopLevel|ExitStatus|Help|FlagErrors", []),
     "testbed/cluster_linux.go": (".", ["./cmd/flare:Testbed"]),
     "testbed/run_linux.go": (".", ["./cmd/flare:Testbed"]),
     "testbed/link_linux.go": (".", ["./cmd/flare:Testbed"]),
