@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,5 +116,22 @@ func TestBarrierRankEndingEarlyReleasesTheOthers(t *testing.T) {
 	}
 	if cpu.ok {
 		t.Errorf("CPU %+v taken over calls that never ran", cpu)
+	}
+}
+
+// A rank started by hand has no barrier; a malformed or low descriptor
+// pair in the variable is refused, naming it and the form it wants.
+func TestBarrierFromEnvRefuses(t *testing.T) {
+	t.Setenv(barrierEnv, "") // restored after the test
+	os.Unsetenv(barrierEnv)
+	if b, err := barrierFromEnv(); b != nil || err != nil {
+		t.Fatalf("with no %s: %v, %v, want no barrier", barrierEnv, b, err)
+	}
+	for _, v := range []string{"", "3", "3;4", "x,4", "3,y", "2,4", "4,1", "-3,4"} {
+		t.Setenv(barrierEnv, v)
+		b, err := barrierFromEnv()
+		if want := fmt.Sprintf("%s=%q: want two descriptors R,W (3 and up)", barrierEnv, v); b != nil || err == nil || err.Error() != want {
+			t.Errorf("%s=%q: %v, %v, want %q", barrierEnv, v, b, err, want)
+		}
 	}
 }
