@@ -1781,6 +1781,10 @@ MUTANTS = [
     ("MN7", "cmd/flare/main.go", "\t\tos.Exit(1)", "\t\tos.Exit(2)", None),
     ("MN8", "cmd/flare/main.go", "\t\tfmt.Fprintln(os.Stderr, \"flare:\", err)\n", "", None),
     ("MN9", "cmd/flare/main.go", "\t\tif s := closest(args[0], sortedKeys(cmds)); s != \"\" {", "\t\tif s := closest(args[0], sortedKeys(cmds)); false {", None),
+    ("BA1", "internal/bench/barrier.go", "if !ok || err1 != nil || err2 != nil || r < 3 || w < 3 {", "if !ok || err1 != nil || err2 != nil || r < 3 {", None),
+    ("BA2", "internal/bench/barrier.go", "\tv, ok := os.LookupEnv(barrierEnv)\n\tif !ok {\n\t\treturn nil, nil\n\t}", "\tv, _ := os.LookupEnv(barrierEnv)", None),
+    ("BA3", "internal/bench/barrier.go", "return b.child[r][:], barrierEnv + \"=3,4\"", "return b.child[r][:], barrierEnv + \"=4,3\"", None),
+    ("BA4", "internal/bench/barrier.go", "if !ok || err1 != nil || err2 != nil || r < 3 || w < 3 {", "if !ok || err1 != nil || err2 != nil || r < 2 || w < 3 {", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1843,6 +1847,7 @@ BY_FILE = {
     "testbed/table.go": (".", ["./cmd/flare:Testbed"]),
     "testbed/sweep.go": (".", ["./cmd/flare:Testbed"]),
     "cmd/flare/version.go": ("Version", []),
+    "internal/bench/barrier.go": ("Barrier|RunEnds", []),
     "cmd/flare/main.go": ("TopLevel|ExitStatus|Help|FlagErrors", []),
     "testbed/cluster_linux.go": (".", ["./cmd/flare:Testbed"]),
     "testbed/run_linux.go": (".", ["./cmd/flare:Testbed"]),
