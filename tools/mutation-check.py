@@ -1712,7 +1712,7 @@ MUTANTS = [
     ("KR5", "testbed/run_linux.go", "\"--count\", strconv.FormatInt(cfg.Bytes/int64(cfg.DType.Size()), 10)", "\"--count\", strconv.FormatInt(cfg.Bytes/4, 10)", None),
     ("KR6", "testbed/run_linux.go", "\t\targs = append(args, \"--verify\")\n", "", None),
     ("KR7", "testbed/run_linux.go", "\"--iters\", strconv.Itoa(hr.iters), \"--warmup\", strconv.Itoa(hr.warmup)", "\"--iters\", strconv.Itoa(hr.iters), \"--warmup\", \"0\"", None),
-    ("KR8", "testbed/run_linux.go", "\trow.HostCPU = cpuHosts\n", "", None),
+    ("KR8", "testbed/run_linux.go", "\trow.HostCPU = cpuHosts\n", "\t_ = cpuHosts\n", None),
     ("KR9", "testbed/run_linux.go", "\tif c.cfg.Tree() {\n\t\tr.UplinkBps = c.cfg.UplinkBps\n\t}\n", "", None),
     ("KR10", "testbed/run_linux.go", "\tcalls := float64(c.cfg.Iters + c.cfg.Warmup)", "\tcalls := float64(c.cfg.Iters)", None),
     ("KR11", "testbed/run_linux.go", "Drops: after[i][0].Drops - before[i][0].Drops + after[i][1].Drops - before[i][1].Drops,", "Drops: after[i][0].Drops - before[i][0].Drops,", None),
