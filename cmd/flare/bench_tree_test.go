@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseTreeShape(t *testing.T) {
-	for in, want := range map[string]bench.TreeShape{"4x4": {Leaves: 4, Hosts: 4}, "8X8": {Leaves: 8, Hosts: 8}, " 2x1 ": {Leaves: 2, Hosts: 1}} {
+	for in, want := range map[string]bench.TreeShape{"4x4": {Leaves: 4, Hosts: 4}, "8X8": {Leaves: 8, Hosts: 8}, " 2x1 ": {Leaves: 2, Hosts: 1}, "3 x 5": {Leaves: 3, Hosts: 5}} {
 		if got, err := parseTreeShape(in); err != nil || got != want {
 			t.Errorf("parseTreeShape(%q) = %v, %v; want %v", in, got, err, want)
 		}
