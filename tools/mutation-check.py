@@ -1785,6 +1785,9 @@ MUTANTS = [
     ("BA2", "internal/bench/barrier.go", "\tv, ok := os.LookupEnv(barrierEnv)\n\tif !ok {\n\t\treturn nil, nil\n\t}", "\tv, _ := os.LookupEnv(barrierEnv)", None),
     ("BA3", "internal/bench/barrier.go", "return b.child[r][:], barrierEnv + \"=3,4\"", "return b.child[r][:], barrierEnv + \"=4,3\"", None),
     ("BA4", "internal/bench/barrier.go", "if !ok || err1 != nil || err2 != nil || r < 3 || w < 3 {", "if !ok || err1 != nil || err2 != nil || r < 2 || w < 3 {", None),
+    ("PX1", "cmd/flare/bench_tree.go", "l, h, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), \"x\")", "l, h, ok := strings.Cut(strings.TrimSpace(s), \"x\")", None),
+    ("PX2", "cmd/flare/bench_tree.go", "\thosts, err2 := strconv.Atoi(strings.TrimSpace(h))", "\thosts, err2 := strconv.Atoi(h)", None),
+    ("PX3", "cmd/flare/bench_tree.go", "\tif err := t.Validate(); err != nil {\n\t\treturn bench.TreeShape{}, fmt.Errorf(\"--tree %q: %w\", s, err)\n\t}\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1847,6 +1850,7 @@ BY_FILE = {
     "testbed/table.go": (".", ["./cmd/flare:Testbed"]),
     "testbed/sweep.go": (".", ["./cmd/flare:Testbed"]),
     "cmd/flare/version.go": ("Version", []),
+    "cmd/flare/bench_tree.go": ("ParseTreeShape|FlagErrors", []),
     "internal/bench/barrier.go": ("Barrier|RunEnds", []),
     "cmd/flare/main.go": ("TopLevel|ExitStatus|Help|FlagErrors", []),
     "testbed/cluster_linux.go": (".", ["./cmd/flare:Testbed"]),
