@@ -1788,6 +1788,8 @@ MUTANTS = [
     ("PX1", "cmd/flare/bench_tree.go", "l, h, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), \"x\")", "l, h, ok := strings.Cut(strings.TrimSpace(s), \"x\")", None),
     ("PX2", "cmd/flare/bench_tree.go", "\thosts, err2 := strconv.Atoi(strings.TrimSpace(h))", "\thosts, err2 := strconv.Atoi(h)", None),
     ("PX3", "cmd/flare/bench_tree.go", "\tif err := t.Validate(); err != nil {\n\t\treturn bench.TreeShape{}, fmt.Errorf(\"--tree %q: %w\", s, err)\n\t}\n", "", None),
+    ("PT1", "internal/bench/calibrate_unix.go", "return cpuTimes{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano())}, true", "return cpuTimes{user: time.Duration(ru.Stime.Nano()), sys: time.Duration(ru.Utime.Nano())}, true", None),
+    ("PT2", "internal/bench/calibrate_unix.go", "\treturn t.user + t.sys, ok", "\treturn t.user, ok", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
@@ -1850,6 +1852,7 @@ BY_FILE = {
     "testbed/table.go": (".", ["./cmd/flare:Testbed"]),
     "testbed/sweep.go": (".", ["./cmd/flare:Testbed"]),
     "cmd/flare/version.go": ("Version", []),
+    "internal/bench/calibrate_unix.go": ("ProcessTimes|CPUSpan|Calibrat", []),
     "cmd/flare/bench_tree.go": ("ParseTreeShape|FlagErrors", []),
     "internal/bench/barrier.go": ("Barrier|RunEnds", []),
     "cmd/flare/main.go": ("TopLevel|ExitStatus|Help|FlagErrors", []),
