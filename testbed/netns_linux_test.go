@@ -42,15 +42,19 @@ func TestSweepStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	kind := "flaretbsweep" + strconv.Itoa(os.Getpid()) + "-"
-	dead := kind + strconv.Itoa(done.Process.Pid) + "-1-h0"
-	kept := []string{kind + strconv.Itoa(os.Getpid()) + "-1-h0", kind + "1-1-h0", kind + "x-1-h0", kind + strconv.Itoa(done.Process.Pid) + "-h0"}
+	deadRun := kind + strconv.Itoa(done.Process.Pid)
+	dead := []string{deadRun + "-1-h0", deadRun + "-1-sw", deadRun + "-2-h0"}
+	kept := []string{kind + strconv.Itoa(os.Getpid()) + "-1-h0", kind + "1-1-h0", kind + "x-1-h0", deadRun + "-h0"}
 	// Named as a dead run's, but not of this kind: neither swept nor listed.
-	other := "x" + dead
-	for _, n := range append([]string{dead, other}, kept...) {
+	other := "x" + dead[0]
+	for _, n := range append(append([]string{other}, dead...), kept...) {
 		addTestNS(t, n)
 	}
-	if gone := SweepStale(kind); !slices.Equal(gone, []string{dead}) {
-		t.Errorf("swept %v, want %v", gone, []string{dead})
+	gone := SweepStale(kind)
+	slices.Sort(gone)
+	slices.Sort(dead)
+	if !slices.Equal(gone, dead) {
+		t.Errorf("swept %v, want %v", gone, dead)
 	}
 	left, err := Namespaces(kind)
 	if err != nil {
