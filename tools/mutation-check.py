@@ -1727,7 +1727,7 @@ MUTANTS = [
     ("KR20", "testbed/run_linux.go", "\t\tif path == PathSparse || path == PathHostSparse {\n\t\t\tdensities = cfg.Densities", "\t\tif path == PathSparse {\n\t\t\tdensities = cfg.Densities", None),
     ("KR21", "testbed/run_linux.go", "\t\tr.Retransmits += h.Retransmits\n", "\t\tr.Retransmits = h.Retransmits\n", None),
     ("KR22", "testbed/run_linux.go", "\trow.CPUBusy, row.SwitchCPU, row.SwitchThreadCPU = cpuUse(cpu0, cpu1)", "\trow.CPUBusy, row.SwitchThreadCPU, row.SwitchCPU = cpuUse(cpu0, cpu1)", None),
-    ("KR23", "testbed/run_linux.go", "\tc.linkRow(&row, before, after)\n", "\tc.linkRow(&row, after, after)\n", None),
+    ("KR23", "testbed/run_linux.go", "\tc.linkRow(&row, before, after)\n", "\tc.linkRow(&row, after, before)\n", None),
     ("KL1", "testbed/link_linux.go", "burst = max(int64(rateBps/8/1000), int64(4*(mtu+ethHeader)))", "burst = max(int64(rateBps/8/1000), int64(mtu))", None),
     ("KL2", "testbed/link_linux.go", "limit = max(int64(rateBps/8/10), 4<<20)", "limit = max(int64(rateBps/8/10), 4<<10)", None),
     ("KL3", "testbed/link_linux.go", "\"rate\", strconv.FormatInt(int64(rateBps), 10)+\"bit\",", "\"rate\", strconv.FormatInt(int64(rateBps), 10)+\"kbit\",", None),
