@@ -194,7 +194,7 @@ func TestTestbedTreeEveryPath(t *testing.T) {
 	}
 	cfg := testbed.Config{Leaves: 2, PerLeaf: 2, LinkBps: 1e9, UplinkBps: 2e9, Loss: 0.01, Bytes: 1 << 20, Iters: 2, Warmup: 1,
 		Paths:     []string{testbed.PathSwitch, testbed.PathRing, testbed.PathSparse, testbed.PathHostSparse},
-		Densities: []float64{0.05}, Overlap: 0.5, Exe: flareBin, Log: logWriter{t}}
+		Densities: []float64{0.05}, Overlap: 0.5, Timeout: 20 * time.Second, Exe: flareBin, Log: logWriter{t}}
 	rows, err := testbed.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
