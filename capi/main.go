@@ -17,8 +17,6 @@ import "C"
 import (
 	"runtime/debug"
 	"sync"
-
-	"github.com/flare-net/flare/internal/buildinfo"
 )
 
 // main is never called: a c-shared library needs one, and the library's
@@ -39,17 +37,4 @@ func flare_go_version() *C.char {
 		versionC = C.CString(version(bi))
 	})
 	return versionC
-}
-
-// version is the library's version: the commit it was built from, if the
-// build recorded one (bi, nil if there is no build information).
-func version(bi *debug.BuildInfo) string {
-	switch c := buildinfo.Commit(bi); {
-	case bi == nil:
-		return "flare (unknown)"
-	case c == "":
-		return "flare (devel)"
-	default:
-		return "flare " + c
-	}
 }

@@ -1763,7 +1763,7 @@ MUTANTS = [
     ("VR1", "cmd/flare/version.go", "\tif bi != nil && bi.Main.Version != \"\" {", "\tif bi != nil {", None),
     ("VR2", "cmd/flare/version.go", "\tif c := buildinfo.Commit(bi); c != \"\" {", "\tif c := buildinfo.Commit(bi); true {", None),
     ("VR3", "cmd/flare/version.go", "runtime.Version(), runtime.GOOS, runtime.GOARCH)", "runtime.Version(), runtime.GOARCH, runtime.GOOS)", None),
-    ("CV1", "capi/main.go", "\tcase bi == nil:\n\t\treturn \"flare (unknown)\"\n\tcase c == \"\":\n\t\treturn \"flare (devel)\"", "\tcase c == \"\":\n\t\treturn \"flare (devel)\"\n\tcase bi == nil:\n\t\treturn \"flare (unknown)\"", None),
+    ("CV1", "capi/version.go", "\tcase bi == nil:\n\t\treturn \"flare (unknown)\"\n\tcase c == \"\":\n\t\treturn \"flare (devel)\"", "\tcase c == \"\":\n\t\treturn \"flare (devel)\"\n\tcase bi == nil:\n\t\treturn \"flare (unknown)\"", None),
     ("CV2", "capi/main.go", "\t\tbi, _ := debug.ReadBuildInfo()\n\t\tversionC = C.CString(version(bi))", "\t\tversionC = C.CString(version(nil))", None),
     ("MX1", "switch/config_linux.go", "if err != nil || n <= 0 || (physical > 0 && n >= physical) {", "if err != nil || n < 0 || (physical > 0 && n >= physical) {", None),
     ("MX2", "switch/config_linux.go", "if err != nil || n <= 0 || (physical > 0 && n >= physical) {", "if err != nil || n <= 0 || n >= physical {", None),
