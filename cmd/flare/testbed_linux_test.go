@@ -185,8 +185,8 @@ func TestTestbedFlagErrors(t *testing.T) {
 // leaves' --parent), the routes across the root that the ring's and the
 // host sparse baseline's TCP take, the sparse paths' density, the loss
 // rules (every link of the switch path loses packets, which the hosts
-// resend), the links' counters, vs_ring and the
-// processes' CPU; no namespace is left afterwards.
+// resend), the links' counters, vs_ring and the processes' CPU; no
+// namespace is left afterwards.
 func TestTestbedTreeEveryPath(t *testing.T) {
 	skipWithoutTestbed(t)
 	if testbed.Check(true) != nil {
@@ -207,8 +207,8 @@ func TestTestbedTreeEveryPath(t *testing.T) {
 	}
 	links := []string{"h0", "h1", "h2", "h3", "leaf0-root", "leaf1-root"}
 	for i, r := range rows {
-		t.Logf("%s: median %.2f ms, ideal %.2f ms, vs_ring %.2f, retransmits %d, cpu busy %.2f, switch cpu %.3f, host cpu %.3f, links %+v",
-			r.Path, r.MedianS*1e3, r.IdealS*1e3, r.VsRing, r.Retransmits, r.CPUBusy, r.SwitchCPU, r.HostCPU, r.Links)
+		t.Logf("%s: median %.2f ms, ideal %.2f ms, vs_ring %.2f, retransmits %d, cpu busy %.2f, switch cpu %.3f (thread %.3f), host cpu %.3f, links %+v",
+			r.Path, r.MedianS*1e3, r.IdealS*1e3, r.VsRing, r.Retransmits, r.CPUBusy, r.SwitchCPU, r.SwitchThreadCPU, r.HostCPU, r.Links)
 		if r.Path != cfg.Paths[i] || !r.Verified || r.Ranks != 4 || r.Topology != "2x2" || r.LinkBps != 1e9 || r.UplinkBps != 2e9 ||
 			r.Loss != 0.01 || r.Iters != 2 || !(r.MedianS > 0) || !(r.IdealS > 0) || !(r.ModelS > 0) {
 			t.Errorf("row %d: %+v", i, r)
@@ -237,19 +237,22 @@ func TestTestbedTreeEveryPath(t *testing.T) {
 			if up, down := l.UpBytes*8/(rate*r.MedianS), l.DownBytes*8/(rate*r.MedianS); l.UpUtil != up || l.DownUtil != down {
 				t.Errorf("%s: link %s used %g up and %g down, want %g and %g of its %s", r.Path, l.Link, l.UpUtil, l.DownUtil, up, down, testbed.FormatRate(rate))
 			}
-			// Dense: each host's vector goes up its link and the sum comes
-			// down; each leaf's partial sum up to the root and the whole
-			// back; the ring's hops between the leaves cross both uplinks.
 			// 1% of some 3,000 packets each way over the timed calls.
 			if r.Path == testbed.PathSwitch && l.Lost == 0 {
 				t.Errorf("switch: link %s lost no packet at 1%% loss", l.Link)
 			}
+			// Dense: each host's vector goes up its link and the sum comes
+			// down; each leaf's partial sum up to the root and the whole
+			// back; the ring's hops between the leaves cross both uplinks.
 			if !sparse && (l.UpBytes < float64(cfg.Bytes)/2 || l.DownBytes < float64(cfg.Bytes)/2) {
 				t.Errorf("%s: link %s carried %.0f up and %.0f down per call, want at least half the vector each way", r.Path, l.Link, l.UpBytes, l.DownBytes)
 			}
 		}
 	}
-	if rows[0].SwitchCPU <= 0 || rows[0].SwitchThreadCPU <= 0 || rows[0].SwitchThreadCPU > rows[0].SwitchCPU {
+	// A thread's CPU is its process's too: no more than it, but for a
+	// clock tick's skew between the two readings (here the daemons' whole
+	// use was 0.33-0.41, their busiest thread's 0.11-0.19).
+	if rows[0].SwitchCPU <= 0 || rows[0].SwitchThreadCPU <= 0 || rows[0].SwitchThreadCPU > rows[0].SwitchCPU+0.05 {
 		t.Errorf("switch path: the daemons' cpu %g, their busiest thread's %g", rows[0].SwitchCPU, rows[0].SwitchThreadCPU)
 	}
 	if rows[0].Retransmits == 0 {
