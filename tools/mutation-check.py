@@ -1793,6 +1793,9 @@ MUTANTS = [
     ("PX3", "cmd/flare/bench_tree.go", "\tif err := t.Validate(); err != nil {\n\t\treturn bench.TreeShape{}, fmt.Errorf(\"--tree %q: %w\", s, err)\n\t}\n", "", None),
     ("PT1", "internal/bench/calibrate_unix.go", "return cpuTimes{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano())}, true", "return cpuTimes{user: time.Duration(ru.Stime.Nano()), sys: time.Duration(ru.Utime.Nano())}, true", None),
     ("PT2", "internal/bench/calibrate_unix.go", "\treturn t.user + t.sys, ok", "\treturn t.user, ok", None),
+    ("PM1", "switch/pending.go", "\t\tif !s.budget.reserve(pendingMemberBytes) {", "\t\tif !s.budget.reserve(0) {", None),
+    ("PM2", "switch/pending.go", "s.refuseMemory(h.Job, \"a pending job\", charge)", "s.refuseMemory(h.Job, \"a pending join\", charge)", None),
+    ("PM3", "switch/budget.go", "\treturn refuseFor(refusalHostMemory, wire.CodeRefusedMemory, \"job %d: %s needs %s of host memory;", "\treturn refuseFor(refusalHostMemory, wire.CodeTooManyJobs, \"job %d: %s needs %s of host memory;", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
