@@ -432,6 +432,41 @@ func TestPendingCharges(t *testing.T) {
 	runtime.KeepAlive(s)
 }
 
+// A pending job, and a rank's pending join, are refused for memory when
+// the budget has less free than their charge: the join is answered
+// refused-memory naming what it needed and what is free, nothing is
+// reserved for it, and the job already pending keeps its ranks.
+func TestPendingRefusedForMemory(t *testing.T) {
+	fx := newJobFixture(t, func(c *Config) { c.JoinRate, c.MaxMemory = 1e6, 1<<20 })
+	s := fx.s
+	charge := s.pendingJobCharge()
+	s.budget.reserve(s.budget.free() - charge + 1) // room for all but one byte of a pending job
+	held := s.budget.reserved.Load()
+	fx.deliver(fzRank0, testJoin(7, 7, 0, 2, 0))
+	r := fx.replies()
+	want := fmt.Sprintf("job 7: a pending job needs %s of host memory; the switch allows 1 MiB for all jobs (Config.MaxMemory), %s of it free now",
+		sizeText(charge), sizeText(charge-1))
+	if len(r.errors) != 1 || r.errors[0].Code != wire.CodeRefusedMemory || r.errors[0].Message() != want || s.jobs.get(7) != nil ||
+		s.budget.reserved.Load() != held {
+		t.Fatalf("a pending job with %d bytes free of the %d it needs: errors %v, job there %v, %d reserved (was %d); want %q",
+			charge-1, charge, r.errors, s.jobs.get(7) != nil, s.budget.reserved.Load(), held, want)
+	}
+	s.budget.release(held - (s.budget.limit - charge - pendingMemberBytes)) // room for the job and one rank
+	fx.deliver(fzRank0, testJoin(7, 7, 0, 2, 0))
+	held = s.budget.reserved.Load()
+	fx.deliver(fzRank1, testJoin(7, 7, 1, 2, 0))
+	r = fx.replies()
+	want = fmt.Sprintf("job 7: a pending join needs %s of host memory; the switch allows 1 MiB for all jobs (Config.MaxMemory), 0 B of it free now",
+		sizeText(pendingMemberBytes))
+	if held != s.budget.limit || len(r.errors) != 1 || r.errors[0].Code != wire.CodeRefusedMemory || r.errors[0].Message() != want ||
+		s.budget.reserved.Load() != held {
+		t.Fatalf("rank 1's join with nothing free: errors %v, %d reserved (was %d of %d); want %q", r.errors, s.budget.reserved.Load(), held, s.budget.limit, want)
+	}
+	if j := s.jobs.get(7); j == nil || len(j.pend) != 1 {
+		t.Errorf("the pending job after its rank's refusal: %v, want it waiting with rank 0", j)
+	}
+}
+
 // TestAdmissionMetrics checks the budget, pending and refusal series.
 func TestAdmissionMetrics(t *testing.T) {
 	if maxElements < 1<<32 {
