@@ -85,23 +85,15 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.drops.add(dropUnexpected)
 		return
 	}
-	rank, who := h.Child, fmt.Sprintf("rank %d", h.Child)
-	if fromSwitch {
-		rank, who = uint16(h.Block), fmt.Sprintf("child switch %d", h.Child)
-	}
 	member, isMember := s.memberIndex(h)
 	s.jobs.mu.Lock()
 	j := s.jobs.get(h.Job)
-	var members []netip.AddrPort
-	if j != nil {
-		members = j.memberAddrs()
-	}
 	switch {
 	case j == nil: // a stray, or a later copy of the Abort that ended the job
 		s.jobs.mu.Unlock()
 		s.drops.add(dropUnknownJob)
 		return
-	case !isMember || int(member) >= len(members):
+	case !isMember:
 		s.jobs.mu.Unlock()
 		s.drops.add(dropNotMember)
 		return
@@ -109,11 +101,18 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 		s.jobs.mu.Unlock()
 		s.drops.add(dropToken)
 		return
-	case members[member] != from:
+	case j.memberAddr(int(member)) != from:
 		s.jobs.mu.Unlock()
 		s.drops.add(dropNotMember)
 		return
 	}
+	// Only a member's Abort gets this far: what a dropped one costs does
+	// not grow with the job's world.
+	rank, who := h.Child, fmt.Sprintf("rank %d", h.Child)
+	if fromSwitch {
+		rank, who = uint16(h.Block), fmt.Sprintf("child switch %d", h.Child)
+	}
+	members := j.memberAddrs()
 	text := who + ": " + string(body.Text)
 	if s.hasParent() && j.upAsked {
 		s.abortParent(j, h.Generation, rank, body.Code, text)
@@ -122,7 +121,7 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 	s.jobs.mu.Unlock()
 	s.log.Warn("job aborted by a member", "job", h.Job, "by", who, "from", from, "generation", h.Generation,
 		"cause", body.Code, "reason", string(body.Text))
-	s.notifyAborted(j, members, int(member), h.Generation, rank, text)
+	s.notifyAborted(j, members, from, h.Generation, rank, text)
 }
 
 // parentAborted passes a parent's CodeAborted Error down: the job ends
@@ -139,7 +138,7 @@ func (s *Switch) parentAborted(h *wire.Header, text string) {
 	s.endAbortedLocked(j, members, h.Child, text, "parent: aborted")
 	s.jobs.mu.Unlock()
 	s.log.Warn("parent switch aborted the job", "job", j.id, "parent", s.parent, "error", text)
-	s.notifyAborted(j, members, -1, h.Generation, h.Child, text)
+	s.notifyAborted(j, members, netip.AddrPort{}, h.Generation, h.Child, text)
 }
 
 // endAbortedLocked ends job j and remembers the abort for its members
@@ -154,12 +153,12 @@ func (s *Switch) endAbortedLocked(j *job, members []netip.AddrPort, rank uint16,
 	s.endLocked(j, why)
 }
 
-// notifyAborted sends every member but skip (the one that aborted, or -1)
-// the job's CodeAborted Error.
-func (s *Switch) notifyAborted(j *job, members []netip.AddrPort, skip int, gen uint32, rank uint16, text string) {
+// notifyAborted sends every member address but skip (the one that
+// aborted, or none) the job's CodeAborted Error.
+func (s *Switch) notifyAborted(j *job, members []netip.AddrPort, skip netip.AddrPort, gen uint32, rank uint16, text string) {
 	reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: j.id, Token: j.token, Generation: gen, Child: rank}
-	for i, addr := range members {
-		if i == skip || !addr.IsValid() {
+	for _, addr := range members {
+		if addr == skip {
 			continue
 		}
 		for range abortNoticeCopies {
@@ -187,11 +186,8 @@ func (s *Switch) answerAborted(from netip.AddrPort, h *wire.Header) bool {
 	if a.n.Load() == 0 {
 		return false
 	}
-	a.mu.Lock()
-	e := a.jobs[h.Job]
-	ok := e != nil && e.token == h.Token && time.Now().Before(e.until) && slices.Contains(e.members, from)
-	a.mu.Unlock()
-	if !ok {
+	e := a.find(h.Job, h.Token, from, time.Now())
+	if e == nil {
 		return false
 	}
 	if a.limit.allow(time.Now()) {
@@ -200,6 +196,18 @@ func (s *Switch) answerAborted(from netip.AddrPort, h *wire.Header) bool {
 		s.send(from, func(b []byte) []byte { return wire.AppendError(b, &reply, wire.CodeAborted, e.text) })
 	}
 	return true
+}
+
+// find is job id's remembered abort, if it has not expired by now and
+// from is one of its members with its token; nil otherwise.
+func (a *abortLog) find(id uint32, token uint64, from netip.AddrPort, now time.Time) *abortedJob {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.jobs[id]
+	if e == nil || e.token != token || !now.Before(e.until) || !slices.Contains(e.members, from) {
+		return nil
+	}
+	return e
 }
 
 // remember records an aborted job, replacing an older abort of the same

@@ -164,18 +164,31 @@ func (s *Switch) joinPending(j *job, from netip.AddrPort, rank, hosts, stream in
 	return nil, nil
 }
 
-// memberAddrs is a copy of j's member addresses by rank, zero where a rank
-// has not joined, for a pending job as for an admitted one. The caller
-// holds the table lock.
+// memberAddrs is a copy of the addresses of j's members that have joined
+// and not left, for a pending job as for an admitted one: as many as
+// joined, whatever the job's world. The caller holds the table lock.
 func (j *job) memberAddrs() []netip.AddrPort {
 	if j.pend == nil {
-		return slices.Clone(j.members)
+		return slices.DeleteFunc(slices.Clone(j.members), func(a netip.AddrPort) bool { return !a.IsValid() })
 	}
-	addrs := make([]netip.AddrPort, j.world())
-	for r, m := range j.pend {
-		addrs[r] = m.addr
+	addrs := make([]netip.AddrPort, 0, len(j.pend))
+	for _, m := range j.pend {
+		addrs = append(addrs, m.addr)
 	}
 	return addrs
+}
+
+// memberAddr is the address of j's member rank, or the zero address when
+// that rank has not joined, has left, or is beyond the world. The caller
+// holds the table lock.
+func (j *job) memberAddr(rank int) netip.AddrPort {
+	if j.pend != nil {
+		return j.pend[rank].addr
+	}
+	if rank < 0 || rank >= len(j.members) {
+		return netip.AddrPort{}
+	}
+	return j.members[rank]
 }
 
 // leavePending removes a rank of a pending job; the job ends with its
