@@ -138,6 +138,21 @@ func handleSeeds() []handleSeed {
 		record(selRank1, denseData(1, 0, 0, fzToken)), record(selRank1, abortPacket(1, fzToken)), // ends the job
 		record(selRank0, denseData(0, 0, 0, fzToken)), record(selStranger, denseData(0, 0, 0, fzToken)),
 		record(selRank1, abortPacket(1, fzToken)), record(selRank0, fixtureJoin(fuzzVariants[0], 0, fzToken)))
+	add("beyond-the-world", 0, // ranks a world of 2 does not have, each from a member's address
+		record(selRank0, denseData(2, 0, 0, fzToken)), record(selRank0, denseData(math.MaxUint16, 0, 0, fzToken)),
+		record(selRank1, abortPacket(2, fzToken)), record(selRank1, leavePacket(2, fzToken)),
+		record(selRank0, leavePacket(math.MaxUint16, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)))
+	pendingLeave := func(rank int, token uint64) []byte {
+		h := wire.Header{Type: wire.TypeLeave, Job: 1234, Token: token, Child: uint16(rank)}
+		return wire.AppendPacket(nil, &h, nil)
+	}
+	add("pending-leaves", 0, record(selStranger, newJob), // job 1234 waits for its rank 1
+		record(selRank0, pendingLeave(0, 99)),     // rank 0 from another address
+		record(selStranger, pendingLeave(1, 99)),  // a rank that has not joined
+		record(selStranger, pendingLeave(5, 99)),  // beyond the world
+		record(selStranger, pendingLeave(0, bad)), // wrong token
+		record(selStranger, pendingLeave(0, 99)),  // rank 0 itself: the job ends
+		record(selStranger, pendingLeave(0, 99)))  // and is gone
 	add("garbage", 0,
 		record(selRank0, []byte("not a flare packet")), record(selRank1, nil),
 		record(selRank0|selStamp, make([]byte, wire.HeaderLen)),
