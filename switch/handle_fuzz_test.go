@@ -234,8 +234,8 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 		if len(out) > 0 {
 			t.Fatalf("a leave made the switch send %d packets", len(out))
 		}
-		if dropped == "" && !jobBefore.member(h.Child, r.from) {
-			t.Fatalf("a leave of job %d rank %d from %v, not a member, counted no drop", h.Job, h.Child, r.from)
+		if dropped == "" && (!jobBefore.member(h.Child, r.from) || h.Token != jobBefore.token) {
+			t.Fatalf("a leave of job %d rank %d from %v, not a member or with another token, counted no drop", h.Job, h.Child, r.from)
 		}
 		if dropped != "" && jobBefore.member(h.Child, r.from) && h.Token == jobBefore.token {
 			t.Fatalf("a member's leave was dropped as %q", dropped)

@@ -138,6 +138,8 @@ func handleSeeds() []handleSeed {
 		record(selRank1, denseData(1, 0, 0, fzToken)), record(selRank1, abortPacket(1, fzToken)), // ends the job
 		record(selRank0, denseData(0, 0, 0, fzToken)), record(selStranger, denseData(0, 0, 0, fzToken)),
 		record(selRank1, abortPacket(1, fzToken)), record(selRank0, fixtureJoin(fuzzVariants[0], 0, fzToken)))
+	add("abort-after-a-leave", 2, // rank 0 has left: nobody is told
+		record(selRank0, leavePacket(0, fzToken)), record(selRank1, abortPacket(1, fzToken)))
 	add("beyond-the-world", 0, // ranks a world of 2 does not have, each from a member's address
 		record(selRank0, denseData(2, 0, 0, fzToken)), record(selRank0, denseData(math.MaxUint16, 0, 0, fzToken)),
 		record(selRank1, abortPacket(2, fzToken)), record(selRank1, leavePacket(2, fzToken)),
