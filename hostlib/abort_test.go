@@ -136,3 +136,27 @@ func TestJoinAbort(t *testing.T) {
 		}
 	}
 }
+
+// A call whose context is done before it starts does not start, and tells
+// the switch so the other ranks, which make the call, do not wait for
+// this one: an Abort of the call it would have been, and the generation
+// is not used up.
+func TestCallNotStarted(t *testing.T) {
+	s, sw := abortSession(t)
+	s.gen = 4
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.call(ctx, nil)
+	if !errors.Is(err, context.Canceled) || err.Error() != "hostlib: allreduce generation 5 not started: context canceled" {
+		t.Fatalf("call with a cancelled context: %v; want generation 5 not started, context.Canceled", err)
+	}
+	got := sent(t, s, sw)
+	if len(got) != 3 || s.gen != 4 {
+		t.Fatalf("%d Aborts sent, generation %d after; want 3, and 4 still", len(got), s.gen)
+	}
+	for _, a := range got {
+		if a.h.Generation != 5 || a.code != wire.CodeAborted || a.text != "allreduce generation 5 cancelled" {
+			t.Errorf("sent %+v %v %q; want generation 5, aborted, \"allreduce generation 5 cancelled\"", a.h, a.code, a.text)
+		}
+	}
+}

@@ -273,6 +273,30 @@ func TestReceiveFirstResultKept(t *testing.T) {
 	}
 }
 
+// A sparse block's result stream that comes again once the block is whole
+// (the switch resends it to a retransmission that crossed it) is counted
+// as a duplicate and changes nothing: the block keeps its pairs once.
+func TestReceiveSparseDuplicateStream(t *testing.T) {
+	s := offlineSparse(t)
+	h := sparseHeader(wire.TypeSparse, 0, 0, wire.FlagLast, 2)
+	pkt := wire.AppendPacket(nil, &h, pairsOf(1, 7))
+	for range 2 {
+		if err := s.deliver(pkt, offlineSwitch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Duplicates != 1 || st.Dropped != (Drops{}) {
+		t.Fatalf("Duplicates = %d, Dropped = %+v after a block's stream twice; want 1 and none", st.Duplicates, st.Dropped)
+	}
+	if !s.trk.isDone(0) || s.trk.completed != 1 {
+		t.Fatalf("block 0 done %v, %d blocks completed; want true, 1", s.trk.isDone(0), s.trk.completed)
+	}
+	got, err := s.sp.asm[0].Merge(nil, wire.OpSum, 0)
+	if err != nil || !bytes.Equal(got, pairsOf(1, 7)) {
+		t.Fatalf("block 0 merged to % x (%v), want its pairs once, % x", got, err, pairsOf(1, 7))
+	}
+}
+
 // A bounded-time session counts each block's contributors: a partial
 // result's count, the world for a whole one, and every block whole again
 // when the next call starts. A block released partial before this rank

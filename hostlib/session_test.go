@@ -555,3 +555,38 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 		})
 	}
 }
+
+// A call of the other kind than the session's job, or with values of
+// another type than its dtype, or pairs cut mid-pair, is refused before
+// anything is sent, saying what to do instead.
+func TestSessionKindMisuse(t *testing.T) {
+	ctx := t.Context()
+	dense, sparse := offlineDense(t, false), offlineSparse(t)
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"dense call on a sparse job", func() error { return AllReduce(ctx, sparse, make([]float32, 100)) },
+			"hostlib: allreduce: the session joined a sparse job: use SparseAllReduce"},
+		{"sparse call on a dense job", func() error { _, err := dense.SparseAllReduceBytes(ctx, pairsOf(1)); return err },
+			"hostlib: sparse allreduce: the session joined a dense job: use AllReduce, or Join with Sparse"},
+		{"pairs cut mid-pair", func() error { _, err := sparse.SparseAllReduceBytes(ctx, pairsOf(1, 2)[:11]); return err },
+			"hostlib: sparse allreduce: 11 bytes are not whole float32 pairs"},
+		{"int32 values on float32", func() error {
+			_, _, err := SparseAllReduce(ctx, sparse, []uint32{1}, []int32{1})
+			return err
+		}, "[]int32"},
+	}
+	for _, tt := range tests {
+		err := tt.call()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	for _, s := range []*Session{dense, sparse} {
+		if st := s.Stats(); st.Calls != 0 || st.PacketsSent != 0 {
+			t.Errorf("refused calls counted or sent: %+v", st)
+		}
+	}
+}
