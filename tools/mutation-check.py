@@ -1801,7 +1801,8 @@ MUTANTS = [
     ("NB2", "handlers/dense.go", "\tw.gs.unadmit()\n", "", None),
     ("NB3", "handlers/dense.go", "if w.gs.admitted == 0 {", "if w.gs.admitted == 1 {", None),
     ("NB4", "handlers/dense.go", "\t\tb.unopen()\n", "", None),
-    ("NB5", "handlers/dense.go", "\t\t\t\td.freeBufs(w)\n\t\t\t\td.unadmit(b, w, p.Hdr.Child)", "\t\t\t\td.unadmit(b, w, p.Hdr.Child)", None),
+    ("NB5", "handlers/dense.go", "\t\t\t\td.freeBufs(w)\n\t\t\t\td.unadmit(b, w, p.Hdr.Child)", "\t\t\t\td.unadmit(b, w, p.Hdr.Child)",
+     "the refused packet opened its block, so unadmit finds the work holds no other and releases it, and releaseWork frees its buffers too"),
     ("NB6", "handlers/dense.go", "\t\td.Stats.NoBuffer.Add(1)\n\t\treturn\n\t}\n\tt.Lock(&b.lock)", "\t\treturn\n\t}\n\tt.Lock(&b.lock)", None),
     ("NB7", "handlers/generation.go", "\tb.state, b.work = blockIdle, none", "\tb.work = none", None),
     ("NB8", "handlers/dense.go", "\td.Stats.NoBuffer.Add(1)\n\tif w.gs.admitted == 0 {", "\tif w.gs.admitted == 0 {", None),
@@ -1817,6 +1818,10 @@ MUTANTS = [
     ("AL5", "switch/abort.go", "if e == nil || e.token != token ||", "if e == nil ||", None),
     ("AL6", "switch/pending.go", "return slices.DeleteFunc(slices.Clone(j.members), func(a netip.AddrPort) bool { return !a.IsValid() })", "return slices.Clone(j.members)", None),
     ("AL7", "switch/abort.go", "\tmembers := j.memberAddrs()\n\ttext := who", "\tmembers := j.memberAddrs()[:0]\n\ttext := who", None),
+    ("HN1", "hostlib/allreduce.go", "\t\ts.abortFor(err, s.gen+1)\n\t\treturn err\n\t}\n\ts.gen++", "\t\ts.abortFor(err, s.gen)\n\t\treturn err\n\t}\n\ts.gen++", None),
+    ("HN2", "hostlib/allreduce.go", "\t\ts.abortFor(err, s.gen+1)\n\t\treturn err\n\t}\n\ts.gen++", "\t\treturn err\n\t}\n\ts.gen++", None),
+    ("HN3", "hostlib/sparse.go", "if s.trk.isDone(b) {\n\t\ts.stats.duplicates.Add(1)", "if false {\n\t\ts.stats.duplicates.Add(1)", None),
+    ("HN4", "hostlib/allreduce.go", "err = fmt.Errorf(\"hostlib: allreduce generation %d not started: %w\", s.gen+1, err)", "err = fmt.Errorf(\"hostlib: allreduce generation %d not started: %w\", s.gen, err)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
