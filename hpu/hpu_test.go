@@ -370,3 +370,32 @@ func TestHistBucket(t *testing.T) {
 		}
 	}
 }
+
+// SubmitWait on a full unit waits for room, and gives up when its context
+// does, leaving nothing queued and no waiter counted; Run runs once.
+func TestSubmitWaitGivesUp(t *testing.T) {
+	r := newRecorder()
+	r.hold, r.started = make(chan struct{}), make(chan struct{}, 4)
+	u, wg := startUnit(t, Config{Clusters: 1, CoresPerCluster: 1, QueueDepth: 1})
+	wg.Add(1)
+	if err := u.Submit(pkt(r, 0)); err != nil {
+		t.Fatal(err)
+	}
+	<-r.started // the one core holds it: the cluster is full
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := u.SubmitWait(ctx, pkt(r, 0)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SubmitWait on a full unit = %v, want its context's deadline", err)
+	}
+	if n := u.clusters[0].waiting.Load(); n != 0 {
+		t.Fatalf("%d waiters counted after SubmitWait gave up", n)
+	}
+	if err := u.Run(context.Background()); err == nil || err.Error() != "hpu: Run called twice" {
+		t.Fatalf("a second Run = %v", err)
+	}
+	close(r.hold)
+	wg.Wait()
+	if got := len(r.ran[0]); got != 1 {
+		t.Fatalf("block 0 ran %d times; want once (the packet that gave up never ran)", got)
+	}
+}

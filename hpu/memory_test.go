@@ -123,3 +123,30 @@ func TestHeldIntegratesEveryChange(t *testing.T) {
 		t.Fatalf("held %d buffer-units, want 2×10 + 1×5 = 25", got)
 	}
 }
+
+// A quota released twice gives its buffers back once: the memory's
+// reservations never go below what other quotas hold, so nothing can be
+// reserved twice over.
+func TestReleaseTwice(t *testing.T) {
+	m := newMemory(Config{Clusters: 1, L1Bytes: 16 << 10, BufferBytes: 1024}.WithDefaults())
+	q, err := m.Reserve(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := m.Reserve(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Release()
+	q.Release()
+	if f := m.Free(); f != 6 {
+		t.Fatalf("free %d after one of two quotas was released twice, want 6 (16 less the other's 10)", f)
+	}
+	if _, err := m.Reserve(7); err == nil {
+		t.Fatal("reserved 7 buffers with 6 free")
+	}
+	if _, err := m.Reserve(0); err == nil || err.Error() != "hpu: quota of 0 buffers: must be >= 1" {
+		t.Fatalf("Reserve(0) = %v, want the range", err)
+	}
+	other.Release()
+}
