@@ -1822,6 +1822,13 @@ MUTANTS = [
     ("HN2", "hostlib/allreduce.go", "\t\ts.abortFor(err, s.gen+1)\n\t\treturn err\n\t}\n\ts.gen++", "\t\treturn err\n\t}\n\ts.gen++", None),
     ("HN3", "hostlib/sparse.go", "if s.trk.isDone(b) {\n\t\ts.stats.duplicates.Add(1)", "if false {\n\t\ts.stats.duplicates.Add(1)", None),
     ("HN4", "hostlib/allreduce.go", "err = fmt.Errorf(\"hostlib: allreduce generation %d not started: %w\", s.gen+1, err)", "err = fmt.Errorf(\"hostlib: allreduce generation %d not started: %w\", s.gen, err)", None),
+    ("EG1", "switch/egress.go", "\tlast.next = op\n}", "\tw.rest.next = op\n}", None),
+    ("EG2", "switch/egress.go", "\tif w.rest == nil {\n\t\tw.rest = op\n\t\treturn\n\t}", "\tif true {\n\t\tw.rest = op\n\t\treturn\n\t}", None),
+    ("EG3", "switch/egress.go", "\t\top.next = nil\n\t\tw.held = append(w.held, op)", "\t\tw.held = append(w.held, op)", None),
+    ("HM1", "hpu/memory.go", "if !q.released.CompareAndSwap(false, true) {", "if q.released.Swap(true) && false {", None),
+    ("HM2", "hpu/memory.go", "\tif n < 1 {\n\t\treturn nil, fmt.Errorf(\"hpu: quota of %d buffers: must be >= 1\", n)", "\tif n < 0 {\n\t\treturn nil, fmt.Errorf(\"hpu: quota of %d buffers: must be >= 1\", n)", None),
+    ("HM3", "hpu/hpu.go", "\t\tcase <-ctx.Done():\n\t\t\treturn nil, ctx.Err()", "\t\tcase <-ctx.Done():\n\t\t\treturn nil, ErrClosed", None),
+    ("HM4", "hpu/hpu.go", "\thome.waiting.Add(1)\n\tdefer home.waiting.Add(-1)", "\thome.waiting.Add(1)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
