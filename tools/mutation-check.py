@@ -1829,6 +1829,9 @@ MUTANTS = [
     ("HM2", "hpu/memory.go", "\tif n < 1 {\n\t\treturn nil, fmt.Errorf(\"hpu: quota of %d buffers: must be >= 1\", n)", "\tif n < 0 {\n\t\treturn nil, fmt.Errorf(\"hpu: quota of %d buffers: must be >= 1\", n)", None),
     ("HM3", "hpu/hpu.go", "\t\tcase <-ctx.Done():\n\t\t\treturn nil, ctx.Err()", "\t\tcase <-ctx.Done():\n\t\t\treturn nil, ErrClosed", None),
     ("HM4", "hpu/hpu.go", "\thome.waiting.Add(1)\n\tdefer home.waiting.Add(-1)", "\thome.waiting.Add(1)", None),
+    ("RJ1", "switch/switch.go", "\t\tif !s.refusalLimit.allow(time.Now()) {\n\t\t\ts.drops.add(dropRefusedJoin)", "\t\tif false {\n\t\t\ts.drops.add(dropRefusedJoin)", None),
+    ("RJ2", "switch/switch.go", "s.drops.add(dropRefusedJoin) // a flood", "s.drops.add(dropUnexpected) // a flood", None),
+    ("RJ3", "switch/switch.go", "s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}", "s.refusalLimit = rateLimit{rate: refusalReplies, tokens: 1, last: time.Now()}", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
