@@ -158,14 +158,20 @@ func TestJoinAnswers(t *testing.T) {
 		result.Type, result.Count = wire.TypeResult, 50
 		sw.send(from, wire.AppendPacket(nil, &result, make([]byte, 200)))
 		sw.send(from, wire.AppendJoinAck(nil, &h, &wire.JoinAckBody{Window: 4, Algo: wire.AlgoAuto, PacketElems: 50, Blocks: 2})) // no design
+		bad := h
+		bad.Type = wire.TypeError
+		sw.send(from, wire.AppendPacket(nil, &bad, []byte{0})) // an Error too short for its code
+		data := h
+		data.Type, data.Count = wire.TypeData, 50
+		sw.send(from, wire.AppendPacket(nil, &data, make([]byte, 200))) // a host's packet, not the switch's
 		sw.ack(h, from)
 		r := <-res
 		if r.err != nil {
 			t.Fatalf("Join: %v", r.err)
 		}
 		defer r.s.Close()
-		if d := r.s.Stats().Dropped; d.Unexpected != 2 || d.Malformed != 1 {
-			t.Errorf("dropped %+v, want the waiting report and the result unexpected, the ack without a design malformed", d)
+		if d := r.s.Stats().Dropped; d != (Drops{Unexpected: 2, Malformed: 2, Type: 1}) {
+			t.Errorf("dropped %+v, want the waiting report and the result unexpected, the ack without a design and the short Error malformed, the data packet of another type", d)
 		}
 	})
 	t.Run("aborted", func(t *testing.T) {
