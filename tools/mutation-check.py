@@ -1832,6 +1832,8 @@ MUTANTS = [
     ("RJ1", "switch/switch.go", "\t\tif !s.refusalLimit.allow(time.Now()) {\n\t\t\ts.drops.add(dropRefusedJoin)", "\t\tif false {\n\t\t\ts.drops.add(dropRefusedJoin)", None),
     ("RJ2", "switch/switch.go", "s.drops.add(dropRefusedJoin) // a flood", "s.drops.add(dropUnexpected) // a flood", None),
     ("RJ3", "switch/switch.go", "s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}", "s.refusalLimit = rateLimit{rate: refusalReplies, tokens: 1, last: time.Now()}", None),
+    ("JA1", "hostlib/session.go", "\t\t\tcase e.Unmarshal(payload) != nil:\n\t\t\t\ts.drop(dropMalformed)", "\t\t\tcase e.Unmarshal(payload) != nil:\n\t\t\t\ts.drop(dropUnexpected)", None),
+    ("JA2", "hostlib/session.go", "\t\t} else {\n\t\t\ts.drop(dropType)\n\t\t}", "\t\t} else {\n\t\t\ts.drop(dropUnexpected)\n\t\t}", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
