@@ -1834,6 +1834,8 @@ MUTANTS = [
     ("RJ3", "switch/switch.go", "s.refusalLimit = rateLimit{rate: refusalReplies, tokens: refusalReplies, last: time.Now()}", "s.refusalLimit = rateLimit{rate: refusalReplies, tokens: 1, last: time.Now()}", None),
     ("JA1", "hostlib/session.go", "\t\t\tcase e.Unmarshal(payload) != nil:\n\t\t\t\ts.drop(dropMalformed)", "\t\t\tcase e.Unmarshal(payload) != nil:\n\t\t\t\ts.drop(dropUnexpected)", None),
     ("JA2", "hostlib/session.go", "\t\t} else {\n\t\t\ts.drop(dropType)\n\t\t}", "\t\t} else {\n\t\t\ts.drop(dropUnexpected)\n\t\t}", None),
+    ("ED1", "conn/udp_linux.go", "\t\t\tmsgs[out].N, msgs[out].Addr = 0, r.addrs[j]", "\t\t\tmsgs[out].N, msgs[out].Addr = 0, netip.AddrPort{}", None),
+    ("ED2", "conn/udp_linux.go", "\t\t\tout++\n\t\t}\n\t\tfor ; seg > 0", "\t\t}\n\t\tfor ; seg > 0", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
