@@ -167,3 +167,32 @@ func TestCaptureMixedFamiliesAndScratch(t *testing.T) {
 		}
 	}
 }
+
+// A capture that cannot be opened, or whose file refuses even its header
+// (a full disk), is an error at once; one whose writes start failing
+// later says so once and stops writing, and the switch runs on.
+func TestCaptureFailures(t *testing.T) {
+	local := netip.MustParseAddrPort("127.0.0.1:7470")
+	nolog := func(string, ...any) {}
+	if _, err := openCapture(filepath.Join(t.TempDir(), "no", "such", "dir.pcap"), 1<<20, local, nolog); err == nil {
+		t.Error("a capture in a directory that does not exist opened")
+	}
+	if _, err := os.Stat("/dev/full"); err == nil {
+		if _, err := openCapture("/dev/full", 1<<20, local, nolog); err == nil {
+			t.Error("a capture on /dev/full (no space for its header) opened")
+		}
+	}
+	logged := 0
+	c, err := openCapture(filepath.Join(t.TempDir(), "c.pcap"), 1<<20, local, func(string, ...any) { logged++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.f.Close() // the file's writes fail from now on
+	msgs := []conn.Datagram{{Buf: make([]byte, 100), N: 100, Addr: netip.MustParseAddrPort("127.0.0.1:9000")}}
+	for range 3 {
+		c.record(msgs, true)
+	}
+	if !c.full || logged != 1 {
+		t.Fatalf("after failed writes: stopped %v, said so %d times; want stopped, once", c.full, logged)
+	}
+}
