@@ -1836,6 +1836,8 @@ MUTANTS = [
     ("JA2", "hostlib/session.go", "\t\t} else {\n\t\t\ts.drop(dropType)\n\t\t}", "\t\t} else {\n\t\t\ts.drop(dropUnexpected)\n\t\t}", None),
     ("ED1", "conn/udp_linux.go", "\t\t\tmsgs[out].N, msgs[out].Addr = 0, r.addrs[j]", "\t\t\tmsgs[out].N, msgs[out].Addr = 0, netip.AddrPort{}", None),
     ("ED2", "conn/udp_linux.go", "\t\t\tout++\n\t\t}\n\t\tfor ; seg > 0", "\t\t}\n\t\tfor ; seg > 0", None),
+    ("CQ1", "switch/capture.go", "\tif err := c.w.WritePacket(ci, frame); err != nil {\n\t\tc.full = true", "\tif err := c.w.WritePacket(ci, frame); err != nil {\n\t\tc.full = false", None),
+    ("CQ2", "switch/capture.go", "\tif err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {\n\t\tf.Close()\n\t\treturn nil, err", "\tif err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {\n\t\tf.Close()\n\t\treturn nil, nil", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
