@@ -377,6 +377,8 @@ func TestSubmitWaitGivesUp(t *testing.T) {
 	r := newRecorder()
 	r.hold, r.started = make(chan struct{}), make(chan struct{}, 4)
 	u, wg := startUnit(t, Config{Clusters: 1, CoresPerCluster: 1, QueueDepth: 1})
+	release := sync.OnceFunc(func() { close(r.hold) })
+	t.Cleanup(release) // before the unit's own cleanup waits for its core
 	wg.Add(1)
 	if err := u.Submit(pkt(r, 0)); err != nil {
 		t.Fatal(err)
@@ -393,7 +395,7 @@ func TestSubmitWaitGivesUp(t *testing.T) {
 	if err := u.Run(context.Background()); err == nil || err.Error() != "hpu: Run called twice" {
 		t.Fatalf("a second Run = %v", err)
 	}
-	close(r.hold)
+	release()
 	wg.Wait()
 	if got := len(r.ran[0]); got != 1 {
 		t.Fatalf("block 0 ran %d times; want once (the packet that gave up never ran)", got)
