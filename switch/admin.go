@@ -20,12 +20,21 @@ type adminServer struct {
 	done chan struct{}
 }
 
+// adminIdle is how long the admin port keeps a keep-alive connection that
+// sends no request: a scraper comes back well within it, and connections
+// a client opened and left (/metrics is open to anyone who reaches the
+// port) do not pile up, each holding a goroutine and its buffers. Without
+// it net/http keeps them for as long as the client does. A variable for
+// the tests.
+var adminIdle = 2 * time.Minute
+
 func (s *Switch) startAdmin() (*adminServer, error) {
 	ln, err := net.Listen("tcp", s.cfg.Admin)
 	if err != nil {
 		return nil, err
 	}
-	a := &adminServer{srv: &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 5 * time.Second}, addr: ln.Addr(), done: make(chan struct{})}
+	srv := &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: adminIdle}
+	a := &adminServer{srv: srv, addr: ln.Addr(), done: make(chan struct{})}
 	go func() { a.srv.Serve(ln); close(a.done) }()
 	return a, nil
 }
