@@ -1838,6 +1838,7 @@ MUTANTS = [
     ("ED2", "conn/udp_linux.go", "\t\t\tout++\n\t\t}\n\t\tfor ; seg > 0", "\t\t}\n\t\tfor ; seg > 0", None),
     ("CQ1", "switch/capture.go", "\tif err := c.w.WritePacket(ci, frame); err != nil {\n\t\tc.full = true", "\tif err := c.w.WritePacket(ci, frame); err != nil {\n\t\tc.full = false", None),
     ("CQ2", "switch/capture.go", "\tif err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {\n\t\tf.Close()\n\t\treturn nil, err", "\tif err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {\n\t\tf.Close()\n\t\treturn nil, nil", None),
+    ("AI1", "switch/admin.go", "ReadHeaderTimeout: 5 * time.Second, IdleTimeout: adminIdle}", "ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 0}", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
