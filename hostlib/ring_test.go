@@ -251,9 +251,13 @@ func TestRingBadArguments(t *testing.T) {
 		{"partial element", 3, wire.Int16, wire.OpSum, "buffer of 3 bytes is not a whole number of int16 elements"},
 		{"bitwise on float", 8, wire.Float32, wire.OpXor, "xor"},
 		{"unknown dtype", 8, wire.DType(99), wire.OpSum, "dtype(99)"},
+		{"cancelled", 8, wire.Float32, wire.OpSum, "hostlib: ring allreduce: context canceled"},
 	} {
 		// (Bounded: a call that went ahead would wait for rank 1.)
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		if c.name == "cancelled" {
+			cancel()
+		}
 		err := rings[0].AllReduce(ctx, make([]byte, c.n), c.dt, c.op)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
