@@ -1839,6 +1839,10 @@ MUTANTS = [
     ("CQ1", "switch/capture.go", "\tif err := c.w.WritePacket(ci, frame); err != nil {\n\t\tc.full = true", "\tif err := c.w.WritePacket(ci, frame); err != nil {\n\t\tc.full = false", None),
     ("CQ2", "switch/capture.go", "\tif err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {\n\t\tf.Close()\n\t\treturn nil, err", "\tif err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {\n\t\tf.Close()\n\t\treturn nil, nil", None),
     ("AI1", "switch/admin.go", "ReadHeaderTimeout: 5 * time.Second, IdleTimeout: adminIdle}", "ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 0}", None),
+    ("RS1", "hostlib/ring_sparse.go", "\tif len(pairs) > ringSparseMax {", "\tif len(pairs) > 2*ringSparseMax {", None),
+    ("RS2", "hostlib/ring_sparse.go", "\tif err := r.cause(); err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring rank %d: unusable after an earlier failure: %w\", r.rank, err)", "\tif err := r.cause(); false && err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring rank %d: unusable after an earlier failure: %w\", r.rank, err)", None),
+    ("RS3", "hostlib/ring_sparse.go", "\tif err := ctx.Err(); err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring sparse allreduce: %w\", err)", "\tif err := ctx.Err(); false && err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring sparse allreduce: %w\", err)", None),
+    ("RS4", "hostlib/ring.go", "\tif err := ctx.Err(); err != nil {\n\t\treturn fmt.Errorf(\"hostlib: ring allreduce: %w\", err)", "\tif err := ctx.Err(); false && err != nil {\n\t\treturn fmt.Errorf(\"hostlib: ring allreduce: %w\", err)", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
