@@ -1843,6 +1843,11 @@ MUTANTS = [
     ("RS2", "hostlib/ring_sparse.go", "\tif err := r.cause(); err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring rank %d: unusable after an earlier failure: %w\", r.rank, err)", "\tif err := r.cause(); false && err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring rank %d: unusable after an earlier failure: %w\", r.rank, err)", None),
     ("RS3", "hostlib/ring_sparse.go", "\tif err := ctx.Err(); err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring sparse allreduce: %w\", err)", "\tif err := ctx.Err(); false && err != nil {\n\t\treturn nil, fmt.Errorf(\"hostlib: ring sparse allreduce: %w\", err)", None),
     ("RS4", "hostlib/ring.go", "\tif err := ctx.Err(); err != nil {\n\t\treturn fmt.Errorf(\"hostlib: ring allreduce: %w\", err)", "\tif err := ctx.Err(); false && err != nil {\n\t\treturn fmt.Errorf(\"hostlib: ring allreduce: %w\", err)", None),
+    ("WB1", "wire/body.go", "\tif len(b) != JoinAckBodyLen && len(b) != JoinAckBodyLen+JoinAckGroupLen {", "\tif len(b) < JoinAckBodyLen {", None),
+    ("WB2", "wire/body.go", "\tif len(b) != JoinBodyLen {\n\t\treturn ErrLength", "\tif len(b) < JoinBodyLen {\n\t\treturn ErrLength", None),
+    ("WB3", "wire/pairs.go", "\tif len(payload)%size != 0 {", "\tif false {", None),
+    ("WB4", "wire/pairs.go", "\tif uint64(len(payload)) != uint64(count)*uint64(size) {", "\tif uint64(len(payload)) < uint64(count)*uint64(size) {", None),
+    ("WB5", "wire/errorbody.go", "\tif len(b) != ErrorBodyMinLen+n {", "\tif len(b) < ErrorBodyMinLen+n {", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
