@@ -160,7 +160,7 @@ func TestJoinAnswers(t *testing.T) {
 		sw.send(from, wire.AppendJoinAck(nil, &h, &wire.JoinAckBody{Window: 4, Algo: wire.AlgoAuto, PacketElems: 50, Blocks: 2})) // no design
 		bad := h
 		bad.Type = wire.TypeError
-		sw.send(from, wire.AppendPacket(nil, &bad, []byte{0})) // an Error too short for its code
+		sw.send(from, wire.AppendPacket(nil, &bad, []byte{0, 1, 0, 1, 0xff})) // an Error whose text is not UTF-8
 		data := h
 		data.Type, data.Count = wire.TypeData, 50
 		sw.send(from, wire.AppendPacket(nil, &data, make([]byte, 200))) // a host's packet, not the switch's
@@ -171,7 +171,7 @@ func TestJoinAnswers(t *testing.T) {
 		}
 		defer r.s.Close()
 		if d := r.s.Stats().Dropped; d != (Drops{Unexpected: 2, Malformed: 2, Type: 1}) {
-			t.Errorf("dropped %+v, want the waiting report and the result unexpected, the ack without a design and the short Error malformed, the data packet of another type", d)
+			t.Errorf("dropped %+v, want the waiting report and the result unexpected, the ack without a design and the Error that is not UTF-8 malformed, the data packet of another type", d)
 		}
 	})
 	t.Run("aborted", func(t *testing.T) {
