@@ -50,19 +50,25 @@ suggestions, flare token and flare decode, the testbed's cluster, hosts'
 command lines, link and loss counters, CPU readings and namespace sweep,
 the commit a binary names, flare's top level, the memory budget's cgroup
 cap and its refusals of pending state, the bench barrier's variable and
-the process's CPU reading. A guard removed, a comparison moved by one
-(either way), a sum made a copy. For each, the script applies it to a
-scratch copy of the tree (a git worktree of HEAD under a temporary
-directory; this tree is never touched), runs `go test` on the mutant's
-package (its tests that RUN names, where it names some, and what ALSO
-names for it), or `make python-test` for a mutant in python/, and says
-which test failed first ("killed"; -failfast stops there, as a mutant of
-the generation rule can make a real-time test wait out its timeouts) or
-that every test passed ("SURVIVED"). A survivor is a defect the tests
-let through, unless the mutant is marked equivalent: one that cannot
-change what the code does for any input (the reason is given). A mutant
-whose text is no longer in its file is reported, so the list goes stale
-loudly.
+the process's CPU reading, a dense packet refused for want of memory,
+ranks beyond a job's world, the leaves of a pending job, the aborted
+jobs remembered, a call whose context is done before it starts, a sparse
+stream that comes twice, a sender's waiting results, a quota released
+twice, SubmitWait giving up, the refusal rate of joins, what a joining
+host drops, an empty datagram, a capture's failures, the admin port's
+idle connections, the host rings' refusals and the wire's length checks.
+A guard removed, a comparison moved by one (either way), a sum made a
+copy. For each, the script applies it to a scratch copy of the tree (a
+git worktree of HEAD under a temporary directory; this tree is never
+touched), runs `go test` on the mutant's package (its tests that RUN
+names, where it names some, and what ALSO names for it), or `make
+python-test` for a mutant in python/, and says which test failed first
+("killed"; -failfast stops there, as a mutant of the generation rule can
+make a real-time test wait out its timeouts) or that every test passed
+("SURVIVED"). A survivor is a defect the tests let through, unless the
+mutant is marked equivalent: one that cannot change what the code does
+for any input (the reason is given). A mutant whose text is no longer in
+its file is reported, so the list goes stale loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
