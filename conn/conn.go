@@ -154,9 +154,9 @@ type RegionReader interface {
 	// ReadBatch, so the caller gives a region to one ReadInto at a time
 	// and reads its datagrams first. A region of k·MaxGROMessage bytes
 	// takes up to k coalesced messages a call, where msgs has room for
-	// their 64·k datagrams. Without GRO, or with a region or msgs too
-	// small for one message, it receives into the Bufs msgs has, as
-	// ReadBatch does.
+	// their 64·k datagrams; without GRO, each message is one datagram.
+	// With a region or msgs too small for one message, it receives into
+	// the Bufs msgs has, as ReadBatch does.
 	ReadInto(region []byte, msgs []Datagram) (n int, err error)
 }
 

@@ -79,10 +79,11 @@ type recvState struct {
 	names []sockaddr
 	oob   []byte // oobLen per message; GRO only
 
-	// GRO only: conn-owned buffers the kernel fills for ReadBatch (made
-	// at its first call), and what is left of the last receive: messages
-	// [next, count), the first from byte off, always in bufs (ReadInto
-	// leaves nothing in the caller's region).
+	// GRO (and ReadInto lending without it): conn-owned buffers the
+	// kernel fills for ReadBatch (made at its first call), and what is
+	// left of the last receive: messages [next, count), the first from
+	// byte off, always in bufs (ReadInto leaves nothing in the caller's
+	// region).
 	bufs        []byte
 	segs        []int // datagram size within each message
 	addrs       []netip.AddrPort
@@ -206,6 +207,8 @@ func (r *recvState) init(c *mmsgConn) {
 	r.hs = make([]unix.Mmsghdr, n)
 	r.iovs = make([]unix.Iovec, n)
 	r.names = make([]sockaddr, n)
+	r.segs = make([]int, n)
+	r.addrs = make([]netip.AddrPort, n)
 	for i := range r.hs {
 		h := &r.hs[i].Hdr
 		h.Name = &r.names[i][0]
@@ -214,8 +217,6 @@ func (r *recvState) init(c *mmsgConn) {
 	}
 	if c.gro {
 		r.oob = make([]byte, n*oobLen)
-		r.segs = make([]int, n)
-		r.addrs = make([]netip.AddrPort, n)
 		for i := range r.hs {
 			r.hs[i].Hdr.Control = &r.oob[i*oobLen]
 		}
@@ -403,10 +404,10 @@ func (c *mmsgConn) ReadInto(region []byte, msgs []Datagram) (int, error) {
 	r := &c.r
 	want := min(len(region)/groBufSize, len(msgs)/MaxGROSegments, len(r.hs))
 	switch {
-	case !c.gro:
-		return c.readDirect(msgs)
 	case r.next < r.count: // left by ReadBatch, in the conn's memory
 		return r.split(r.bufs, msgs, true), nil
+	case want == 0 && !c.gro:
+		return c.readDirect(msgs)
 	case want == 0:
 		return c.readGRO(msgs)
 	}
@@ -437,9 +438,11 @@ func (c *mmsgConn) recvGRO(base []byte, want int) error {
 	}
 	for j := range got {
 		h := &r.hs[j]
-		r.segs[j] = int(h.Len)
-		if seg := groSegment(r.oob[j*oobLen:][:h.Hdr.Controllen]); seg > 0 {
-			r.segs[j] = seg
+		r.segs[j] = int(h.Len) // without GRO, one datagram a message
+		if r.oob != nil {
+			if seg := groSegment(r.oob[j*oobLen:][:h.Hdr.Controllen]); seg > 0 {
+				r.segs[j] = seg
+			}
 		}
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			c.trunc.Add(1)

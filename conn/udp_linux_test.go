@@ -621,3 +621,38 @@ func TestEmptyDatagram(t *testing.T) {
 		}
 	}
 }
+
+// ReadInto with a region's datagrams (NewRegion, no buffers of their own)
+// on a conn without GRO lends each datagram from the region, as with GRO,
+// rather than receiving into buffers that are not there.
+func TestReadIntoWithoutGRO(t *testing.T) {
+	tx := listenLoopback(t, "127.0.0.1:0", Config{})
+	rx := listenMmsg(t, "127.0.0.1:0", Config{DisableOffload: true})
+	stop := time.AfterFunc(5*time.Second, func() { rx.Close() }) // a datagram lost: fail, not hang
+	defer stop.Stop()
+	const n = 5
+	msgs := newMsgs(n, flarePacket)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = flarePacket, rx.LocalAddr()
+		stamp(msgs[i].Buf, uint64(i))
+	}
+	if k, err := tx.WriteBatch(msgs); k != n || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", k, err)
+	}
+	region, in := NewRegion(2)
+	for got := 0; got < n; {
+		k, err := rx.ReadInto(region, in)
+		if err != nil {
+			t.Fatalf("after %d datagrams: %v", got, err)
+		}
+		for _, m := range in[:k] {
+			seq, ok := unstamp(m.Buf[:m.N])
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
+			p := uintptr(unsafe.Pointer(unsafe.SliceData(m.Buf)))
+			if !ok || seq != uint64(got) || m.N != flarePacket || m.Addr != tx.LocalAddr() || p < lo || p+uintptr(m.N) > lo+uintptr(len(region)) {
+				t.Fatalf("datagram %d: seq %d intact %v, %d bytes from %v, in the region %v", got, seq, ok, m.N, m.Addr, p >= lo && p+uintptr(m.N) <= lo+uintptr(len(region)))
+			}
+			got++
+		}
+	}
+}
