@@ -55,20 +55,21 @@ ranks beyond a job's world, the leaves of a pending job, the aborted
 jobs remembered, a call whose context is done before it starts, a sparse
 stream that comes twice, a sender's waiting results, a quota released
 twice, SubmitWait giving up, the refusal rate of joins, what a joining
-host drops, an empty datagram, a capture's failures, the admin port's
-idle connections, the host rings' refusals and the wire's length checks.
-A guard removed, a comparison moved by one (either way), a sum made a
-copy. For each, the script applies it to a scratch copy of the tree (a
-git worktree of HEAD under a temporary directory; this tree is never
-touched), runs `go test` on the mutant's package (its tests that RUN
-names, where it names some, and what ALSO names for it), or `make
-python-test` for a mutant in python/, and says which test failed first
-("killed"; -failfast stops there, as a mutant of the generation rule can
-make a real-time test wait out its timeouts) or that every test passed
-("SURVIVED"). A survivor is a defect the tests let through, unless the
-mutant is marked equivalent: one that cannot change what the code does
-for any input (the reason is given). A mutant whose text is no longer in
-its file is reported, so the list goes stale loudly.
+host drops, an empty datagram, ReadInto without GRO, a capture's
+failures, the admin port's idle connections, the host rings' refusals
+and the wire's length checks. A guard removed, a comparison moved by one
+(either way), a sum made a copy. For each, the script applies it to a
+scratch copy of the tree (a git worktree of HEAD under a temporary
+directory; this tree is never touched), runs `go test` on the mutant's
+package (its tests that RUN names, where it names some, and what ALSO
+names for it), or `make python-test` for a mutant in python/, and says
+which test failed first ("killed"; -failfast stops there, as a mutant of
+the generation rule can make a real-time test wait out its timeouts) or
+that every test passed ("SURVIVED"). A survivor is a defect the tests
+let through, unless the mutant is marked equivalent: one that cannot
+change what the code does for any input (the reason is given). A mutant
+whose text is no longer in its file is reported, so the list goes stale
+loudly.
 
     tools/mutation-check.py            # every mutant
     tools/mutation-check.py G1 D3      # some of them
@@ -1854,6 +1855,8 @@ MUTANTS = [
     ("WB3", "wire/pairs.go", "\tif len(payload)%size != 0 {", "\tif false {", None),
     ("WB4", "wire/pairs.go", "\tif uint64(len(payload)) != uint64(count)*uint64(size) {", "\tif uint64(len(payload)) < uint64(count)*uint64(size) {", None),
     ("WB5", "wire/errorbody.go", "\tif len(b) != ErrorBodyMinLen+n {", "\tif len(b) < ErrorBodyMinLen+n {", None),
+    ("RI1", "conn/udp_linux.go", "\tswitch {\n\tcase r.next < r.count: // left by ReadBatch, in the conn's memory", "\tswitch {\n\tcase !c.gro:\n\t\treturn c.readDirect(msgs)\n\tcase r.next < r.count: // left by ReadBatch, in the conn's memory", None),
+    ("RI2", "conn/udp_linux.go", "\t\tif r.oob != nil {\n\t\t\tif seg := groSegment(", "\t\tif true {\n\t\t\tif seg := groSegment(", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
