@@ -21,6 +21,20 @@ func listenMmsg(t testing.TB, addr string, cfg Config) *mmsgConn {
 	return listenLoopback(t, addr, cfg).(*mmsgConn)
 }
 
+// sendStamped sends n Flare-sized datagrams from tx to to in one
+// WriteBatch, stamped first, first+1, ...
+func sendStamped(t *testing.T, tx Conn, to netip.AddrPort, n, first int) {
+	t.Helper()
+	msgs := newMsgs(n, flarePacket)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = flarePacket, to
+		stamp(msgs[i].Buf, uint64(first+i))
+	}
+	if k, err := tx.WriteBatch(msgs); k != n || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", k, err)
+	}
+}
+
 func TestOffloadProbe(t *testing.T) {
 	on := listenLoopback(t, "127.0.0.1:0", Config{})
 	off := listenLoopback(t, "127.0.0.1:0", Config{DisableOffload: true})
@@ -305,14 +319,7 @@ func TestGROLeftover(t *testing.T) {
 		t.Skipf("no UDP GSO/GRO here: tx %+v, rx %+v", tx.Offload(), rx.Offload())
 	}
 	const n = gsoMaxBytes / flarePacket
-	msgs := newMsgs(n, flarePacket)
-	for i := range msgs {
-		msgs[i].N, msgs[i].Addr = flarePacket, rx.LocalAddr()
-		stamp(msgs[i].Buf, uint64(i))
-	}
-	if k, err := tx.WriteBatch(msgs); k != n || err != nil {
-		t.Fatalf("WriteBatch = %d, %v", k, err)
-	}
+	sendStamped(t, tx, rx.LocalAddr(), n, 0)
 	in := newMsgs(10, DefaultMaxDatagram)
 	var counts []int
 	for got := 0; got < n; {
@@ -345,17 +352,7 @@ func TestReadInto(t *testing.T) {
 		t.Skipf("no UDP GSO/GRO here: tx %+v, rx %+v", tx.Offload(), rx.Offload())
 	}
 	const n = gsoMaxBytes / flarePacket // one coalesced message
-	send := func(first int) {
-		t.Helper()
-		msgs := newMsgs(n, flarePacket)
-		for i := range msgs {
-			msgs[i].N, msgs[i].Addr = flarePacket, rx.LocalAddr()
-			stamp(msgs[i].Buf, uint64(first+i))
-		}
-		if k, err := tx.WriteBatch(msgs); k != n || err != nil {
-			t.Fatalf("WriteBatch = %d, %v", k, err)
-		}
-	}
+	send := func(first int) { t.Helper(); sendStamped(t, tx, rx.LocalAddr(), n, first) }
 	within := func(b, mem []byte) bool {
 		p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
 		return p >= lo && p+uintptr(cap(b)) <= lo+uintptr(len(mem))
@@ -631,14 +628,7 @@ func TestReadIntoWithoutGRO(t *testing.T) {
 	stop := time.AfterFunc(5*time.Second, func() { rx.Close() }) // a datagram lost: fail, not hang
 	defer stop.Stop()
 	const n = 5
-	msgs := newMsgs(n, flarePacket)
-	for i := range msgs {
-		msgs[i].N, msgs[i].Addr = flarePacket, rx.LocalAddr()
-		stamp(msgs[i].Buf, uint64(i))
-	}
-	if k, err := tx.WriteBatch(msgs); k != n || err != nil {
-		t.Fatalf("WriteBatch = %d, %v", k, err)
-	}
+	sendStamped(t, tx, rx.LocalAddr(), n, 0)
 	region, in := NewRegion(2)
 	for got := 0; got < n; {
 		k, err := rx.ReadInto(region, in)

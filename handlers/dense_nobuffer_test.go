@@ -35,7 +35,7 @@ func TestDenseNoBufferLeavesNoTrace(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.quota), uint64(dt)))
 			pe := 1024 / dt.Size()
 			n := nblocks*pe - pe/2
-			d := denseWithQuota(t, DenseConfig{Job: 1, Algo: tc.dg.algo, Buffers: tc.dg.b, Children: p, DType: dt, Op: wire.OpSum,
+			d := buildDense(t, DenseConfig{Job: 1, Algo: tc.dg.algo, Buffers: tc.dg.b, Children: p, DType: dt, Op: wire.OpSum,
 				Elements: n, PacketElems: pe}, tc.quota)
 			inputs := randomInputs(r, dt, wire.OpSum, p, n)
 			eg := &capture{out: make([]byte, n*dt.Size()), pe: pe * dt.Size(), emitted: map[uint32]int{}}
@@ -80,7 +80,7 @@ func TestDenseTreeNoBufferLeavesNoTrace(t *testing.T) {
 	const p = 3
 	dt, op := wire.Int64, wire.OpSum
 	pe := 1024 / dt.Size()
-	d := denseWithQuota(t, DenseConfig{Job: 1, Algo: wire.AlgoTree, Children: p, DType: dt, Op: op, Elements: 2 * pe, PacketElems: pe}, p)
+	d := buildDense(t, DenseConfig{Job: 1, Algo: wire.AlgoTree, Children: p, DType: dt, Op: op, Elements: 2 * pe, PacketElems: pe}, p)
 	r := rand.New(rand.NewPCG(9, 9))
 	inputs := randomInputs(r, dt, op, p, 2*pe)
 	sz := pe * dt.Size()
@@ -115,22 +115,4 @@ func TestDenseTreeNoBufferLeavesNoTrace(t *testing.T) {
 	if err := elem.Check(dt, op, inputs, eg.out); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// denseWithQuota builds a Dense of cfg whose quota is bufs 1 KiB buffers
-// of a larger L1: the quota, not the memory, is what runs out.
-func denseWithQuota(t *testing.T, cfg DenseConfig, bufs int) *Dense {
-	t.Helper()
-	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: 64 << 10, BufferBytes: 1024}, &nopEgress{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Quota, err = unit.Memory().Reserve(bufs); err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDense(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

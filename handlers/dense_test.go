@@ -157,10 +157,11 @@ func newTestDense(t testing.TB, dg design, dt wire.DType, op wire.Op, p, n, pe i
 }
 
 // buildDense builds a Dense of cfg with a quota of bufs 1 KiB buffers, on
-// a unit of one cluster whose L1 holds just those.
+// a unit of one cluster whose L1 holds just those (or the least L1 a unit
+// has, hpu.MinL1Bytes, where that is more).
 func buildDense(t testing.TB, cfg DenseConfig, bufs int) *Dense {
 	t.Helper()
-	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: bufs * 1024, BufferBytes: 1024}, &nopEgress{}, nil)
+	unit, err := hpu.New(hpu.Config{Clusters: 1, L1Bytes: max(bufs*1024, hpu.MinL1Bytes), BufferBytes: 1024}, &nopEgress{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
