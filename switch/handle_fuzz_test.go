@@ -420,11 +420,15 @@ func (fx *handleFixture) dropped(t *testing.T) string {
 // close ends every job and checks that all of the unit's memory came back.
 func (fx *handleFixture) close(t *testing.T) {
 	s := fx.s
-	if !s.jobs.mu.TryLock() {
-		// Deferred while a panic unwinds from a handler that held it: say
-		// so, rather than wait for the test binary's timeout.
-		t.Error("the job table's lock is still held")
-		return
+	// An ended job's teardown takes the lock for a moment on its own
+	// goroutine; a panic unwinding from a handler that held it keeps it for
+	// ever. Wait a while for the first, then say so, rather than hang
+	// until the test binary's timeout.
+	for deadline := time.Now().Add(20 * time.Second); !s.jobs.mu.TryLock(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Error("the job table's lock is still held after 20 s")
+			return
+		}
 	}
 	for _, j := range s.jobs.all() {
 		if n := j.inflight(); n != 0 {
