@@ -243,11 +243,11 @@ func (e *endedJob) tell(s *Switch, msg string) {
 	if e == nil {
 		return
 	}
-	for rank, to := range e.members {
+	for m, to := range e.members {
 		if !to.IsValid() {
 			continue
 		}
-		h := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: e.id, Token: e.token, Child: uint16(rank)}
+		h := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: e.id, Token: e.token, Child: s.rankHere(m)}
 		s.send(to, func(b []byte) []byte { return wire.AppendError(b, &h, wire.CodeUnknownJob, msg) })
 	}
 }

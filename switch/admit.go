@@ -228,14 +228,11 @@ func (s *Switch) announce(j *job, from netip.AddrPort) {
 // tellMembers sends an Error to every member of j but except. The caller holds the
 // table lock.
 func (s *Switch) tellMembers(j *job, except netip.AddrPort, code wire.ErrorCode, msg string) {
-	for rank, addr := range j.members {
+	for m, addr := range j.members {
 		if !addr.IsValid() || addr == except {
 			continue
 		}
-		if s.cfg.LocalHosts > 0 && rank >= s.cfg.Children {
-			rank -= s.cfg.Children
-		}
-		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: j.id, Token: j.token, Child: uint16(rank)}
+		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: j.id, Token: j.token, Child: s.rankHere(m)}
 		s.send(addr, func(b []byte) []byte { return wire.AppendError(b, &reply, code, msg) })
 	}
 }

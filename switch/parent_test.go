@@ -207,3 +207,22 @@ func (fx *jobFixture) up(child uint16) (joins []wire.JoinBody, leaves int) {
 	}
 	return joins, leaves
 }
+
+// rankHere gives every member back the child field it joined with: a
+// host's rank, a child switch's index, whatever the switch's place.
+func TestRankHereInvertsMemberIndex(t *testing.T) {
+	for _, c := range []struct{ children, localHosts int }{{0, 0}, {3, 0}, {2, 3}} {
+		s := &Switch{cfg: Config{Children: c.children, LocalHosts: c.localHosts}}
+		senders := []wire.Header{{Child: 0}, {Child: 1}, {Child: 2}, {Child: 1, Flags: wire.FlagFromSwitch}}
+		for _, h := range senders {
+			m, ok := s.memberIndex(&h)
+			if !ok {
+				continue // a host rank beyond LocalHosts
+			}
+			if got := s.rankHere(int(m)); got != h.Child {
+				t.Errorf("children %d, local hosts %d: child %d (flags %v) is member %d, addressed as %d",
+					c.children, c.localHosts, h.Child, h.Flags, m, got)
+			}
+		}
+	}
+}

@@ -492,8 +492,9 @@ func checkEnded(t *testing.T, s *Switch, why string) {
 	}
 	for i, p := range sent {
 		to := netip.MustParseAddrPort([]string{"10.0.0.1:5000", "10.0.0.2:5000"}[i])
-		if p.to != to || p.code != wire.CodeUnknownJob || !strings.Contains(p.text, why) || p.hdr.Token != 12345678901234567890 {
-			t.Errorf("sent %+v, want unknown-job to %v saying %q with the job's token", p, to, why)
+		if p.to != to || p.code != wire.CodeUnknownJob || !strings.Contains(p.text, why) || p.hdr.Token != 12345678901234567890 ||
+			p.hdr.Child != uint16(i) {
+			t.Errorf("sent %+v, want unknown-job to %v, its rank %d, saying %q with the job's token", p, to, i, why)
 		}
 	}
 	waitTeardowns(t, s)

@@ -154,18 +154,10 @@ func (s *Switch) parentError(h *wire.Header, code wire.ErrorCode, text string) {
 		s.jobs.mu.Unlock()
 		return
 	}
-	members := append([]netip.AddrPort(nil), j.members...)
+	s.tellMembers(j, netip.AddrPort{}, code, "parent switch "+s.parent.String()+": "+text)
 	s.endLocked(j, "parent: "+code.String())
 	s.jobs.mu.Unlock()
 	s.log.Warn("parent switch refused or ended the job", "job", j.id, "parent", s.parent, "code", code, "error", text)
-	msg := "parent switch " + s.parent.String() + ": " + text
-	for rank, addr := range members {
-		if !addr.IsValid() {
-			continue
-		}
-		reply := wire.Header{Version: wire.Version, Type: wire.TypeError, Job: j.id, Token: j.token, Child: uint16(rank)}
-		s.send(addr, func(b []byte) []byte { return wire.AppendError(b, &reply, code, msg) })
-	}
 }
 
 // memberIndex is the member index here of the sender of a packet with
@@ -183,12 +175,19 @@ func (s *Switch) memberIndex(h *wire.Header) (index uint16, ok bool) {
 	return h.Child + uint16(s.cfg.Children), true
 }
 
-// ackMember sends the job's ack to one member, a host with its own rank.
-func (s *Switch) ackMember(j *job, rank int, addr netip.AddrPort) {
-	if s.cfg.LocalHosts > 0 && rank >= s.cfg.Children {
-		rank -= s.cfg.Children
+// rankHere is the child field with which the switch addresses member m:
+// m, but at a switch with LocalHosts, host member Children+r is its rank
+// r (memberIndex's inverse).
+func (s *Switch) rankHere(m int) uint16 {
+	if s.cfg.LocalHosts > 0 && m >= s.cfg.Children {
+		m -= s.cfg.Children
 	}
-	reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: j.id, Token: j.token, Child: uint16(rank), DType: j.dtype, Op: j.op}
+	return uint16(m)
+}
+
+// ackMember sends the job's ack to member m.
+func (s *Switch) ackMember(j *job, m int, addr netip.AddrPort) {
+	reply := wire.Header{Version: wire.Version, Type: wire.TypeJoinAck, Job: j.id, Token: j.token, Child: s.rankHere(m), DType: j.dtype, Op: j.op}
 	ack := j.ack
 	s.send(addr, func(b []byte) []byte { return wire.AppendJoinAck(b, &reply, &ack) })
 }
