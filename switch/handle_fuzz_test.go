@@ -48,9 +48,10 @@ func FuzzHandle(f *testing.F) {
 		f.Add(s.variant, s.data)
 	}
 	f.Fuzz(func(t *testing.T, variant byte, data []byte) {
-		fx := newHandleFixture(t, fuzzVariants[int(variant)%len(fuzzVariants)])
+		v := fuzzVariants[int(variant)%len(fuzzVariants)]
+		fx := newHandleFixture(t, v)
 		defer fx.close(t)
-		for _, r := range fuzzRecords(data) {
+		for _, r := range fuzzRecords(v, data) {
 			fx.feed(t, r)
 		}
 	})
@@ -67,16 +68,65 @@ var (
 	fzRank1    = netip.MustParseAddrPort("10.0.0.2:5000")
 	fzStranger = netip.MustParseAddrPort("10.0.0.3:5000")
 	fzOtherPrt = netip.MustParseAddrPort("10.0.0.1:5001") // rank 0's host, another socket
-	fzSources  = [4]netip.AddrPort{fzRank0, fzRank1, fzStranger, fzOtherPrt}
 )
 
-// fuzzVariant is the fixture job's shape: a dense design or a sparse storage.
+// fuzzVariant is the fixture job's shape, a dense design or a sparse
+// storage, and the switch's place: alone, or the middle switch of a tree.
 type fuzzVariant struct {
 	name    string
 	algo    wire.Algo
 	buffers uint8
 	sparse  bool
 	storage wire.Storage
+	// middle: the switch has a parent (fzParent, where it is child
+	// fzChildIndex), one child switch (member 0, at fzRank0) and one host
+	// of its own (member 1, at fzRank1, its rank 0 here).
+	middle bool
+}
+
+// fzChildIndex is the middle switch's index at its parent.
+const fzChildIndex = 1
+
+// config sets the switch's place in the tree.
+func (v fuzzVariant) config(c *Config) {
+	if v.middle {
+		c.Parent, c.ChildIndex, c.Children, c.LocalHosts = fzParent.String(), fzChildIndex, 1, 1
+	}
+}
+
+// sources are the addresses a record's selector picks (fuzzRecords): the
+// two members, a stranger, and rank 0's host on another port or, at a
+// middle switch, the parent.
+func (v fuzzVariant) sources() [4]netip.AddrPort {
+	if v.middle {
+		return [4]netip.AddrPort{fzRank0, fzRank1, fzStranger, fzParent}
+	}
+	return [4]netip.AddrPort{fzRank0, fzRank1, fzStranger, fzOtherPrt}
+}
+
+// member is the member index of the sender of a packet with header h, as
+// Config says it (not as the switch computes it): the child field, but at
+// the middle switch a host's rank r (no from-switch flag) is member 1+r,
+// and only rank 0 is there. ok is false for a rank the switch has no
+// place for.
+func (v fuzzVariant) member(h *wire.Header) (index int, ok bool) {
+	if !v.middle || h.Flags&wire.FlagFromSwitch != 0 {
+		return int(h.Child), true
+	}
+	return 1 + int(h.Child), h.Child == 0
+}
+
+// header is the child field and flags with which member m of the fixture
+// job sends.
+func (v fuzzVariant) header(m int) (uint16, wire.Flags) {
+	switch {
+	case !v.middle:
+		return uint16(m), 0
+	case m == 0:
+		return 0, wire.FlagFromSwitch
+	default:
+		return uint16(m - 1), 0
+	}
 }
 
 var fuzzVariants = []fuzzVariant{
@@ -85,6 +135,9 @@ var fuzzVariants = []fuzzVariant{
 	{name: "tree", algo: wire.AlgoTree},
 	{name: "sparse-hash", sparse: true, storage: wire.StorageHash},
 	{name: "sparse-array", sparse: true, storage: wire.StorageArray},
+	{name: "middle-single", algo: wire.AlgoSingle, middle: true},
+	{name: "middle-tree", algo: wire.AlgoTree, middle: true},
+	{name: "middle-sparse-hash", sparse: true, storage: wire.StorageHash, middle: true},
 }
 
 // Sizes of the fixture job. Packets are small (fzPacketBytes of payload)
@@ -110,17 +163,18 @@ type fuzzRecord struct {
 //	sel (1 byte) | length (2 bytes, big-endian) | datagram (length bytes)
 //
 // where the datagram is cut short at the end of the input. sel's low two
-// bits pick the source (fzSources: rank 0, rank 1, a stranger, rank 0's
-// host on another port); bit 7 stamps the fixture job's id and token into
+// bits pick the source (fuzzVariant.sources: rank 0, rank 1, a stranger,
+// rank 0's host on another port or the parent); bit 7 stamps the fixture job's id and token into
 // the header, so that the fuzzer reaches the handlers without having to
 // guess a 64-bit token (unstamped records still try every token it finds).
-func fuzzRecords(data []byte) []fuzzRecord {
+func fuzzRecords(v fuzzVariant, data []byte) []fuzzRecord {
+	sources := v.sources()
 	var out []fuzzRecord
 	for len(data) >= 3 && len(out) < fzMaxRecords {
 		sel, n := data[0], int(binary.BigEndian.Uint16(data[1:]))
 		data = data[3:]
 		n = min(n, len(data))
-		out = append(out, fuzzRecord{from: fzSources[sel&3], stamp: sel&0x80 != 0, pkt: data[:n]})
+		out = append(out, fuzzRecord{from: sources[sel&3], stamp: sel&0x80 != 0, pkt: data[:n]})
 		data = data[n:]
 	}
 	return out
@@ -147,28 +201,57 @@ func newHandleFixture(t *testing.T, v fuzzVariant) *handleFixture {
 	cfg := Config{Listen: "127.0.0.1:0", Admin: "off", PacketBytes: fzPacketBytes, MaxJobs: 4,
 		HPU:    hpu.Config{Clusters: 1, CoresPerCluster: 1, L1Bytes: hpu.MinL1Bytes},
 		Logger: slog.New(slog.DiscardHandler)}
+	v.config(&cfg)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fx := &handleFixture{s: s, v: v, vu: newFixtureUnit(t, s)}
-	for rank, from := range []netip.AddrPort{fzRank0, fzRank1} {
-		fx.feed(t, fuzzRecord{from: from, pkt: fixtureJoin(v, rank, fzToken)})
+	for m, from := range []netip.AddrPort{fzRank0, fzRank1} {
+		fx.feed(t, fuzzRecord{from: from, pkt: fixtureJoin(v, m, fzToken)})
 	}
-	if j := s.jobs.get(fzJob); j == nil || j.live.Load() == nil {
+	if v.middle {
+		fx.feed(t, fuzzRecord{from: fzParent, pkt: fx.parentAck(t)})
+	}
+	if j := s.jobs.get(fzJob); j == nil || j.live.Load() == nil || !j.ackSent {
 		t.Fatalf("%s: the fixture job was not admitted", v.name)
 	}
 	return fx
 }
 
-// fixtureJoin is rank's join of the fixture job.
-func fixtureJoin(v fuzzVariant, rank int, token uint64) []byte {
-	h := wire.Header{Job: fzJob, Token: token, Child: uint16(rank), DType: wire.Float32, Op: wire.OpSum}
-	body := wire.JoinBody{World: 2, Algo: v.algo, Buffers: v.buffers, Elements: fzElements, PacketElems: fzPacketElems}
+// fixtureJoin is member m's join of the fixture job.
+func fixtureJoin(v fuzzVariant, m int, token uint64) []byte {
+	child, flags := v.header(m)
+	h := wire.Header{Job: fzJob, Token: token, Child: child, Flags: flags, DType: wire.Float32, Op: wire.OpSum}
+	world := uint16(2)
+	if v.middle {
+		world = 1 // the hosts under the child switch, or the one host here
+	}
+	body := wire.JoinBody{World: world, Algo: v.algo, Buffers: v.buffers, Elements: fzElements, PacketElems: fzPacketElems}
 	if v.sparse {
-		body = wire.JoinBody{World: 2, Options: wire.OptSparse, Storage: v.storage, Elements: fzSparseElems, BlockElems: fzSparseBlock}
+		body = wire.JoinBody{World: world, Options: wire.OptSparse, Storage: v.storage, Elements: fzSparseElems, BlockElems: fzSparseBlock}
+		if flags&wire.FlagFromSwitch != 0 {
+			body.StreamPackets = 4 // the longest stream of a block the child switch sends up
+		}
 	}
 	return wire.AppendJoin(nil, &h, &body)
+}
+
+// parentAck is the parent's ack of the middle switch's join of the
+// fixture job, cut into the blocks the switch asked for.
+func (fx *handleFixture) parentAck(t *testing.T) []byte {
+	s := fx.s
+	s.jobs.mu.Lock()
+	j := s.jobs.get(fzJob)
+	if j == nil || !j.upAsked {
+		s.jobs.mu.Unlock()
+		t.Fatalf("%s: the middle switch did not join its parent", fx.v.name)
+	}
+	ack := j.ack
+	s.jobs.mu.Unlock()
+	h := wire.Header{Type: wire.TypeJoinAck, Job: fzJob, Token: fzToken, Child: fzChildIndex, DType: wire.Float32, Op: wire.OpSum}
+	ack.Window, ack.Group = 4, netip.AddrPort{}
+	return wire.AppendJoinAck(nil, &h, &ack)
 }
 
 // feed runs one datagram through handle the way the reader does, runs the
@@ -201,6 +284,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	}
 	out := fx.drain(t)
 	dropped := fx.dropped(t)
+	fromParent := fx.v.middle && r.from == fzParent
 
 	switch {
 	case decErr != nil:
@@ -208,36 +292,25 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 			t.Fatalf("undecodable datagram (%v): accepted %v, dropped as %q", decErr, accepted, dropped)
 		}
 	case accepted:
-		if dropped != "" {
-			t.Fatalf("accepted datagram also counted as dropped (%q)", dropped)
-		}
-		j := s.jobs.get(h.Job)
-		live := j.live.Load()
-		kind := wire.TypeData
-		if live.sparse {
-			kind = wire.TypeSparse
-		}
-		if h.Type != kind || h.Token != j.token || live.addrs[h.Child] != r.from {
-			t.Fatalf("accepted %v of job %d rank %d from %v (the job takes %v; token ok %v, members %v)",
-				h.Type, h.Job, h.Child, r.from, kind, h.Token == j.token, live.addrs)
-		}
-		for _, o := range out {
-			if o.multicast != live && !(o.multicast == nil && o.to == r.from) {
-				t.Fatalf("a data packet from %v made the switch send to %v (multicast %v)", r.from, o.to, o.multicast != nil)
-			}
-		}
+		fx.checkAccepted(t, r.from, &h, dropped, out)
+	case fromParent && (h.Type == wire.TypeJoinAck || h.Type == wire.TypeError):
+		fx.checkParentAnswer(t, &h, jobBefore, dropped, out)
 	case h.Type == wire.TypeJoin:
 		fx.checkJoin(t, r.from, &h, dropped, out)
 	case h.Type == wire.TypeAbort:
 		fx.checkAbort(t, r.from, &h, jobBefore, dropped, out) // abort_fuzz_test.go
 	case h.Type == wire.TypeLeave:
-		if len(out) > 0 {
-			t.Fatalf("a leave made the switch send %d packets", len(out))
+		for _, o := range out {
+			if !fx.v.middle || o.to != fzParent || o.hdr.Type != wire.TypeLeave {
+				t.Fatalf("a leave made the switch send a %v to %v", o.hdr.Type, o.to)
+			}
 		}
-		if dropped == "" && (!jobBefore.member(h.Child, r.from) || h.Token != jobBefore.token) {
+		m, ok := fx.v.member(&h)
+		member := ok && jobBefore.member(m, r.from) && h.Token == jobBefore.token
+		if dropped == "" && !member {
 			t.Fatalf("a leave of job %d rank %d from %v, not a member or with another token, counted no drop", h.Job, h.Child, r.from)
 		}
-		if dropped != "" && jobBefore.member(h.Child, r.from) && h.Token == jobBefore.token {
+		if dropped != "" && member {
 			t.Fatalf("a member's leave was dropped as %q", dropped)
 		}
 	default:
@@ -251,6 +324,94 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	if dropped != "" && len(out) > 0 {
 		checkDropAnswer(t, r.from, pkt, dropped, out)
 	}
+	for _, o := range out {
+		if fx.v.middle && o.to == fzParent && o.hdr.Type != wire.TypeError &&
+			(o.hdr.Child != fzChildIndex || o.hdr.Token != jobBefore.token && o.hdr.Token != fx.jobState(o.hdr.Job).token) {
+			t.Fatalf("the switch sent its parent a %v of job %d as child %d (its index there is %d), token ok %v",
+				o.hdr.Type, o.hdr.Job, o.hdr.Child, fzChildIndex, o.hdr.Token == jobBefore.token)
+		}
+	}
+}
+
+// checkAccepted checks a datagram handle took for the processing unit: a
+// member's packet of the job's kind (Data for a dense job, Sparse for a
+// sparse one) from the address of the member it names, with the job's
+// token; or, at a middle switch, the parent's result (dense Result,
+// sparse Sparse or Spill). What its handler sent went to the job's members
+// (all of them, or the sender alone) and, for a member's packet at a
+// middle switch, up to the parent.
+func (fx *handleFixture) checkAccepted(t *testing.T, from netip.AddrPort, h *wire.Header, dropped string, out []sent) {
+	t.Helper()
+	if dropped != "" {
+		t.Fatalf("accepted datagram also counted as dropped (%q)", dropped)
+	}
+	j := fx.s.jobs.get(h.Job)
+	live := j.live.Load()
+	fromParent := fx.v.middle && from == fzParent
+	switch {
+	case h.Token != j.token:
+		t.Fatalf("accepted %v of job %d with another token", h.Type, h.Job)
+	case fromParent:
+		if live.sparse && h.Type != wire.TypeSparse && h.Type != wire.TypeSpill || !live.sparse && h.Type != wire.TypeResult {
+			t.Fatalf("accepted the parent's %v for a job of sparse %v", h.Type, live.sparse)
+		}
+	default:
+		kind := wire.TypeData
+		if live.sparse {
+			kind = wire.TypeSparse
+		}
+		m, ok := fx.v.member(h)
+		if h.Type != kind || !ok || m >= len(live.addrs) || live.addrs[m] != from {
+			t.Fatalf("accepted %v of job %d child %d (flags %v) from %v (the job takes %v; members %v)",
+				h.Type, h.Job, h.Child, h.Flags, from, kind, live.addrs)
+		}
+	}
+	for _, o := range out {
+		switch {
+		case o.multicast != nil && o.multicast != live:
+			t.Fatalf("a packet from %v made the switch send to another job's members", from)
+		case !o.to.IsValid() && o.multicast == live: // to every member
+		case fromParent && slices.Contains(live.addrs, o.to):
+		case !fromParent && (o.to == from || fx.v.middle && o.to == fzParent):
+		default:
+			t.Fatalf("a %v from %v made the switch send a %v to %v", h.Type, from, o.hdr.Type, o.to)
+		}
+	}
+}
+
+// checkParentAnswer checks what became of the parent's join-ack or Error
+// at a middle switch: one that does not decode is counted under its wire
+// reason and changes nothing; one that does is not counted, and the switch
+// sends only acks or Errors to the job's members (with their ranks here)
+// and, when the job ends for it, leaves up to the parent.
+func (fx *handleFixture) checkParentAnswer(t *testing.T, h *wire.Header, before jobSnapshot, dropped string, out []sent) {
+	t.Helper()
+	if dropped != "" {
+		if dropped != wire.ReasonBody && dropped != wire.ReasonLength || len(out) > 0 {
+			t.Fatalf("the parent's %v dropped as %q made the switch send %d packets", h.Type, dropped, len(out))
+		}
+		return
+	}
+	for _, o := range out {
+		var e wire.ErrorBody
+		_, payload, _ := decodeSent(o.pkt) // drain checked it decodes
+		switch m := memberRank(before, o.to); {
+		case o.to == fzParent && o.hdr.Type == wire.TypeLeave:
+		case m < 0 || o.hdr.Type != wire.TypeJoinAck && o.hdr.Type != wire.TypeError:
+			t.Fatalf("the parent's %v made the switch send a %v to %v, not a member", h.Type, o.hdr.Type, o.to)
+		case o.hdr.Type == wire.TypeError && e.Unmarshal(payload) == nil && e.Code == wire.CodeAborted:
+			// names the rank that aborted
+		case o.hdr.Child != fx.rankHere(m):
+			t.Fatalf("the parent's %v made the switch send member %d a %v as child %d, not its rank %d here",
+				h.Type, m, o.hdr.Type, o.hdr.Child, fx.rankHere(m))
+		}
+	}
+}
+
+// rankHere is the child field with which the switch addresses member m.
+func (fx *handleFixture) rankHere(m int) uint16 {
+	child, _ := fx.v.header(m)
+	return child
 }
 
 // checkDropAnswer checks what the switch sent for a dropped datagram pkt:
@@ -297,24 +458,27 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 		if err != nil || o.multicast != nil {
 			t.Fatalf("join reply does not decode (%v) or is a multicast", err)
 		}
-		switch rh.Type {
-		case wire.TypeError:
+		switch m := memberRank(fx.jobState(rh.Job), o.to); {
+		case fx.v.middle && o.to == fzParent && rh.Type == wire.TypeJoin && rh.Flags&wire.FlagFromSwitch != 0:
+			// the job, admitted here, joins the parent
+		case rh.Type == wire.TypeError:
 			if o.to != from || len(o.pkt) > wire.HeaderLen+wire.MaxErrorBodyLen {
-				t.Fatalf("error reply of %d bytes to %v for a join from %v", len(o.pkt), o.to, from)
+				t.Fatalf("error reply of %d bytes to %v for a join from %v: %q", len(o.pkt), o.to, from, o.pkt[wire.HeaderLen:])
 			}
 			var e wire.ErrorBody
 			if err := e.Unmarshal(payload); err != nil {
 				t.Fatalf("error reply body: %v", err)
 			}
-		case wire.TypeJoinAck:
-			if !fx.jobState(rh.Job).member(rh.Child, o.to) {
+		case rh.Type == wire.TypeJoinAck:
+			if m < 0 || rh.Child != fx.rankHere(m) {
 				t.Fatalf("join ack for job %d rank %d to %v, not that member", rh.Job, rh.Child, o.to)
 			}
 		default:
-			t.Fatalf("a join was answered with a %v", rh.Type)
+			t.Fatalf("a join was answered with a %v to %v", rh.Type, o.to)
 		}
 	}
-	if dropped == "" && len(out) == 0 && !fx.jobState(h.Job).member(h.Child, from) {
+	m, ok := fx.v.member(h)
+	if dropped == "" && len(out) == 0 && !(ok && fx.jobState(h.Job).member(m, from)) {
 		t.Fatalf("join of job %d rank %d from %v neither dropped, answered nor recorded", h.Job, h.Child, from)
 	}
 }
@@ -323,10 +487,11 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 type jobSnapshot struct {
 	token   uint64
 	members []netip.AddrPort
+	upAsked bool // joined at the parent
 }
 
-func (j jobSnapshot) member(rank uint16, a netip.AddrPort) bool {
-	return int(rank) < len(j.members) && j.members[rank] == a
+func (j jobSnapshot) member(m int, a netip.AddrPort) bool {
+	return m < len(j.members) && j.members[m] == a
 }
 
 func (fx *handleFixture) jobState(id uint32) jobSnapshot {
@@ -344,7 +509,7 @@ func (fx *handleFixture) jobState(id uint32) jobSnapshot {
 			members[r] = m.addr
 		}
 	}
-	return jobSnapshot{token: j.token, members: members}
+	return jobSnapshot{token: j.token, members: members, upAsked: j.upAsked}
 }
 
 // decodeSent decodes a packet the switch sends as its receiver would: in
@@ -370,6 +535,7 @@ func decodeSent(pkt []byte) (wire.Header, []byte, error) {
 // sent is one packet the switch queued for the writer.
 type sent struct {
 	pkt       []byte
+	hdr       wire.Header // decoded from pkt
 	to        netip.AddrPort
 	multicast *liveJob
 }
@@ -381,10 +547,11 @@ func (fx *handleFixture) drain(t *testing.T) []sent {
 	for {
 		select {
 		case op := <-fx.s.outs[0]:
-			if _, _, err := decodeSent(op.buf); err != nil {
+			h, _, err := decodeSent(op.buf)
+			if err != nil {
 				t.Fatalf("the switch sends a packet that does not decode: %v", err)
 			}
-			out = append(out, sent{pkt: append([]byte(nil), op.buf...), to: op.to, multicast: op.job})
+			out = append(out, sent{pkt: append([]byte(nil), op.buf...), hdr: h, to: op.to, multicast: op.job})
 			op.job = nil
 			fx.s.outFree[0].put(op)
 		default:
@@ -438,6 +605,11 @@ func (fx *handleFixture) close(t *testing.T) {
 	}
 	s.jobs.mu.Unlock()
 	waitTeardowns(t, s)
+	for _, o := range fx.drain(t) { // a middle switch tells its parent
+		if !fx.v.middle || o.to != fzParent || o.hdr.Type != wire.TypeLeave {
+			t.Fatalf("ending the jobs made the switch send a %v to %v", o.hdr.Type, o.to)
+		}
+	}
 	if m := s.unit.Memory(); m.InUse() != 0 || m.Free() != m.Total() {
 		t.Fatalf("after every job ended: %d buffers in use, %d of %d free", m.InUse(), m.Free(), m.Total())
 	}

@@ -28,6 +28,7 @@ const (
 	selRank1    = 1
 	selStranger = 2
 	selOtherPrt = 3
+	selParent   = 3 // at a middle switch
 	selStamp    = 0x80
 )
 
@@ -65,6 +66,32 @@ func abortPacket(rank int, token uint64) []byte {
 	return wire.AppendAbort(nil, &h, wire.CodeTimeout, "allreduce generation 1 timed out")
 }
 
+// asMember is pkt, a packet of the fixture job's member m as a switch
+// alone has it (its rank in the child field), as member m of variant v
+// sends it: at a middle switch, from the child switch or the host there.
+func asMember(v fuzzVariant, m int, pkt []byte) []byte {
+	var h wire.Header
+	payload, err := h.Unmarshal(pkt)
+	if err != nil {
+		panic(err)
+	}
+	child, flags := v.header(m)
+	h.Child, h.Flags = child, h.Flags|flags
+	return wire.AppendPacket(nil, &h, payload)
+}
+
+// fromParent is pkt, a member's packet of the fixture job, as the parent
+// sends it down: as type typ, with child 0, as results have it.
+func fromParent(typ wire.Type, pkt []byte) []byte {
+	var h wire.Header
+	payload, err := h.Unmarshal(pkt)
+	if err != nil {
+		panic(err)
+	}
+	h.Type, h.Child = typ, 0
+	return wire.AppendPacket(nil, &h, payload)
+}
+
 func leavePacket(rank int, token uint64) []byte {
 	h := wire.Header{Type: wire.TypeLeave, Job: fzJob, Token: token, Child: uint16(rank)}
 	return wire.AppendPacket(nil, &h, nil)
@@ -82,6 +109,10 @@ func handleSeeds() []handleSeed {
 	const bad = 0xbad
 	for v, fv := range fuzzVariants {
 		v := byte(v)
+		if fv.middle {
+			out = append(out, middleSeeds(fv, v)...)
+			continue
+		}
 		if fv.sparse {
 			add(fv.name+"-block", v,
 				record(selRank0, sparseData(0, 1, 0, 0, 3, 19)),
@@ -187,4 +218,66 @@ func TestFuzzHandleCorpus(t *testing.T) {
 			t.Errorf("%s is stale (run with -update)", path)
 		}
 	}
+}
+
+// middleSeeds are the inputs for a middle switch of a tree: blocks its
+// two members finish, sent up and answered by the parent; the parent's
+// answers to its join; members that claim the other's place; Aborts from
+// the child switch, the host and the parent.
+func middleSeeds(fv fuzzVariant, v byte) []handleSeed {
+	var out []handleSeed
+	add := func(name string, recs ...[]byte) {
+		out = append(out, handleSeed{fv.name + "-" + name, v, bytes.Join(recs, nil)})
+	}
+	const bad = 0xbad
+	data := func(m int, b, gen uint32) []byte { return asMember(fv, m, denseData(m, b, gen, fzToken)) }
+	result := func(b, gen uint32) []byte { return fromParent(wire.TypeResult, denseData(0, b, gen, fzToken)) }
+	if fv.sparse {
+		data = func(m int, b, gen uint32) []byte { return asMember(fv, m, sparseData(m, b, gen, uint32(m), 3)) }
+		result = func(b, gen uint32) []byte { return fromParent(wire.TypeSparse, sparseData(0, b, gen, 0, 1, 3)) }
+	}
+	parentError := func(code wire.ErrorCode, token uint64) []byte {
+		h := wire.Header{Job: fzJob, Token: token, Child: fzChildIndex}
+		return wire.AppendError(nil, &h, code, "from the parent")
+	}
+	add("block",
+		record(selRank0, data(0, 1, 0)), record(selRank1, data(1, 1, 0)), // finished here: sent up
+		record(selRank1, data(1, 1, 0)),  // a retransmission before the parent's result: the partial goes up again
+		record(selParent, result(1, 0)),  // the parent's result, to both members
+		record(selRank0, data(0, 1, 0)),  // a retransmission after it: the result is resent
+		record(selRank0, result(2, 0)),   // a result from a member: dropped
+		record(selParent, data(0, 2, 0)), // the parent's data packet: dropped
+		record(selParent, result(3, 0)))  // a result for a block nobody sent
+	add("claims",
+		record(selRank1, asMember(fv, 0, denseData(0, 0, 0, fzToken))), // the host as the child switch
+		record(selRank0, asMember(fv, 1, denseData(1, 0, 0, fzToken))), // the child switch as the host
+		record(selRank1, denseData(1, 0, 0, fzToken)),                  // the host as rank 1, which this switch has no place for
+		record(selStranger, data(1, 0, 0)), record(selRank1, data(1, 0, bad&0xffff)))
+	ack := func(token uint64, pe uint32) []byte {
+		h := wire.Header{Type: wire.TypeJoinAck, Job: fzJob, Token: token, Child: fzChildIndex, DType: wire.Float32, Op: wire.OpSum}
+		return wire.AppendJoinAck(nil, &h, &wire.JoinAckBody{Window: 1, Algo: wire.AlgoSingle, PacketElems: pe, Blocks: 1})
+	}
+	add("parent-answers",
+		record(selParent, ack(fzToken, 3)),               // a repeated ack: the job was acked
+		record(selStranger, ack(fzToken, fzPacketElems)), // an ack not from the parent
+		record(selParent, parentError(wire.CodeWaiting, fzToken)),
+		record(selParent, parentError(wire.CodeJobMismatch, bad)),
+		record(selParent, parentError(wire.CodeJobMismatch, fzToken)), // the job ends here: both members hear it
+		record(selRank0, data(0, 0, 0)))
+	add("parent-aborts",
+		record(selParent, parentError(wire.CodeAborted, fzToken)), record(selRank1, data(1, 0, 0)))
+	abortFrom := func(m int, rank uint32) []byte {
+		p := asMember(fv, m, abortPacket(m, fzToken))
+		binary.BigEndian.PutUint32(p[wire.OffBlock:], rank)
+		return p
+	}
+	add("child-aborts", // a rank beyond 16 bits is refused; then a child's rank 3 aborts
+		record(selRank0, abortFrom(0, 1<<16)), record(selRank0, abortFrom(0, 3)), record(selRank1, data(1, 0, 0)))
+	add("host-aborts", record(selRank1, abortFrom(1, 0)), record(selParent, result(0, 0)))
+	add("leaves",
+		record(selRank1, asMember(fv, 0, leavePacket(0, fzToken))), // the host as the child switch
+		record(selRank1, asMember(fv, 1, leavePacket(1, fzToken))), // the host leaves
+		record(selRank0, asMember(fv, 0, leavePacket(0, fzToken))), // and the child switch: the job ends, the parent is told
+		record(selParent, result(0, 0)))
+	return out
 }
