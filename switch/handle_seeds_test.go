@@ -264,6 +264,13 @@ func middleSeeds(fv fuzzVariant, v byte) []handleSeed {
 		record(selParent, parentError(wire.CodeJobMismatch, bad)),
 		record(selParent, parentError(wire.CodeJobMismatch, fzToken)), // the job ends here: both members hear it
 		record(selRank0, data(0, 0, 0)))
+	add("before-the-parent-acks", // the job ends and both join again: the parent has not acked yet
+		record(selParent, parentError(wire.CodeJobMismatch, fzToken)),
+		record(selRank0, fixtureJoin(fv, 0, fzToken)), record(selRank1, fixtureJoin(fv, 1, fzToken)),
+		record(selRank0, data(0, 0, 0)), record(selRank1, data(1, 0, 0)), // sent before their acks
+		record(selParent, ack(fzToken, fzPacketElems+1)), // blocks cut otherwise: refused
+		record(selRank0, fixtureJoin(fv, 0, fzToken)), record(selRank1, fixtureJoin(fv, 1, fzToken)),
+		record(selParent, parentError(wire.CodeWaiting, fzToken)), record(selRank1, leavePacket(0, fzToken)))
 	add("parent-aborts",
 		record(selParent, parentError(wire.CodeAborted, fzToken)), record(selRank1, data(1, 0, 0)))
 	abortFrom := func(m int, rank uint32) []byte {
