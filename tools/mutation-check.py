@@ -209,7 +209,7 @@ MUTANTS = [
     ("W4", "switch/budget.go", "\t\tif n < 0 || cur+n > b.limit {", "\t\tif n < 0 {", None),
     ("W5", "switch/budget.go", "func (b *memBudget) release(n int64) { b.reserved.Add(-n) }", "func (b *memBudget) release(n int64) {}", None),
     ("W6", "switch/abort.go", "\tcase h.Token != j.token:", "\tcase false:", None),
-    ("W7", "switch/abort.go", "\tcase members[member] != from:", "\tcase false:", None),
+    ("W7", "switch/abort.go", "\tcase j.memberAddr(int(member)) != from:", "\tcase false:", None),
     ("W8", "switch/jobs.go", "if spec := jobSpec(body); spec != j.spec || h.DType != j.dtype || h.Op != j.op {", "if false {", None),
     ("W9", "switch/jobs.go", "case int(member) >= len(j.members) || j.members[member] != from:", "case int(member) >= len(j.members):", None),
     ("W10", "switch/admit.go", "\tif s.hasParent() && j.spec.Options&wire.OptBounded != 0 {", "\tif false {", None),
@@ -220,7 +220,7 @@ MUTANTS = [
     ("W14", "switch/switch.go", "\tfromParent := s.hasParent() && d.Addr == s.parent", "\tfromParent := s.hasParent()", None),
     ("W15", "switch/switch.go", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif !fromParent {", "\tcase wire.TypeJoinAck, wire.TypeError:\n\t\tif false {", None),
     ("W16", "switch/switch.go", "\t\tif live.sparse == (p.Hdr.Type == wire.TypeResult) || p.Hdr.Type == wire.TypeData {", "\t\tif p.Hdr.Type == wire.TypeData {", None),
-    ("W17", "switch/abort.go", "\t\tif i == skip || !addr.IsValid() {", "\t\tif i != skip || !addr.IsValid() {", None),
+    ("W17", "switch/abort.go", "\t\tif addr == skip {", "\t\tif addr != skip {", None),
     # the daemon's limits on what strangers can make it hold (switch/): half-open jobs, idle jobs, join floods, registration
     ("L1", "switch/pending.go", "\tif p.bySource[src] >= s.cfg.MaxPendingPerSource {", "\tif false {", None),
     ("L2", "switch/pending.go", "\tif p.order.Len() >= s.cfg.MaxPending {", "\tif false {", None),
@@ -335,10 +335,10 @@ MUTANTS = [
     ("J1", "switch/tree.go", "\tif body.PacketElems != j.ack.PacketElems || body.Blocks != j.ack.Blocks {", "\tif false {", None),
     ("J2", "switch/tree.go", "\tj.ack.Window = min(j.ack.Window, body.Window)\n", "", None),
     ("J3", "switch/tree.go", "\tif j == nil || h.Token != j.token || !j.admitted || j.upAcked {", "\tif j == nil || !j.admitted || j.upAcked {", None),
-    ("J4", "switch/tree.go", "\tif j == nil || h.Token != j.token {\n\t\ts.jobs.mu.Unlock()\n\t\treturn\n\t}\n\tmembers", "\tif j == nil {\n\t\ts.jobs.mu.Unlock()\n\t\treturn\n\t}\n\tmembers", None),
+    ("J4", "switch/tree.go", "\tif j == nil || h.Token != j.token {\n\t\ts.jobs.mu.Unlock()\n\t\treturn\n\t}\n\ts.tellMembers", "\tif j == nil {\n\t\ts.jobs.mu.Unlock()\n\t\treturn\n\t}\n\ts.tellMembers", None),
     ("J5", "switch/tree.go", "\t\tif body.Code == wire.CodeWaiting {\n\t\t\treturn // the parent waits for a sibling: the hosts' retransmissions go on\n\t\t}\n", "", None),
     ("J6", "switch/tree.go", "\tif int(h.Child) >= s.cfg.LocalHosts {\n\t\treturn 0, false\n\t}\n", "", None),
-    ("J7", "switch/tree.go", "\tif s.cfg.LocalHosts > 0 && rank >= s.cfg.Children {\n\t\trank -= s.cfg.Children\n\t}\n", "", None),
+    ("J7", "switch/tree.go", "\tif s.cfg.LocalHosts > 0 && m >= s.cfg.Children {\n\t\tm -= s.cfg.Children\n\t}\n", "", None),
     ("J8", "switch/tree.go", "\tbody.World = uint16(min(j.hosts, 1<<16-1))\n", "", None),
     ("J9", "switch/tree.go", "const parentLeaveCopies = 2", "const parentLeaveCopies = 0", None),
     ("J10", "switch/tree.go", "\t\tbody.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks\n", "",
@@ -1995,8 +1995,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="mutants to run (default: all)")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
+    ap.add_argument("--stale", action="store_true",
+                    help="check, in the working tree and without running tests, that each mutant's text occurs once")
     args = ap.parse_args()
     chosen = [m for m in MUTANTS if not args.names or m[0] in args.names]
+    if args.stale:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True).stdout.strip()
+        stale = 0
+        for name, path, old, _, _ in chosen:
+            with open(os.path.join(top, path)) as f:
+                if (n := f.read().count(old)) != 1:
+                    print(f"{name}  {path}: STALE: its text occurs {n} times, not once; aim it at the code as it is now")
+                    stale += 1
+        print(f"{len(chosen)} mutants, {stale} stale")
+        return 1 if stale else 0
     if args.list:
         for name, path, old, new, eq in chosen:
             print(f"{name}\t{path}\t{change(old, new)}" + (f"\tequivalent: {eq}" if eq else ""))
