@@ -209,7 +209,7 @@ MUTANTS = [
     ("W4", "switch/budget.go", "\t\tif n < 0 || cur+n > b.limit {", "\t\tif n < 0 {", None),
     ("W5", "switch/budget.go", "func (b *memBudget) release(n int64) { b.reserved.Add(-n) }", "func (b *memBudget) release(n int64) {}", None),
     ("W6", "switch/abort.go", "\tcase h.Token != j.token:", "\tcase false:", None),
-    ("W7", "switch/abort.go", "\tcase j.memberAddr(int(member)) != from:", "\tcase false:", None),
+    ("W7", "switch/abort.go", "\tcase j.memberAddr(int(member)) != from:", "\tcase j.memberAddr(int(member)) != from && false:", None),
     ("W8", "switch/jobs.go", "if spec := jobSpec(body); spec != j.spec || h.DType != j.dtype || h.Op != j.op {", "if false {", None),
     ("W9", "switch/jobs.go", "case int(member) >= len(j.members) || j.members[member] != from:", "case int(member) >= len(j.members):", None),
     ("W10", "switch/admit.go", "\tif s.hasParent() && j.spec.Options&wire.OptBounded != 0 {", "\tif false {", None),
