@@ -177,6 +177,23 @@ func TestParentMiddleSwitch(t *testing.T) {
 	if len(acked) != 3 || acked[fzRank0] != 0 || acked[fzRank1] != 1 || acked[fzStranger] != 0 {
 		t.Errorf("acks by member, with their child fields: %v; want the child switches 0 and 1, and the host its rank 0", acked)
 	}
+
+	// An operator ends the job (DELETE /v1/jobs): each member is told, by
+	// the child field it joined with.
+	s := fx.s
+	s.jobs.mu.Lock()
+	ended := s.endGranted(s.jobs.get(id), "unregistered")
+	s.jobs.mu.Unlock()
+	ended.tell(s, "ended")
+	told := map[netip.AddrPort]uint16{}
+	for _, p := range fx.sent() {
+		if p.hdr.Type == wire.TypeError {
+			told[p.to] = p.hdr.Child
+		}
+	}
+	if len(told) != 3 || told[fzRank0] != 0 || told[fzRank1] != 1 || told[fzStranger] != 0 {
+		t.Errorf("the job's end told by member, with their child fields: %v; want the child switches 0 and 1, and the host its rank 0", told)
+	}
 }
 
 // fzParent is the parent switch of the fixtures that have one.
