@@ -1857,6 +1857,18 @@ MUTANTS = [
     ("WB5", "wire/errorbody.go", "\tif len(b) != ErrorBodyMinLen+n {", "\tif len(b) < ErrorBodyMinLen+n {", None),
     ("RI1", "conn/udp_linux.go", "\tswitch {\n\tcase r.next < r.count: // left by ReadBatch, in the conn's memory", "\tswitch {\n\tcase !c.gro:\n\t\treturn c.readDirect(msgs)\n\tcase r.next < r.count: // left by ReadBatch, in the conn's memory", None),
     ("RI2", "conn/udp_linux.go", "\t\tif r.oob != nil {\n\t\t\tif seg := groSegment(", "\t\tif true {\n\t\t\tif seg := groSegment(", None),
+    ("TW1", "switch/abort.go", "\tif s.hasParent() && j.upAsked {\n\t\ts.abortParent", "\tif s.hasParent() {\n\t\ts.abortParent", None),
+    ("TW2", "switch/abort.go", "rank, who = uint16(h.Block), fmt.Sprintf(\"child switch %d\", h.Child)", "rank, who = h.Child, fmt.Sprintf(\"child switch %d\", h.Child)", None),
+    ("TW3", "switch/abort.go", "if fromSwitch && h.Block > 1<<16-1 {", "if false {", None),
+    ("TW4", "switch/abort.go", "Generation: gen, Block: uint32(rank), Child: uint16(s.cfg.ChildIndex)}", "Generation: gen, Block: uint32(rank), Child: 0}", None),
+    ("TW5", "switch/tree.go", "Token: j.token, Child: uint16(s.cfg.ChildIndex)}\n\tfor range parentLeaveCopies", "Token: j.token, Child: 0}\n\tfor range parentLeaveCopies", None),
+    ("TW6", "switch/jobs.go", "\tmember, isMember := s.memberIndex(h)\n", "\tmember, isMember := h.Child, true\n", None),
+    ("TW7", "switch/abort.go", "\tmember, isMember := s.memberIndex(h)\n", "\tmember, isMember := h.Child, true\n", None),
+    ("TW8", "switch/switch.go", "\t\tp.Hdr.Child = member // from here on the member index: the handlers' bitmaps count members\n", "\t\t_ = member\n", None),
+    ("TW9", "switch/admit.go", "Token: j.token, Child: s.rankHere(m)}", "Token: j.token, Child: uint16(m)}", None),
+    ("TW10", "switch/admin_jobs.go", "Token: e.token, Child: s.rankHere(m)}", "Token: e.token, Child: uint16(m)}", None),
+    ("TW11", "switch/tree.go", "\ts.tellMembers(j, netip.AddrPort{}, code, \"parent switch \"+s.parent.String()+\": \"+text)\n", "", None),
+    ("TW12", "switch/jobs.go", "\t\tif s.hasParent() && j.upAsked {\n", "\t\tif s.hasParent() {\n", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
