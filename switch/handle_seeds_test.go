@@ -281,6 +281,11 @@ func middleSeeds(fv fuzzVariant, v byte) []handleSeed {
 	add("child-aborts", // a rank beyond 16 bits is refused; then a child's rank 3 aborts
 		record(selRank0, abortFrom(0, 1<<16)), record(selRank0, abortFrom(0, 3)), record(selRank1, data(1, 0, 0)))
 	add("host-aborts", record(selRank1, abortFrom(1, 0)), record(selParent, result(0, 0)))
+	pendingJoin, pendingAbort := fixtureJoin(fv, 0, fzToken), abortFrom(0, 2)
+	binary.BigEndian.PutUint32(pendingJoin[wire.OffJob:], 1234)
+	binary.BigEndian.PutUint32(pendingAbort[wire.OffJob:], 1234)
+	add("pending-aborts", // job 1234 waits for the host: its abort is not the parent's business
+		record(selRank0, pendingJoin), record(selRank0, pendingAbort))
 	add("leaves",
 		record(selRank1, asMember(fv, 0, leavePacket(0, fzToken))), // the host as the child switch
 		record(selRank1, asMember(fv, 1, leavePacket(1, fzToken))), // the host leaves
