@@ -381,11 +381,11 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		return s.joinPending(j, from, rank, hosts, stream, multicast)
 	}
 	switch cur := j.members[rank]; {
+	case j.group.IsValid() && !multicast: // a rank that left, or restarted on its address, without it
+		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined without multicast, and the job's results go to group %v: join with it (hostlib Options.Multicast)", h.Job, rank, j.group)
 	case cur == from:
 	case cur.IsValid():
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d already joined from %s", h.Job, rank, cur)
-	case j.group.IsValid() && !multicast:
-		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined without multicast, and the job's results go to group %v: join with it (hostlib Options.Multicast)", h.Job, rank, j.group)
 	default: // the rank left the admitted job and joins it again
 		j.members[rank] = from
 		j.joined++
