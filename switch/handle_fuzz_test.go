@@ -82,7 +82,13 @@ type fuzzVariant struct {
 	// fzChildIndex), one child switch (member 0, at fzRank0) and one host
 	// of its own (member 1, at fzRank1, its rank 0 here).
 	middle bool
+	// multicast: the members join with wire.OptMulticast, and the switch
+	// has a pool of fzGroups groups, fewer than the jobs it may run.
+	multicast bool
 }
+
+// fzGroups is the multicast variants' pool of groups.
+var fzGroups = netip.MustParsePrefix("239.255.7.0/31")
 
 // fzChildIndex is the middle switch's index at its parent.
 const fzChildIndex = 1
@@ -91,6 +97,9 @@ const fzChildIndex = 1
 func (v fuzzVariant) config(c *Config) {
 	if v.middle {
 		c.Parent, c.ChildIndex, c.Children, c.LocalHosts = fzParent.String(), fzChildIndex, 1, 1
+	}
+	if v.multicast {
+		c.Multicast, c.MulticastPort = fzGroups, 7471 // a port: the pool takes one the kernel picks only in Run
 	}
 }
 
@@ -138,6 +147,8 @@ var fuzzVariants = []fuzzVariant{
 	{name: "middle-single", algo: wire.AlgoSingle, middle: true},
 	{name: "middle-tree", algo: wire.AlgoTree, middle: true},
 	{name: "middle-sparse-hash", sparse: true, storage: wire.StorageHash, middle: true},
+	{name: "multicast-multi", algo: wire.AlgoMulti, buffers: 2, multicast: true},
+	{name: "multicast-sparse-array", sparse: true, storage: wire.StorageArray, multicast: true},
 }
 
 // Sizes of the fixture job. Packets are small (fzPacketBytes of payload)
@@ -213,8 +224,8 @@ func newHandleFixture(t *testing.T, v fuzzVariant) *handleFixture {
 	if v.middle {
 		fx.feed(t, fuzzRecord{from: fzParent, pkt: fx.parentAck(t)})
 	}
-	if j := s.jobs.get(fzJob); j == nil || j.live.Load() == nil || !j.ackSent {
-		t.Fatalf("%s: the fixture job was not admitted", v.name)
+	if j := s.jobs.get(fzJob); j == nil || j.live.Load() == nil || !j.ackSent || v.multicast && !j.live.Load().group.IsValid() {
+		t.Fatalf("%s: the fixture job was not admitted, or without its group", v.name)
 	}
 	return fx
 }
@@ -233,6 +244,9 @@ func fixtureJoin(v fuzzVariant, m int, token uint64) []byte {
 		if flags&wire.FlagFromSwitch != 0 {
 			body.StreamPackets = 4 // the longest stream of a block the child switch sends up
 		}
+	}
+	if v.multicast {
+		body.Options |= wire.OptMulticast
 	}
 	return wire.AppendJoin(nil, &h, &body)
 }
@@ -268,7 +282,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	}
 	pkt := append([]byte(nil), ip.buf[:n]...)
 	var h wire.Header
-	_, decErr := h.Unmarshal(pkt)
+	payload, decErr := h.Unmarshal(pkt)
 	jobBefore := fx.jobState(h.Job)
 	fx.before = fx.dropCounts(fx.before[:0])
 
@@ -296,7 +310,9 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	case fromParent && (h.Type == wire.TypeJoinAck || h.Type == wire.TypeError):
 		fx.checkParentAnswer(t, &h, jobBefore, dropped, out)
 	case h.Type == wire.TypeJoin:
-		fx.checkJoin(t, r.from, &h, dropped, out)
+		var body wire.JoinBody
+		asked := body.Unmarshal(payload) == nil && body.Options&wire.OptMulticast != 0
+		fx.checkJoin(t, r.from, &h, asked, dropped, out)
 	case h.Type == wire.TypeAbort:
 		fx.checkAbort(t, r.from, &h, jobBefore, dropped, out) // abort_fuzz_test.go
 	case h.Type == wire.TypeLeave:
@@ -404,8 +420,24 @@ func (fx *handleFixture) checkParentAnswer(t *testing.T, h *wire.Header, before 
 		case o.hdr.Child != fx.rankHere(m):
 			t.Fatalf("the parent's %v made the switch send member %d a %v as child %d, not its rank %d here",
 				h.Type, m, o.hdr.Type, o.hdr.Child, fx.rankHere(m))
+		case o.hdr.Type == wire.TypeJoinAck:
+			fx.checkAckGroup(t, &o.hdr, payload)
 		}
 	}
+}
+
+// checkAckGroup checks that a join-ack names the group the job's results
+// go to, or none when they go to each member.
+func (fx *handleFixture) checkAckGroup(t *testing.T, h *wire.Header, payload []byte) netip.AddrPort {
+	t.Helper()
+	var ack wire.JoinAckBody
+	if err := ack.Unmarshal(payload); err != nil {
+		t.Fatalf("join ack body: %v", err)
+	}
+	if g := fx.jobState(h.Job).group; ack.Group != g {
+		t.Fatalf("the ack of job %d names group %v; its results go to %v", h.Job, ack.Group, g)
+	}
+	return ack.Group
 }
 
 // rankHere is the child field with which the switch addresses member m.
@@ -445,7 +477,7 @@ func checkDropAnswer(t *testing.T, from netip.AddrPort, pkt []byte, dropped stri
 // or a wrong token for an existing job) with no answer; or answered, errors
 // to the sender alone and acks to the job's members; or recorded in a
 // pending job with no answer yet.
-func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.Header, dropped string, out []sent) {
+func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.Header, multicast bool, dropped string, out []sent) {
 	t.Helper()
 	switch dropped {
 	case "", wire.ReasonBody, wire.ReasonLength, dropToken:
@@ -473,6 +505,9 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 			if m < 0 || rh.Child != fx.rankHere(m) {
 				t.Fatalf("join ack for job %d rank %d to %v, not that member", rh.Job, rh.Child, o.to)
 			}
+			if g := fx.checkAckGroup(t, &rh, payload); g.IsValid() && o.to == from && !multicast {
+				t.Fatalf("a join without multicast was answered with an ack naming group %v", g)
+			}
 		default:
 			t.Fatalf("a join was answered with a %v to %v", rh.Type, o.to)
 		}
@@ -487,7 +522,8 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 type jobSnapshot struct {
 	token   uint64
 	members []netip.AddrPort
-	upAsked bool // joined at the parent
+	upAsked bool           // joined at the parent
+	group   netip.AddrPort // where its results go, if not to each member
 }
 
 func (j jobSnapshot) member(m int, a netip.AddrPort) bool {
@@ -509,7 +545,7 @@ func (fx *handleFixture) jobState(id uint32) jobSnapshot {
 			members[r] = m.addr
 		}
 	}
-	return jobSnapshot{token: j.token, members: members, upAsked: j.upAsked}
+	return jobSnapshot{token: j.token, members: members, upAsked: j.upAsked, group: j.group}
 }
 
 // decodeSent decodes a packet the switch sends as its receiver would: in
@@ -615,5 +651,31 @@ func (fx *handleFixture) close(t *testing.T) {
 	}
 	if n := len(s.outs[0]); n != 0 {
 		t.Fatalf("%d packets left queued for the writer", n)
+	}
+	fx.checkNothingHeld(t)
+}
+
+// checkNothingHeld checks, once every job has ended, that the switch holds
+// nothing on their account: no host memory charged to its budget, no
+// pending job counted against a source, no multicast group taken, and no
+// link counted but the parent's.
+func (fx *handleFixture) checkNothingHeld(t *testing.T) {
+	t.Helper()
+	s := fx.s
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	links := len(s.links.load())
+	if s.hasParent() {
+		links--
+	}
+	switch {
+	case s.budget.reserved.Load() != 0:
+		t.Fatalf("after every job ended, %d bytes of host memory are still charged", s.budget.reserved.Load())
+	case s.pending.order.Len() != 0 || len(s.pending.bySource) != 0:
+		t.Fatalf("after every job ended, %d pending jobs, %d sources counted", s.pending.order.Len(), len(s.pending.bySource))
+	case s.groups != nil && s.groups.inUse.Load() != 0:
+		t.Fatalf("after every job ended, %d multicast groups taken", s.groups.inUse.Load())
+	case links != 0:
+		t.Fatalf("after every job ended, %d links counted but the parent's", links)
 	}
 }

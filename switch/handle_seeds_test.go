@@ -113,6 +113,9 @@ func handleSeeds() []handleSeed {
 			out = append(out, middleSeeds(fv, v)...)
 			continue
 		}
+		if fv.multicast {
+			out = append(out, multicastSeeds(fv, v)...)
+		}
 		if fv.sparse {
 			add(fv.name+"-block", v,
 				record(selRank0, sparseData(0, 1, 0, 0, 3, 19)),
@@ -291,5 +294,38 @@ func middleSeeds(fv fuzzVariant, v byte) []handleSeed {
 		record(selRank1, asMember(fv, 1, leavePacket(1, fzToken))), // the host leaves
 		record(selRank0, asMember(fv, 0, leavePacket(0, fzToken))), // and the child switch: the job ends, the parent is told
 		record(selParent, result(0, 0)))
+	return out
+}
+
+// multicastSeeds are the inputs for a switch with a pool of two multicast
+// groups: jobs beyond the pool run unicast, a group comes back when its job
+// ends and goes to the next, and a job whose members do not all ask for
+// multicast gets none.
+func multicastSeeds(fv fuzzVariant, v byte) []handleSeed {
+	var out []handleSeed
+	add := func(name string, recs ...[]byte) {
+		out = append(out, handleSeed{fv.name + "-" + name, v, bytes.Join(recs, nil)})
+	}
+	join := func(m int, job uint32, multicast bool) []byte {
+		p := fixtureJoin(fv, m, fzToken)
+		binary.BigEndian.PutUint32(p[wire.OffJob:], job)
+		if !multicast {
+			p[wire.HeaderLen+4] &^= byte(wire.OptMulticast) // the body's options
+		}
+		return p
+	}
+	leave := func(m int, job uint32) []byte {
+		p := leavePacket(m, fzToken)
+		binary.BigEndian.PutUint32(p[wire.OffJob:], job)
+		return p
+	}
+	add("groups-run-out", // the fixture job holds one group: job 11 takes the other, job 12 runs unicast
+		record(selStranger, join(0, 11, true)), record(selRank1, join(1, 11, true)),
+		record(selStranger, join(0, 12, true)), record(selRank1, join(1, 12, true)),
+		record(selStranger, leave(0, 11)), record(selRank1, leave(1, 11)), // job 11's group comes back
+		record(selStranger, join(0, 13, true)), record(selRank1, join(1, 13, true))) // and goes to job 13
+	add("not-all-ask",
+		record(selStranger, join(0, 11, true)), record(selRank1, join(1, 11, false)), // no group
+		record(selRank0, join(0, fzJob, false))) // a member of the fixture job joins again without: refused
 	return out
 }
