@@ -327,5 +327,7 @@ func multicastSeeds(fv fuzzVariant, v byte) []handleSeed {
 	add("not-all-ask",
 		record(selStranger, join(0, 11, true)), record(selRank1, join(1, 11, false)), // no group
 		record(selRank0, join(0, fzJob, false))) // a member of the fixture job joins again without: refused
+	add("one-address-two-ranks", // both ranks of job 12 from one socket: each acked as its rank
+		record(selRank1, join(0, 12, true)), record(selRank1, join(1, 12, true)))
 	return out
 }
