@@ -1870,6 +1870,13 @@ MUTANTS = [
     ("TW11", "switch/tree.go", "\ts.tellMembers(j, netip.AddrPort{}, code, \"parent switch \"+s.parent.String()+\": \"+text)\n", "", None),
     ("TW12", "switch/jobs.go", "\t\tif s.hasParent() && j.upAsked {\n", "\t\tif s.hasParent() {\n",
      "announce asks the parent right after install, under the table lock again; only a job that ends in between (another reader's datagram in that window) differs, by two leaves the parent drops as of an unknown job"),
+    ("MG1", "switch/jobs.go", "\tswitch cur := j.members[rank]; {\n\tcase j.group.IsValid() && !multicast: // a rank that left, or restarted on its address, without it\n\t\treturn nil, refuse(wire.CodeJobMismatch, \"job %d: rank %d joined without multicast, and the job's results go to group %v: join with it (hostlib Options.Multicast)\", h.Job, rank, j.group)\n\tcase cur == from:\n", "\tswitch cur := j.members[rank]; {\n\tcase cur == from:\n\tcase j.group.IsValid() && !multicast: // a rank that left, or restarted on its address, without it\n\t\treturn nil, refuse(wire.CodeJobMismatch, \"job %d: rank %d joined without multicast, and the job's results go to group %v: join with it (hostlib Options.Multicast)\", h.Job, rank, j.group)\n", None),
+    ("MG2", "switch/jobs.go", "\ts.groups.give(j.group)\n", "", None),
+    ("MG3", "switch/admit.go", "\t\t\tp.ack.Group = j.group\n", "", None),
+    ("MG4", "switch/admit.go", "\tif j.multicast { // (a child switch never asks", "\tif true { // (a child switch never asks", None),
+    ("MG5", "switch/pending.go", "\t\tdelete(p.bySource, j.source)\n", "", None),
+    ("MG6", "switch/jobs.go", "\t\ts.links.unref(live.group)\n", "", None),
+    ("MG7", "switch/jobs.go", "n := j.charge + j.streamBytes.Swap(0)", "n := j.charge", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
