@@ -133,16 +133,29 @@ func TestJoinSaysOptions(t *testing.T) {
 	}
 }
 
-// A join the switch does not answer is sent again until it does.
+// A join the switch does not answer is sent again until it does, naming
+// the same session (its Block, never 0); another session names another.
 func TestJoinResends(t *testing.T) {
-	sw, res, _, _, _ := startJoin(t, t.Context(), Options{Job: 9, Token: 77, World: 1, DType: wire.Float32, Op: wire.OpSum, Elements: 100, JoinTimeout: 5 * time.Second}) // lost
+	o := Options{Job: 9, Token: 77, World: 1, DType: wire.Float32, Op: wire.OpSum, Elements: 100, JoinTimeout: 5 * time.Second}
+	sw, res, first, _, _ := startJoin(t, t.Context(), o) // lost
 	h, _, from := sw.join()
+	if h.Block == 0 || h.Block != first.Block {
+		t.Errorf("the join names session %#x, its resend %#x: want the same, not 0", first.Block, h.Block)
+	}
 	sw.ack(h, from)
 	r := <-res
 	if r.err != nil {
 		t.Fatalf("Join after its first copy was lost: %v", r.err)
 	}
 	r.s.Close()
+	sw2, res2, other, _, from2 := startJoin(t, t.Context(), o)
+	if other.Block == h.Block {
+		t.Errorf("two sessions both name session %#x", h.Block)
+	}
+	sw2.ack(other, from2)
+	if r := <-res2; r.err == nil {
+		r.s.Close()
+	}
 }
 
 // What may come before the join-ack: a waiting report, a result of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -59,6 +60,7 @@ type Session struct {
 	trk      tracker    // the call's blocks: done, in flight, due
 	buf      []byte     // the call's vector (wire encoding)
 	hdr      wire.Header
+	session  uint32          // this session's id, in its join's Block field: random, never 0
 	tx       []conn.Datagram // data packets queued for the next WriteBatch
 	ntx      int
 	ctl      []conn.Datagram // control packets: join, leave
@@ -189,6 +191,7 @@ func newSession(o Options, sw netip.AddrPort, c conn.Conn) *Session {
 		timer:   time.NewTimer(time.Hour),
 	}
 	s.timer.Stop()
+	s.session = rand.Uint32() | 1
 	s.hdr = wire.Header{
 		Type:  wire.TypeData,
 		Job:   o.Job,
@@ -299,7 +302,12 @@ func (s *Session) join(ctx context.Context) error {
 		body.Options |= wire.OptBounded
 		body.DeadlineMillis = uint16(s.opts.BlockDeadline / time.Millisecond)
 	}
+	// The join names this session (wire: a join's Block), the same in
+	// every resend: a switch that admitted the job with another session
+	// of this rank knows that one is gone, and that this one's calls,
+	// which start again at generation 1, cannot go on with the others'.
 	h := s.hdr
+	h.Block = s.session
 	d := &s.ctl[0]
 	d.N = len(wire.AppendJoin(d.Buf[:0], &h, &body))
 

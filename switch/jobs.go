@@ -39,11 +39,15 @@ type job struct {
 	created int64         // unix ns of that join
 
 	members []netip.AddrPort // by rank, from when every rank joined; zero once left
-	subtree []int            // hosts under each member: 1 for a host, a child switch's join World
-	streams []int            // sparse: the longest stream of a block each child switch sends (its join's StreamPackets)
-	joined  int
-	left    int
-	hosts   int // hosts under this switch in the job
+	// sessions are the members' session ids (a join's Block field): a
+	// join of another session of a rank is a new process of it, whose
+	// calls start again at generation 1 (restart).
+	sessions []uint32
+	subtree  []int // hosts under each member: 1 for a host, a child switch's join World
+	streams  []int // sparse: the longest stream of a block each child switch sends (its join's StreamPackets)
+	joined   int
+	left     int
+	hosts    int // hosts under this switch in the job
 	// multicast: every member joined with wire.OptMulticast; group is the
 	// one the job holds of the pool (Config.Multicast), once admitted.
 	multicast bool
@@ -51,9 +55,11 @@ type job struct {
 
 	// A child switch in a tree (Config.Parent): upAsked once it has joined
 	// the job at its parent, upAcked once the parent acked. A sparse job's
-	// join there asks for its block size and says its longest stream.
+	// join there asks for its block size and says its longest stream, and
+	// names the job's session here (upSession), as a host's names its own.
 	upAsked, upAcked       bool
 	upBlockElems, upStream int
+	upSession              uint32
 
 	// building: every rank joined and the handler is being built (build).
 	// Set at admission: the rest.
@@ -361,6 +367,9 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		return nil, err
 	}
 	j := s.jobs.get(h.Job)
+	if j != nil && s.restart(j, from, h, rank) {
+		j = nil // ended: this join starts the job anew
+	}
 	if j == nil {
 		var jerr *joinError
 		if j, jerr = s.newPending(from, h, body); jerr != nil {
@@ -378,7 +387,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 	j.touch(time.Now().UnixNano())
 	multicast := body.Options&wire.OptMulticast != 0
 	if j.pend != nil {
-		return s.joinPending(j, from, rank, hosts, stream, multicast)
+		return s.joinPending(j, from, rank, pendingMember{addr: from, hosts: hosts, stream: stream, multicast: multicast, session: h.Block})
 	}
 	switch cur := j.members[rank]; {
 	case j.group.IsValid() && !multicast: // a rank that left, or restarted on its address, without it
@@ -386,11 +395,38 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 	case cur == from:
 	case cur.IsValid():
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d already joined from %s", h.Job, rank, cur)
-	default: // the rank left the admitted job and joins it again
-		j.members[rank] = from
-		j.joined++
+	default: // the session that left joins again: no host does (a session leaves as it closes)
+		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d left the job, which runs on without it: a session that left cannot join again (a new session can)", h.Job, rank)
 	}
 	return j, nil
+}
+
+// restart ends admitted job j when a join with its token names a session
+// of rank other than the one admitted, from the rank's own address or
+// after the rank left: that session's process is gone (it left, or its
+// host restarted on the same address), and the new one's calls start
+// again at generation 1, where the job's blocks hold the earlier calls'
+// results, which its packets would be answered with as if it had lost
+// them. The job ends as if the rank had aborted (its other members, and
+// the parent, hear it at once), and the caller starts the job anew with
+// this join. It reports whether it ended j. The caller holds the table
+// lock.
+func (s *Switch) restart(j *job, from netip.AddrPort, h *wire.Header, rank int) bool {
+	if j.pend != nil || h.Token != j.token || rank >= len(j.members) || h.Block == j.sessions[rank] {
+		return false
+	}
+	if cur := j.members[rank]; cur.IsValid() && cur != from {
+		return false // another address while the rank is in: refused as already joined
+	}
+	text := fmt.Sprintf("rank %d joined again in a new session from %v: its earlier session is gone", rank, from)
+	members := j.memberAddrs()
+	if s.hasParent() && j.upAsked {
+		s.abortParent(j, 0, uint16(rank), wire.CodeAborted, text)
+	}
+	s.endAbortedLocked(j, members, uint16(rank), text, fmt.Sprintf("rank %d restarted", rank))
+	s.notifyAborted(j, members, from, 0, uint16(rank), text)
+	s.log.Warn("job ended: a rank joined again in a new session", "job", j.id, "rank", rank, "from", from)
+	return true
 }
 
 // jobSpec is what of a join every member of the job must agree on: all of

@@ -15,6 +15,7 @@ import (
 	"github.com/flare-net/flare/internal/inproctest"
 	swtch "github.com/flare-net/flare/switch"
 	"github.com/flare-net/flare/wire"
+	"golang.org/x/sync/errgroup"
 )
 
 // txPackets is how many datagrams sw has sent on the links of role that
@@ -124,38 +125,57 @@ func TestMulticastFallsBackToUnicast(t *testing.T) {
 	}
 }
 
-// A rank that rejoins a job running on a group must ask for it too: one
-// that does not is refused, naming the option, and one that does is
-// admitted again, on the job's group.
+// A rank that restarts while its job runs on a group joins in a new
+// session, which ends the job (the other ranks' next call fails, naming
+// it): the group goes back to the pool, and the job joined anew by every
+// rank gets one again only when every rank asks, here not at first (the
+// new rank 0 does not), then yes.
 func TestMulticastRejoin(t *testing.T) {
 	sw := startSwitch(t, swtch.Config{Multicast: netip.MustParsePrefix("239.255.81.16/30")})
 	const elements, world = 20_000, 3
 	ss := mcRanks(t, sw, 5, world, elements, func(int) bool { return true })
 	checkSums(t, ss, elements, 1)
-	ss[0].Close()
-	opts := hostlib.Options{Switch: sw.Addr().String(), Job: 5, Token: 42, Rank: 0, World: world,
-		DType: wire.Float32, Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second, JoinTimeout: 5 * time.Second}
-	// (The Leave of the closed session may reach the switch after the new
-	// join where the two take different sockets: then rank 0 is still in.)
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		_, err = hostlib.Join(context.Background(), opts)
-		if err == nil || !strings.Contains(err.Error(), "already joined") || time.Now().After(deadline) {
-			break
+	restart := func(ask bool) {
+		t.Helper()
+		ss[0].Close()
+		opts := hostlib.Options{Switch: sw.Addr().String(), Job: 5, Token: 42, Rank: 0, World: world, DType: wire.Float32,
+			Op: wire.OpSum, Elements: elements, Timeout: 20 * time.Second, Multicast: ask}
+		joined := make(chan error, 1)
+		go func() {
+			var err error
+			ss[0], err = hostlib.Join(context.Background(), opts)
+			joined <- err
+		}()
+		for r := 1; r < world; r++ {
+			buf := make([]float32, elements)
+			var ae *hostlib.AbortedError
+			if err := hostlib.AllReduce(context.Background(), ss[r], buf); !errors.As(err, &ae) || ae.Rank != 0 {
+				t.Fatalf("rank %d's call after rank 0 restarted: %v, want an abort by rank 0", r, err)
+			}
+			ss[r].Close()
+		}
+		var g errgroup.Group
+		for r := 1; r < world; r++ {
+			o := opts
+			o.Rank, o.Multicast = r, true
+			g.Go(func() (err error) { ss[r], err = hostlib.Join(context.Background(), o); return err })
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-joined; err != nil {
+			t.Fatalf("rank 0's new session: %v", err)
 		}
 	}
-	var se *hostlib.SwitchError
-	if !errors.As(err, &se) || se.Code != wire.CodeJobMismatch || !strings.Contains(err.Error(), "Options.Multicast") {
-		t.Fatalf("rejoin without Multicast: %v, want a job-mismatch refusal naming Options.Multicast", err)
+	restart(false)
+	checkSums(t, ss, elements, 1)
+	if got := sw.MulticastGroupsInUse(); got != 0 {
+		t.Errorf("%d groups in use once the job runs again with a rank that did not ask, want 0", got)
 	}
-	opts.Multicast = true
-	s, err := hostlib.Join(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("rejoin with Multicast: %v", err)
-	}
-	s.Close()
+	restart(true)
+	checkSums(t, ss, elements, 1)
 	if got := sw.MulticastGroupsInUse(); got != 1 {
-		t.Errorf("%d groups in use after the rejoin, want the job's 1", got)
+		t.Errorf("%d groups in use once every rank asks again, want the job's 1", got)
 	}
 }
 

@@ -217,6 +217,13 @@ func (fx *jobFixture) up(child uint16) (joins []wire.JoinBody, leaves int) {
 			if p.hdr.Flags&wire.FlagFromSwitch == 0 || p.hdr.Child != child {
 				fx.t.Errorf("the join up has flags %v and child %d, want from-switch and %d", p.hdr.Flags, p.hdr.Child, child)
 			}
+			if was := fx.upSessions[p.hdr.Job]; p.hdr.Block == 0 || was != 0 && p.hdr.Block != was {
+				fx.t.Errorf("the join up of job %d names session %#x after %#x: want one, not 0, in every resend", p.hdr.Job, p.hdr.Block, was)
+			}
+			if fx.upSessions == nil {
+				fx.upSessions = map[uint32]uint32{}
+			}
+			fx.upSessions[p.hdr.Job] = p.hdr.Block
 			joins = append(joins, b)
 		case wire.TypeLeave:
 			leaves++

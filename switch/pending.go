@@ -36,9 +36,10 @@ import (
 // pendingMember is a rank that joined a pending job.
 type pendingMember struct {
 	addr      netip.AddrPort
-	hosts     int  // hosts under the member: 1, or a child switch's join World
-	stream    int  // sparse, a child switch: its longest stream of a block
-	multicast bool // joined with wire.OptMulticast
+	hosts     int    // hosts under the member: 1, or a child switch's join World
+	stream    int    // sparse, a child switch: its longest stream of a block
+	multicast bool   // joined with wire.OptMulticast
+	session   uint32 // the join's session id (its Block field)
 }
 
 // Budget charges of pending state: a job (its struct, its map, its slots
@@ -138,14 +139,14 @@ func (s *Switch) unpend(j *job) {
 // admission once every rank is in. It returns j while the job waits for
 // ranks, and no job once its admission has started (the build acks). The
 // caller holds the table lock.
-func (s *Switch) joinPending(j *job, from netip.AddrPort, rank, hosts, stream int, multicast bool) (*job, *joinError) {
+func (s *Switch) joinPending(j *job, from netip.AddrPort, rank int, m pendingMember) (*job, *joinError) {
 	if _, ok := j.pend[rank]; !ok { // (a known rank joining from a new address is a restarted host)
 		if !s.budget.reserve(pendingMemberBytes) {
 			return nil, s.refuseMemory(j.id, "a pending join", pendingMemberBytes)
 		}
 		j.charge += pendingMemberBytes
 	}
-	j.pend[rank] = pendingMember{addr: from, hosts: hosts, stream: stream, multicast: multicast}
+	j.pend[rank] = m
 	if len(j.pend) < j.world() {
 		return j, nil
 	}
@@ -209,10 +210,10 @@ func (s *Switch) leavePending(j *job, rank int, from netip.AddrPort) {
 // it with the job's footprint.
 func (s *Switch) fixMembers(j *job) {
 	n := j.world()
-	j.members, j.subtree, j.streams = make([]netip.AddrPort, n), make([]int, n), make([]int, n)
+	j.members, j.subtree, j.streams, j.sessions = make([]netip.AddrPort, n), make([]int, n), make([]int, n), make([]uint32, n)
 	j.multicast = true
 	for r, m := range j.pend {
-		j.members[r], j.subtree[r], j.streams[r] = m.addr, m.hosts, m.stream
+		j.members[r], j.subtree[r], j.streams[r], j.sessions[r] = m.addr, m.hosts, m.stream, m.session
 		j.hosts += m.hosts
 		j.multicast = j.multicast && m.multicast
 	}
@@ -223,5 +224,6 @@ func (s *Switch) fixMembers(j *job) {
 
 // memberBytes is the host memory of an admitted job's member tables, per
 // member: its address (twice: the job's and the live copy), its hosts and
-// stream counts, and its link counters.
-const memberBytes = 2*int64(unsafe.Sizeof(netip.AddrPort{})) + 2*int64(unsafe.Sizeof(int(0))) + int64(unsafe.Sizeof(link{})) + 64
+// stream counts, its session id, and its link counters.
+const memberBytes = 2*int64(unsafe.Sizeof(netip.AddrPort{})) + 2*int64(unsafe.Sizeof(int(0))) + int64(unsafe.Sizeof(uint32(0))) +
+	int64(unsafe.Sizeof(link{})) + 64

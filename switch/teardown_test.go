@@ -20,6 +20,8 @@ type jobFixture struct {
 	vu     *hpu.VirtualUnit
 	clock  int64
 	noWait bool // deliver does not wait for the admissions a join starts
+	// upSessions are the session ids of each job's joins up (up).
+	upSessions map[uint32]uint32
 }
 
 func newJobFixture(t *testing.T, mut func(*Config)) *jobFixture {

@@ -2,6 +2,7 @@ package swtch
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/netip"
 	"time"
 
@@ -56,8 +57,11 @@ func (s *Switch) joinParent(j *job) {
 	} else {
 		body.PacketElems = j.ack.PacketElems // resolved here, so every level cuts the same blocks
 	}
+	if j.upSession == 0 {
+		j.upSession = rand.Uint32() | 1 // this switch's session of the job, the same in every resend
+	}
 	h := wire.Header{Version: wire.Version, Type: wire.TypeJoin, Flags: wire.FlagFromSwitch, Job: j.id, Token: j.token,
-		Child: uint16(s.cfg.ChildIndex), DType: j.dtype, Op: j.op}
+		Block: j.upSession, Child: uint16(s.cfg.ChildIndex), DType: j.dtype, Op: j.op}
 	s.send(s.parent, func(b []byte) []byte { return wire.AppendJoin(b, &h, &body) })
 }
 
