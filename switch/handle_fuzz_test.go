@@ -2,11 +2,13 @@ package swtch
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -85,6 +87,10 @@ type fuzzVariant struct {
 	// multicast: the members join with wire.OptMulticast, and the switch
 	// has a pool of fzGroups groups, fewer than the jobs it may run.
 	multicast bool
+	// registered: the switch admits only jobs registered over its admin
+	// port, and the fixture job is registered from the members' two
+	// addresses alone (fzGrant), and job fzJob+1 from the stranger's.
+	registered bool
 }
 
 // fzGroups is the multicast variants' pool of groups.
@@ -149,6 +155,13 @@ var fuzzVariants = []fuzzVariant{
 	{name: "middle-sparse-hash", sparse: true, storage: wire.StorageHash, middle: true},
 	{name: "multicast-multi", algo: wire.AlgoMulti, buffers: 2, multicast: true},
 	{name: "multicast-sparse-array", sparse: true, storage: wire.StorageArray, multicast: true},
+	{name: "registered-single", algo: wire.AlgoSingle, registered: true},
+}
+
+// fzGrants are the registered variant's registrations.
+var fzGrants = []JobGrant{
+	{Job: fzJob, Token: json.Number(strconv.FormatUint(fzToken, 10)), World: 2, MemoryCapBytes: 1 << 30, Sources: []string{"10.0.0.1/32", "10.0.0.2/32"}},
+	{Job: fzJob + 1, Token: "99", World: 2, MemoryCapBytes: 1 << 30, Sources: []string{"10.0.0.3/32"}},
 }
 
 // Sizes of the fixture job. Packets are small (fzPacketBytes of payload)
@@ -213,9 +226,17 @@ func newHandleFixture(t *testing.T, v fuzzVariant) *handleFixture {
 		HPU:    hpu.Config{Clusters: 1, CoresPerCluster: 1, L1Bytes: hpu.MinL1Bytes},
 		Logger: slog.New(slog.DiscardHandler)}
 	v.config(&cfg)
+	if v.registered {
+		cfg.Admin, cfg.Admission, cfg.AdminSecretFile = "127.0.0.1:0", AdmissionRegistered, writeSecret(t, testSecret+"\n", 0o600)
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v.registered {
+		for _, g := range fzGrants {
+			mustRegister(t, s, g)
+		}
 	}
 	fx := &handleFixture{s: s, v: v, vu: newFixtureUnit(t, s)}
 	for m, from := range []netip.AddrPort{fzRank0, fzRank1} {
@@ -312,7 +333,7 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	case h.Type == wire.TypeJoin:
 		var body wire.JoinBody
 		asked := body.Unmarshal(payload) == nil && body.Options&wire.OptMulticast != 0
-		fx.checkJoin(t, r.from, &h, asked, dropped, out)
+		fx.checkJoin(t, r.from, &h, asked, jobBefore, dropped, out)
 	case h.Type == wire.TypeAbort:
 		fx.checkAbort(t, r.from, &h, jobBefore, dropped, out) // abort_fuzz_test.go
 	case h.Type == wire.TypeLeave:
@@ -339,6 +360,9 @@ func (fx *handleFixture) feed(t *testing.T, r fuzzRecord) {
 	}
 	if dropped != "" && len(out) > 0 {
 		checkDropAnswer(t, r.from, pkt, dropped, out)
+	}
+	if fx.v.registered {
+		fx.checkRegistered(t)
 	}
 	for _, o := range out {
 		if fx.v.middle && o.to == fzParent && o.hdr.Type != wire.TypeError &&
@@ -426,6 +450,16 @@ func (fx *handleFixture) checkParentAnswer(t *testing.T, h *wire.Header, before 
 	}
 }
 
+// restarts reports whether a join with header h from address from is a
+// new session of a rank of the admitted job before: the job's token,
+// another session than the rank's, from the rank's address or after the
+// rank left.
+func (fx *handleFixture) restarts(h *wire.Header, from netip.AddrPort, before jobSnapshot) bool {
+	m, ok := fx.v.member(h)
+	return ok && before.admitted && before.token == h.Token && m < len(before.members) && h.Block != before.sessions[m] &&
+		(before.members[m] == from || !before.members[m].IsValid())
+}
+
 // checkAckGroup checks that a join-ack names the group the job's results
 // go to, or none when they go to each member.
 func (fx *handleFixture) checkAckGroup(t *testing.T, h *wire.Header, payload []byte) netip.AddrPort {
@@ -489,7 +523,7 @@ func checkDropAnswer(t *testing.T, from netip.AddrPort, pkt []byte, dropped stri
 // or a wrong token for an existing job) with no answer; or answered, errors
 // to the sender alone and acks to the job's members; or recorded in a
 // pending job with no answer yet.
-func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.Header, multicast bool, dropped string, out []sent) {
+func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.Header, multicast bool, before jobSnapshot, dropped string, out []sent) {
 	t.Helper()
 	switch dropped {
 	case "", wire.ReasonBody, wire.ReasonLength, dropToken:
@@ -502,9 +536,18 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 		if err != nil || o.multicast != nil {
 			t.Fatalf("join reply does not decode (%v) or is a multicast", err)
 		}
+		var e wire.ErrorBody
 		switch {
 		case fx.v.middle && o.to == fzParent && rh.Type == wire.TypeJoin && rh.Flags&wire.FlagFromSwitch != 0:
 			// the job, admitted here, joins the parent
+		case fx.v.middle && o.to == fzParent && (rh.Type == wire.TypeAbort || rh.Type == wire.TypeLeave) && before.upAsked:
+			// a new session of a rank ended the job: the parent hears it
+		case rh.Type == wire.TypeError && o.to != from && e.Unmarshal(payload) == nil && e.Code == wire.CodeAborted:
+			// a new session of a rank ended the job: its other members hear it
+			if memberRank(before, o.to) < 0 || !fx.restarts(h, from, before) || fx.jobState(h.Job).admitted {
+				t.Fatalf("a join of job %d child %d (session %#x) from %v made the switch tell %v the job was aborted",
+					h.Job, h.Child, h.Block, from, o.to)
+			}
 		case rh.Type == wire.TypeError:
 			if o.to != from || len(o.pkt) > wire.HeaderLen+wire.MaxErrorBodyLen {
 				t.Fatalf("error reply of %d bytes to %v for a join from %v: %q", len(o.pkt), o.to, from, o.pkt[wire.HeaderLen:])
@@ -524,6 +567,10 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 			t.Fatalf("a join was answered with a %v to %v", rh.Type, o.to)
 		}
 	}
+	if m, ok := fx.v.member(h); ok && before.admitted && before.token == h.Token && m < len(before.members) &&
+		!before.members[m].IsValid() && h.Block == before.sessions[m] && (len(out) != 1 || out[0].hdr.Type != wire.TypeError) {
+		t.Fatalf("the session that left job %d as rank %d joined again, answered with %d packets, not refused", h.Job, m, len(out))
+	}
 	m, ok := fx.v.member(h)
 	if dropped == "" && len(out) == 0 && !(ok && fx.jobState(h.Job).member(m, from)) {
 		t.Fatalf("join of job %d rank %d from %v neither dropped, answered nor recorded", h.Job, h.Child, from)
@@ -532,10 +579,12 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 
 // jobSnapshot is what feed needs of a job before and after a datagram.
 type jobSnapshot struct {
-	token   uint64
-	members []netip.AddrPort
-	upAsked bool           // joined at the parent
-	group   netip.AddrPort // where its results go, if not to each member
+	token    uint64
+	members  []netip.AddrPort
+	upAsked  bool           // joined at the parent
+	group    netip.AddrPort // where its results go, if not to each member
+	admitted bool
+	sessions []uint32 // admitted: each member's session id
 }
 
 func (j jobSnapshot) member(m int, a netip.AddrPort) bool {
@@ -550,6 +599,11 @@ func (fx *handleFixture) jobState(id uint32) jobSnapshot {
 	if j == nil {
 		return jobSnapshot{}
 	}
+	return fx.jobStateLocked(j)
+}
+
+// jobStateLocked is jobState of job j; the caller holds the table lock.
+func (fx *handleFixture) jobStateLocked(j *job) jobSnapshot {
 	members := slices.Clone(j.members)
 	if j.pend != nil { // pending: the ranks joined so far
 		members = make([]netip.AddrPort, j.world())
@@ -557,7 +611,7 @@ func (fx *handleFixture) jobState(id uint32) jobSnapshot {
 			members[r] = m.addr
 		}
 	}
-	return jobSnapshot{token: j.token, members: members, upAsked: j.upAsked, group: j.group}
+	return jobSnapshot{token: j.token, members: members, upAsked: j.upAsked, group: j.group, admitted: j.admitted, sessions: slices.Clone(j.sessions)}
 }
 
 // decodeSent decodes a packet the switch sends as its receiver would: in
@@ -665,6 +719,27 @@ func (fx *handleFixture) close(t *testing.T) {
 		t.Fatalf("%d packets left queued for the writer", n)
 	}
 	fx.checkNothingHeld(t)
+}
+
+// checkRegistered checks that every job in a registered switch's table,
+// pending or admitted, is registered, with its registration's token and
+// world, and has members only at addresses its registration allows.
+func (fx *handleFixture) checkRegistered(t *testing.T) {
+	t.Helper()
+	s := fx.s
+	s.jobs.mu.Lock()
+	defer s.jobs.mu.Unlock()
+	for id, j := range s.jobs.all() {
+		g := s.registry.grants[id]
+		if g == nil || !g.tokenIs(j.token) || j.world() != g.world {
+			t.Fatalf("job %d (world %d) is in the table without its registration", id, j.world())
+		}
+		for _, a := range fx.jobStateLocked(j).members {
+			if a.IsValid() && !g.allows(a.Addr()) {
+				t.Fatalf("job %d has a member at %v, outside its registered sources", id, a)
+			}
+		}
+	}
 }
 
 // checkNothingHeld checks, once every job has ended, that the switch holds

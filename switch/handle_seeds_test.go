@@ -116,6 +116,9 @@ func handleSeeds() []handleSeed {
 		if fv.multicast {
 			out = append(out, multicastSeeds(fv, v)...)
 		}
+		if fv.registered {
+			out = append(out, registeredSeeds(fv, v)...)
+		}
 		if fv.sparse {
 			add(fv.name+"-block", v,
 				record(selRank0, sparseData(0, 1, 0, 0, 3, 19)),
@@ -189,6 +192,25 @@ func handleSeeds() []handleSeed {
 		record(selStranger, pendingLeave(0, bad)), // wrong token
 		record(selStranger, pendingLeave(0, 99)),  // rank 0 itself: the job ends
 		record(selStranger, pendingLeave(0, 99)))  // and is gone
+	withSession := func(p []byte, session uint32) []byte {
+		p = bytes.Clone(p)
+		binary.BigEndian.PutUint32(p[wire.OffBlock:], session) // a join's Block: its session's id
+		return p
+	}
+	add("restart", 0, // rank 0's process restarts on its address: the job ends, rank 1 is told, and it starts anew
+		record(selRank0, denseData(0, 0, 0, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)),
+		record(selRank0, withSession(fixtureJoin(fuzzVariants[0], 0, bad), 81)),        // another token: dropped
+		record(selStranger, withSession(fixtureJoin(fuzzVariants[0], 0, fzToken), 82)), // elsewhere, rank 0 in: refused
+		record(selRank0, withSession(fixtureJoin(fuzzVariants[0], 0, fzToken), 77)),
+		record(selRank0, denseData(0, 0, 0, fzToken)), // its first call: not answered with the old result
+		record(selRank1, denseData(1, 1, 0, fzToken)),
+		record(selRank1, withSession(fixtureJoin(fuzzVariants[0], 1, fzToken), 78)),
+		record(selRank0, denseData(0, 0, 0, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)))
+	add("left-and-back", 0,
+		record(selRank1, leavePacket(1, fzToken)),
+		record(selRank1, fixtureJoin(fuzzVariants[0], 1, fzToken)),                     // the session that left: refused
+		record(selStranger, withSession(fixtureJoin(fuzzVariants[0], 1, fzToken), 79)), // a new one, elsewhere: the job starts anew
+		record(selRank0, withSession(fixtureJoin(fuzzVariants[0], 0, fzToken), 80)))
 	add("garbage", 0,
 		record(selRank0, []byte("not a flare packet")), record(selRank1, nil),
 		record(selRank0|selStamp, make([]byte, wire.HeaderLen)),
@@ -329,5 +351,35 @@ func multicastSeeds(fv fuzzVariant, v byte) []handleSeed {
 		record(selRank0, join(0, fzJob, false))) // a member of the fixture job joins again without: refused
 	add("one-address-two-ranks", // both ranks of job 12 from one socket: each acked as its rank
 		record(selRank1, join(0, 12, true)), record(selRank1, join(1, 12, true)))
+	return out
+}
+
+// registeredSeeds are the inputs for a switch that admits registered jobs
+// alone (fzGrants): joins from outside a job's sources, with another token
+// or world, of a job not registered, and a rank that leaves and joins
+// again from another allowed address or from outside.
+func registeredSeeds(fv fuzzVariant, v byte) []handleSeed {
+	var out []handleSeed
+	add := func(name string, recs ...[]byte) {
+		out = append(out, handleSeed{fv.name + "-" + name, v, bytes.Join(recs, nil)})
+	}
+	join := func(m int, job uint32, token uint64, world uint16) []byte {
+		p := fixtureJoin(fv, m, token)
+		binary.BigEndian.PutUint32(p[wire.OffJob:], job)
+		binary.BigEndian.PutUint16(p[wire.HeaderLen:], world) // the body's world
+		return p
+	}
+	add("refusals",
+		record(selStranger, join(0, fzJob, fzToken, 2)), // a source outside the registration
+		record(selRank0, join(0, fzJob, 98, 2)),         // another token
+		record(selRank0, join(0, fzJob, fzToken, 3)),    // another world
+		record(selRank0, join(0, 1234, fzToken, 2)),     // not registered
+		record(selRank0, join(0, fzJob+1, 99, 2)))       // job 8 from outside its sources
+	add("rejoins",
+		record(selRank1, leavePacket(1, fzToken)), record(selStranger, join(1, fzJob, fzToken, 2)), // refused
+		record(selOtherPrt, join(1, fzJob, fzToken, 2)), // rank 0's host, another port: an allowed address
+		record(selRank0, denseData(0, 0, 0, fzToken)), record(selOtherPrt, denseData(1, 0, 0, fzToken)))
+	add("second-job", // job 8, registered from the stranger's address, runs beside
+		record(selStranger, join(0, fzJob+1, 99, 2)), record(selStranger, join(1, fzJob+1, 99, 2)))
 	return out
 }
