@@ -1877,6 +1877,14 @@ MUTANTS = [
     ("MG5", "switch/pending.go", "\t\tdelete(p.bySource, j.source)\n", "", None),
     ("MG6", "switch/jobs.go", "\t\ts.links.unref(live.group)\n", "", None),
     ("MG7", "switch/jobs.go", "n := j.charge + j.streamBytes.Swap(0)", "n := j.charge", None),
+    ("SN1", "switch/jobs.go", "|| rank >= len(j.members) || h.Block == j.sessions[rank] {", "|| rank >= len(j.members) || true {", None),
+    ("SN2", "switch/jobs.go", "\tif j.pend != nil || h.Token != j.token || rank >= len(j.members)", "\tif j.pend != nil || rank >= len(j.members)", None),
+    ("SN3", "switch/jobs.go", "\tif cur := j.members[rank]; cur.IsValid() && cur != from {", "\tif cur := j.members[rank]; false && cur != from {", None),
+    ("SN4", "hostlib/session.go", "\th.Block = s.session\n", "", None),
+    ("SN5", "hostlib/session.go", "\ts.session = rand.Uint32() | 1\n", "\ts.session = 1\n", None),
+    ("SN6", "switch/tree.go", "\t\tj.upSession = rand.Uint32() | 1 // this switch's session of the job, the same in every resend\n", "", None),
+    ("SN7", "switch/jobs.go", "\t\treturn nil, refuse(wire.CodeJobMismatch, \"job %d: rank %d left the job, which runs on without it: a session that left cannot join again (a new session can)\", h.Job, rank)\n", "\t\tj.members[rank] = from\n", None),
+    ("SN8", "switch/jobs.go", "\t\ts.abortParent(j, 0, uint16(rank), wire.CodeAborted, text)\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
