@@ -530,11 +530,15 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 	default:
 		t.Fatalf("join dropped as %q", dropped)
 	}
+	abortsUp := 0
 	for _, o := range out {
 		var rh wire.Header
 		payload, err := rh.Unmarshal(o.pkt)
 		if err != nil || o.multicast != nil {
 			t.Fatalf("join reply does not decode (%v) or is a multicast", err)
+		}
+		if o.to == fzParent && rh.Type == wire.TypeAbort {
+			abortsUp++
 		}
 		var e wire.ErrorBody
 		switch {
@@ -566,6 +570,9 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 		default:
 			t.Fatalf("a join was answered with a %v to %v", rh.Type, o.to)
 		}
+	}
+	if fx.v.middle && before.upAsked && fx.restarts(h, from, before) && abortsUp != abortUpCopies {
+		t.Fatalf("a new session of a rank ended job %d, which its parent heard %d times, not %d", h.Job, abortsUp, abortUpCopies)
 	}
 	if m, ok := fx.v.member(h); ok && before.admitted && before.token == h.Token && m < len(before.members) &&
 		!before.members[m].IsValid() && h.Block == before.sessions[m] && (len(out) != 1 || out[0].hdr.Type != wire.TypeError) {

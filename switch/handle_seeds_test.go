@@ -309,7 +309,10 @@ func middleSeeds(fv fuzzVariant, v byte) []handleSeed {
 	pendingJoin, pendingAbort := fixtureJoin(fv, 0, fzToken), abortFrom(0, 2)
 	binary.BigEndian.PutUint32(pendingJoin[wire.OffJob:], 1234)
 	binary.BigEndian.PutUint32(pendingAbort[wire.OffJob:], 1234)
-	add("pending-aborts", // job 1234 waits for the host: its abort is not the parent's business
+	restart := fixtureJoin(fv, 1, fzToken)                                     // the host's join
+	binary.BigEndian.PutUint32(restart[wire.OffBlock:], 77)                    // a new session
+	add("restart", record(selRank1, restart), record(selRank0, data(0, 0, 0))) // the host restarts: the parent hears it
+	add("pending-aborts",                                                      // job 1234 waits for the host: its abort is not the parent's business
 		record(selRank0, pendingJoin), record(selRank0, pendingAbort))
 	add("leaves",
 		record(selRank1, asMember(fv, 0, leavePacket(0, fzToken))), // the host as the child switch
