@@ -390,7 +390,7 @@ func (s *Switch) join(from netip.AddrPort, h *wire.Header, body *wire.JoinBody, 
 		return s.joinPending(j, from, rank, pendingMember{addr: from, hosts: hosts, stream: stream, multicast: multicast, session: h.Block})
 	}
 	switch cur := j.members[rank]; {
-	case j.group.IsValid() && !multicast: // a rank that left, or restarted on its address, without it
+	case j.group.IsValid() && !multicast: // the admitted session's join again, without the option
 		return nil, refuse(wire.CodeJobMismatch, "job %d: rank %d joined without multicast, and the job's results go to group %v: join with it (hostlib Options.Multicast)", h.Job, rank, j.group)
 	case cur == from:
 	case cur.IsValid():
