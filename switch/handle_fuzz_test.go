@@ -548,7 +548,7 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 			// a new session of a rank ended the job: the parent hears it
 		case rh.Type == wire.TypeError && o.to != from && e.Unmarshal(payload) == nil && e.Code == wire.CodeAborted:
 			// a new session of a rank ended the job: its other members hear it
-			if memberRank(before, o.to) < 0 || !fx.restarts(h, from, before) || fx.jobState(h.Job).admitted {
+			if memberRank(before, o.to) < 0 || !fx.restarts(h, from, before) || fx.jobState(h.Job).job == before.job {
 				t.Fatalf("a join of job %d child %d (session %#x) from %v made the switch tell %v the job was aborted",
 					h.Job, h.Child, h.Block, from, o.to)
 			}
@@ -592,6 +592,7 @@ type jobSnapshot struct {
 	group    netip.AddrPort // where its results go, if not to each member
 	admitted bool
 	sessions []uint32 // admitted: each member's session id
+	job      *job     // which job it was: one that ends and starts anew is another
 }
 
 func (j jobSnapshot) member(m int, a netip.AddrPort) bool {
@@ -618,7 +619,7 @@ func (fx *handleFixture) jobStateLocked(j *job) jobSnapshot {
 			members[r] = m.addr
 		}
 	}
-	return jobSnapshot{token: j.token, members: members, upAsked: j.upAsked, group: j.group, admitted: j.admitted, sessions: slices.Clone(j.sessions)}
+	return jobSnapshot{token: j.token, members: members, upAsked: j.upAsked, group: j.group, admitted: j.admitted, sessions: slices.Clone(j.sessions), job: j}
 }
 
 // decodeSent decodes a packet the switch sends as its receiver would: in

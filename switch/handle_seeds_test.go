@@ -206,6 +206,9 @@ func handleSeeds() []handleSeed {
 		record(selRank1, denseData(1, 1, 0, fzToken)),
 		record(selRank1, withSession(fixtureJoin(fuzzVariants[0], 1, fzToken), 78)),
 		record(selRank0, denseData(0, 0, 0, fzToken)), record(selRank1, denseData(1, 0, 0, fzToken)))
+	alone := withSession(fixtureJoin(fuzzVariants[0], 0, fzToken), 83)
+	binary.BigEndian.PutUint16(alone[wire.HeaderLen:], 1) // world 1: the job starts anew and is admitted at once
+	add("restart-alone", 0, record(selRank0, alone), record(selRank0, denseData(0, 0, 0, fzToken)))
 	add("left-and-back", 0,
 		record(selRank1, leavePacket(1, fzToken)),
 		record(selRank1, fixtureJoin(fuzzVariants[0], 1, fzToken)),                     // the session that left: refused
