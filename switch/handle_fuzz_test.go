@@ -552,6 +552,12 @@ func (fx *handleFixture) checkJoin(t *testing.T, from netip.AddrPort, h *wire.He
 				t.Fatalf("a join of job %d child %d (session %#x) from %v made the switch tell %v the job was aborted",
 					h.Job, h.Child, h.Block, from, o.to)
 			}
+		case rh.Type == wire.TypeError && o.to != from:
+			// a join that completed a pending job whose admission was refused: every rank hears why
+			if memberRank(before, o.to) < 0 || before.admitted || before.token != h.Token || fx.jobState(h.Job).job == before.job ||
+				len(o.pkt) > wire.HeaderLen+wire.MaxErrorBodyLen {
+				t.Fatalf("error reply of %d bytes to %v for a join from %v: %q", len(o.pkt), o.to, from, o.pkt[wire.HeaderLen:])
+			}
 		case rh.Type == wire.TypeError:
 			if o.to != from || len(o.pkt) > wire.HeaderLen+wire.MaxErrorBodyLen {
 				t.Fatalf("error reply of %d bytes to %v for a join from %v: %q", len(o.pkt), o.to, from, o.pkt[wire.HeaderLen:])
