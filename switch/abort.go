@@ -112,12 +112,9 @@ func (s *Switch) abort(from netip.AddrPort, h *wire.Header, payload []byte) {
 	if fromSwitch {
 		rank, who = uint16(h.Block), fmt.Sprintf("child switch %d", h.Child)
 	}
-	members := j.memberAddrs()
 	text := who + ": " + string(body.Text)
-	if s.hasParent() && j.upAsked {
-		s.abortParent(j, h.Generation, rank, body.Code, text)
-	}
-	s.endAbortedLocked(j, members, rank, text, "aborted by "+who)
+	s.abortParent(j, h.Generation, rank, body.Code, text)
+	members := s.endAbortedLocked(j, rank, text, "aborted by "+who)
 	s.jobs.mu.Unlock()
 	s.log.Warn("job aborted by a member", "job", h.Job, "by", who, "from", from, "generation", h.Generation,
 		"cause", body.Code, "reason", string(body.Text))
@@ -134,23 +131,25 @@ func (s *Switch) parentAborted(h *wire.Header, text string) {
 		return
 	}
 	text = "parent switch " + s.parent.String() + ": " + text
-	members := j.memberAddrs()
-	s.endAbortedLocked(j, members, h.Child, text, "parent: aborted")
+	members := s.endAbortedLocked(j, h.Child, text, "parent: aborted")
 	s.jobs.mu.Unlock()
 	s.log.Warn("parent switch aborted the job", "job", j.id, "parent", s.parent, "error", text)
 	s.notifyAborted(j, members, netip.AddrPort{}, h.Generation, h.Child, text)
 }
 
 // endAbortedLocked ends job j and remembers the abort for its members
-// (j.memberAddrs). The caller holds the table lock. The abort is
+// (j.memberAddrs), whom it returns to be told (notifyAborted). The caller
+// holds the table lock. The abort is
 // remembered before the job leaves the table: another reader that takes
 // a member's data packet and finds no job (the table is read without the
 // lock) then finds the abort, and answers with it rather than with
 // unknown-job, which would reach the member first and fail its call with
 // the wrong reason.
-func (s *Switch) endAbortedLocked(j *job, members []netip.AddrPort, rank uint16, text, why string) {
+func (s *Switch) endAbortedLocked(j *job, rank uint16, text, why string) []netip.AddrPort {
+	members := j.memberAddrs()
 	s.aborts.remember(j.id, &abortedJob{token: j.token, rank: rank, text: text, members: members, until: time.Now().Add(abortMemory)})
 	s.endLocked(j, why)
+	return members
 }
 
 // notifyAborted sends every member address but skip (the one that
@@ -167,9 +166,13 @@ func (s *Switch) notifyAborted(j *job, members []netip.AddrPort, skip netip.Addr
 	}
 }
 
-// abortParent sends the parent the Abort of job j. The caller holds the
-// table lock (the parent hears it before the leaves endLocked sends).
+// abortParent sends the parent the Abort of job j, if this switch joined
+// the job there. The caller holds the table lock (the parent hears it
+// before the leaves endLocked sends).
 func (s *Switch) abortParent(j *job, gen uint32, rank uint16, code wire.ErrorCode, text string) {
+	if !s.hasParent() || !j.upAsked {
+		return
+	}
 	h := wire.Header{Version: wire.Version, Type: wire.TypeAbort, Flags: wire.FlagFromSwitch, Job: j.id, Token: j.token,
 		Generation: gen, Block: uint32(rank), Child: uint16(s.cfg.ChildIndex)}
 	for range abortUpCopies {

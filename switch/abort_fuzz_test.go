@@ -49,7 +49,6 @@ func (fx *handleFixture) checkAbort(t *testing.T, from netip.AddrPort, h *wire.H
 	var notices, up, leaves int
 	for _, o := range out {
 		var e wire.ErrorBody
-		_, payload, _ := decodeSent(o.pkt) // drain checked it decodes
 		switch rh := o.hdr; {
 		case o.to == fzParent && fx.v.middle && rh.Type == wire.TypeAbort:
 			if rh.Flags&wire.FlagFromSwitch == 0 || rh.Block != uint32(rank) {
@@ -58,7 +57,7 @@ func (fx *handleFixture) checkAbort(t *testing.T, from netip.AddrPort, h *wire.H
 			up++
 		case o.to == fzParent && fx.v.middle && rh.Type == wire.TypeLeave:
 			leaves++
-		case rh.Type != wire.TypeError || e.Unmarshal(payload) != nil || e.Code != wire.CodeAborted || rh.Child != rank ||
+		case rh.Type != wire.TypeError || e.Unmarshal(o.payload) != nil || e.Code != wire.CodeAborted || rh.Child != rank ||
 			o.to == from || memberRank(before, o.to) < 0:
 			t.Fatalf("an abort by rank %d made the switch send %v (code %v, child %d) to %v", rank, rh.Type, e.Code, rh.Child, o.to)
 		default:

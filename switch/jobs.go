@@ -419,11 +419,8 @@ func (s *Switch) restart(j *job, from netip.AddrPort, h *wire.Header, rank int) 
 		return false // another address while the rank is in: refused as already joined
 	}
 	text := fmt.Sprintf("rank %d joined again in a new session from %v: its earlier session is gone", rank, from)
-	members := j.memberAddrs()
-	if s.hasParent() && j.upAsked {
-		s.abortParent(j, 0, uint16(rank), wire.CodeAborted, text)
-	}
-	s.endAbortedLocked(j, members, uint16(rank), text, fmt.Sprintf("rank %d restarted", rank))
+	s.abortParent(j, 0, uint16(rank), wire.CodeAborted, text)
+	members := s.endAbortedLocked(j, uint16(rank), text, fmt.Sprintf("rank %d restarted", rank))
 	s.notifyAborted(j, members, from, 0, uint16(rank), text)
 	s.log.Warn("job ended: a rank joined again in a new session", "job", j.id, "rank", rank, "from", from)
 	return true

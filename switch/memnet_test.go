@@ -58,13 +58,7 @@ func TestAllReduceOverMemNetwork(t *testing.T) {
 			ss := memRanks(t, network, sw, 3, world, elements)
 			bufs, want := sumInputs(world, elements)
 			allreduceAll(t, ss, bufs)
-			for r := range bufs {
-				for i, v := range bufs[r] {
-					if v != want[i] {
-						t.Fatalf("rank %d: element %d = %v, want %v", r, i, v, want[i])
-					}
-				}
-			}
+			checkExact(t, "", bufs, want)
 			st := network.Stats()
 			if tc.faults.Drop > 0 && st.Dropped == 0 {
 				t.Errorf("the network dropped nothing (%+v): the faulty case tested no loss", st)

@@ -54,13 +54,7 @@ func checkSums(t *testing.T, ss []*hostlib.Session, elements, calls int) {
 	for call := range calls {
 		bufs, want := sumInputs(len(ss), elements)
 		allreduceAll(t, ss, bufs)
-		for r := range bufs {
-			for i, v := range bufs[r] {
-				if v != want[i] {
-					t.Fatalf("call %d, rank %d: element %d = %v, want %v", call, r, i, v, want[i])
-				}
-			}
-		}
+		checkExact(t, fmt.Sprintf("call %d, ", call), bufs, want)
 	}
 }
 

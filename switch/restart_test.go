@@ -64,7 +64,7 @@ func TestRestartedRank(t *testing.T) {
 			joinAll(ss, []int{0, 1, 2}, func(r int) uint16 { return 6000 + uint16(r) })
 			bufs, want := sumInputs(world, elements)
 			allreduceAll(t, ss, bufs)
-			checkExact(t, bufs, want)
+			checkExact(t, "", bufs, want)
 
 			if tc.leave {
 				ss[0].Close()
@@ -108,7 +108,7 @@ func TestRestartedRank(t *testing.T) {
 				want[i] += 1000
 			}
 			allreduceAll(t, ss, bufs)
-			checkExact(t, bufs, want)
+			checkExact(t, "", bufs, want)
 			for _, s := range ss {
 				s.Close()
 			}
@@ -116,13 +116,14 @@ func TestRestartedRank(t *testing.T) {
 	}
 }
 
-// checkExact checks every rank's vector against want.
-func checkExact(t *testing.T, bufs [][]float32, want []float32) {
+// checkExact checks every rank's vector against want; what says which
+// call, where a test makes several.
+func checkExact(t testing.TB, what string, bufs [][]float32, want []float32) {
 	t.Helper()
 	for r := range bufs {
 		for i, v := range bufs[r] {
 			if v != want[i] {
-				t.Fatalf("rank %d: element %d = %v, want %v", r, i, v, want[i])
+				t.Fatalf("%srank %d: element %d = %v, want %v", what, r, i, v, want[i])
 			}
 		}
 	}

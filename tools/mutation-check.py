@@ -1824,7 +1824,7 @@ MUTANTS = [
     ("AL4", "switch/abort.go", "e.token != token || !now.Before(e.until) ||", "e.token != token ||", None),
     ("AL5", "switch/abort.go", "if e == nil || e.token != token ||", "if e == nil ||", None),
     ("AL6", "switch/pending.go", "return slices.DeleteFunc(slices.Clone(j.members), func(a netip.AddrPort) bool { return !a.IsValid() })", "return slices.Clone(j.members)", None),
-    ("AL7", "switch/abort.go", "\tmembers := j.memberAddrs()\n\ttext := who", "\tmembers := j.memberAddrs()[:0]\n\ttext := who", None),
+    ("AL7", "switch/abort.go", "\tmembers := j.memberAddrs()\n\ts.aborts.remember", "\tmembers := j.memberAddrs()[:0]\n\ts.aborts.remember", None),
     ("HN1", "hostlib/allreduce.go", "\t\ts.abortFor(err, s.gen+1)\n\t\treturn err\n\t}\n\ts.gen++", "\t\ts.abortFor(err, s.gen)\n\t\treturn err\n\t}\n\ts.gen++", None),
     ("HN2", "hostlib/allreduce.go", "\t\ts.abortFor(err, s.gen+1)\n\t\treturn err\n\t}\n\ts.gen++", "\t\treturn err\n\t}\n\ts.gen++", None),
     ("HN3", "hostlib/sparse.go", "if s.trk.isDone(b) {\n\t\ts.stats.duplicates.Add(1)", "if false {\n\t\ts.stats.duplicates.Add(1)", None),
@@ -1857,7 +1857,7 @@ MUTANTS = [
     ("WB5", "wire/errorbody.go", "\tif len(b) != ErrorBodyMinLen+n {", "\tif len(b) < ErrorBodyMinLen+n {", None),
     ("RI1", "conn/udp_linux.go", "\tswitch {\n\tcase r.next < r.count: // left by ReadBatch, in the conn's memory", "\tswitch {\n\tcase !c.gro:\n\t\treturn c.readDirect(msgs)\n\tcase r.next < r.count: // left by ReadBatch, in the conn's memory", None),
     ("RI2", "conn/udp_linux.go", "\t\tif r.oob != nil {\n\t\t\tif seg := groSegment(", "\t\tif true {\n\t\t\tif seg := groSegment(", None),
-    ("TW1", "switch/abort.go", "\tif s.hasParent() && j.upAsked {\n\t\ts.abortParent", "\tif s.hasParent() {\n\t\ts.abortParent", None),
+    ("TW1", "switch/abort.go", "\tif !s.hasParent() || !j.upAsked {\n\t\treturn\n\t}\n\th := wire.Header{Version: wire.Version, Type: wire.TypeAbort", "\tif !s.hasParent() {\n\t\treturn\n\t}\n\th := wire.Header{Version: wire.Version, Type: wire.TypeAbort", None),
     ("TW2", "switch/abort.go", "rank, who = uint16(h.Block), fmt.Sprintf(\"child switch %d\", h.Child)", "rank, who = h.Child, fmt.Sprintf(\"child switch %d\", h.Child)", None),
     ("TW3", "switch/abort.go", "if fromSwitch && h.Block > 1<<16-1 {", "if false {", None),
     ("TW4", "switch/abort.go", "Generation: gen, Block: uint32(rank), Child: uint16(s.cfg.ChildIndex)}", "Generation: gen, Block: uint32(rank), Child: 0}", None),
@@ -1884,7 +1884,7 @@ MUTANTS = [
     ("SN5", "hostlib/session.go", "\ts.session = rand.Uint32() | 1\n", "\ts.session = rand.Uint32()&0 | 1\n", None),
     ("SN6", "switch/tree.go", "\t\tj.upSession = rand.Uint32() | 1 // this switch's session of the job, the same in every resend\n", "\t\tj.upSession = rand.Uint32() & 0\n", None),
     ("SN7", "switch/jobs.go", "\t\treturn nil, refuse(wire.CodeJobMismatch, \"job %d: rank %d left the job, which runs on without it: a session that left cannot join again (a new session can)\", h.Job, rank)\n", "\t\tj.members[rank] = from\n", None),
-    ("SN8", "switch/jobs.go", "\t\ts.abortParent(j, 0, uint16(rank), wire.CodeAborted, text)\n", "", None),
+    ("SN8", "switch/jobs.go", "\ts.abortParent(j, 0, uint16(rank), wire.CodeAborted, text)\n", "", None),
 ]
 
 # What else guards a mutant besides its own package's tests: the host
